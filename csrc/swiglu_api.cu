@@ -1,0 +1,96 @@
+// swiglu_api.cu -- the exported C functions of swiglu_api.h, dispatching to
+// the kernel registry entries defined by each kernel translation unit.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "cutlass/version.h"
+#include "isw_common.hpp"
+
+#define ISW_EXPORT __attribute__((visibility("default")))
+
+namespace isw {
+
+static thread_local char g_last_error[1024] = "";
+
+int fail(int code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_last_error, sizeof(g_last_error), fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+void clear_error() { g_last_error[0] = '\0'; }
+
+static const KernelEntry* entry(int kernel) {
+  switch (kernel) {
+    case ISW_KERNEL1_PINGPONG: return &kernel1_entry;
+    case ISW_KERNEL2_PAIRMUL: return &kernel2_entry;
+    default: return nullptr;
+  }
+}
+
+static int check_common(const isw_problem* p) {
+  if (p == nullptr) return fail(ISW_ERR_INVALID, "problem is NULL");
+  if (p->M < 0 || p->N <= 0 || p->K <= 0)
+    return fail(ISW_ERR_INVALID, "bad sizes M=%lld N=%lld K=%lld", (long long)p->M,
+                (long long)p->N, (long long)p->K);
+  if (p->dtype != ISW_BF16 && p->dtype != ISW_FP16)
+    return fail(ISW_ERR_UNSUPPORTED, "dtype %d is not bf16 (0) or fp16 (1)", p->dtype);
+  return ISW_OK;
+}
+
+}  // namespace isw
+
+extern "C" {
+
+ISW_EXPORT int isw_can_implement(int kernel, const isw_problem* p) {
+  isw::clear_error();
+  const isw::KernelEntry* e = isw::entry(kernel);
+  if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
+  int st = isw::check_common(p);
+  if (st != ISW_OK) return st;
+  return e->can_implement(p);
+}
+
+ISW_EXPORT size_t isw_workspace_bytes(int kernel, const isw_problem* p) {
+  const isw::KernelEntry* e = isw::entry(kernel);
+  if (!e || isw::check_common(p) != ISW_OK) return 0;
+  return e->workspace_bytes(p);
+}
+
+ISW_EXPORT int isw_run(int kernel, const isw_problem* p) {
+  isw::clear_error();
+  const isw::KernelEntry* e = isw::entry(kernel);
+  if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
+  int st = isw::check_common(p);
+  if (st != ISW_OK) return st;
+  if (p->M == 0) return ISW_OK;  // empty batch: nothing to write
+  return e->run(p);
+}
+
+ISW_EXPORT int isw_num_configs(int kernel) {
+  const isw::KernelEntry* e = isw::entry(kernel);
+  return e ? e->num_configs : 0;
+}
+
+ISW_EXPORT const char* isw_config_name(int kernel, int config) {
+  const isw::KernelEntry* e = isw::entry(kernel);
+  if (!e || config < 0 || config >= e->num_configs) return "";
+  return e->config_names[config];
+}
+
+ISW_EXPORT const char* isw_last_error(void) { return isw::g_last_error; }
+
+ISW_EXPORT int isw_abi_version(void) { return ISW_ABI_VERSION; }
+
+#define ISW_STR2(x) #x
+#define ISW_STR(x) ISW_STR2(x)
+ISW_EXPORT const char* isw_build_info(void) {
+  return "inductor_swiglu sm90a kernels, ABI " ISW_STR(ISW_ABI_VERSION) ", CUTLASS "
+      ISW_STR(CUTLASS_MAJOR) "." ISW_STR(CUTLASS_MINOR) "." ISW_STR(CUTLASS_PATCH) ", nvcc "
+      ISW_STR(__CUDACC_VER_MAJOR__) "." ISW_STR(__CUDACC_VER_MINOR__);
+}
+
+}  // extern "C"

@@ -1,0 +1,83 @@
+// swiglu_api.h -- the C ABI between the CUTLASS kernels and Python.
+//
+// Why a plain C ABI and not a torch extension: the compiled library must load
+// under any torch version (the GPU machine runs 2.11, CI 2.13) and be buildable
+// where only nvcc exists.  Python (ctypes) passes raw pointers, sizes and the
+// current CUDA stream; it owns allocation (through torch's caching allocator, so
+// CUDA-graph capture sees every buffer) and all input validation that needs
+// torch.  The kernels re-check what they rely on and fail loudly, never silently.
+//
+// All functions are thread-safe.  Error text is kept per thread.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ISW_ABI_VERSION 1
+
+// Element types of x, the weights and out (all the same type).
+enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1 };
+
+// Return codes.
+enum isw_status {
+  ISW_OK = 0,
+  ISW_ERR_UNSUPPORTED = 1,   // shape/alignment/config this kernel cannot serve: caller falls back
+  ISW_ERR_INVALID = 2,       // bad argument (null pointer, negative size, ...)
+  ISW_ERR_CUDA = 3,          // a CUDA runtime/driver call failed (message says which)
+  ISW_ERR_CUTLASS = 4,       // CUTLASS can_implement/initialize/run failed
+  ISW_ERR_WORKSPACE = 5      // workspace too small
+};
+
+// One SwiGLU GEMM:  out[m, n] = silu(sum_k x[m,k] * w_gate[n,k]) * (sum_k x[m,k] * w_up[n,k])
+// x: [M, K], w_gate / w_up: [N, K] (nn.Linear layout), out: [M, N]; all row-major
+// with unit stride along the last dim and the given leading dimensions (in
+// elements).  Accumulation, SiLU and the product are fp32; one rounding at the store.
+typedef struct isw_problem {
+  const void* x;
+  const void* w_gate;
+  const void* w_up;
+  void* out;
+  int64_t M, N, K;
+  int64_t ld_x, ld_w_gate, ld_w_up, ld_out;
+  int32_t dtype;       // enum isw_dtype
+  int32_t config;      // index into the kernel's config table, -1 = the kernel's default
+  void* workspace;     // device memory, at least isw_workspace_bytes(); may be NULL if that is 0
+  size_t workspace_bytes;
+  void* stream;        // cudaStream_t; the kernel launches only on this stream
+} isw_problem;
+
+// Kernel ids.
+enum isw_kernel {
+  ISW_KERNEL1_PINGPONG = 1,     // large M: warp-specialized pingpong, gate then up per tile
+  ISW_KERNEL2_PAIRMUL = 2       // small M: one GEMM over gate/up interleaved by 8 + PairMulStore
+};
+
+// ISW_OK if `kernel` with `p->config` can run this problem, ISW_ERR_UNSUPPORTED
+// otherwise (reason in isw_last_error()).  Touches no device memory.
+int isw_can_implement(int kernel, const isw_problem* p);
+
+// Bytes of device workspace needed (0 for most configs).
+size_t isw_workspace_bytes(int kernel, const isw_problem* p);
+
+// Launch asynchronously on p->stream.  No host synchronisation, no allocation:
+// safe under CUDA-graph capture.
+int isw_run(int kernel, const isw_problem* p);
+
+// Number of tile configurations compiled for a kernel, and a readable name for
+// each (e.g. "k2_bf16_64x128x64_c1x1").  Names are static strings.
+int isw_num_configs(int kernel);
+const char* isw_config_name(int kernel, int config);
+
+// Message describing the last failure on this thread ("" if none).
+const char* isw_last_error(void);
+
+// ISW_ABI_VERSION, CUTLASS version and build flags, as a static string.
+const char* isw_build_info(void);
+int isw_abi_version(void);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,43 @@
+"""inductor_swiglu: fuse the SwiGLU MLP into CUTLASS SM90 GEMM kernels under torch.compile.
+
+    model = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
+
+Public API:
+    compile            decorator / function: torch.compile with the SwiGLU pass
+    backend            a configured backend callable (pass config, default mode/options)
+    swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
+    swiglu_reference   its fp32 reference
+    counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
+    op_stats           which implementation of the op ran (fused kernel or fallback)
+    kernel_status      whether the CUTLASS kernels are built and loadable, and why not
+    PassConfig         what the pass may rewrite
+"""
+
+from __future__ import annotations
+
+import logging as _logging
+import os as _os
+
+from .version import __version__
+from .ops.swiglu_op import swiglu
+from .ops.reference import swiglu_reference
+from .ops.impl_stats import op_stats, reset_op_stats
+from .ops.kernel_library import kernel_status
+from .compiler.pass_config import PassConfig
+from .compiler.backend import make_backend as backend, register as _register_backend
+from .compiler.decorator import compile
+from .compiler.stats import counters, reset_counters
+
+_register_backend()
+
+if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
+    _h = _logging.StreamHandler()
+    _h.setFormatter(_logging.Formatter("[%(name)s] %(levelname)s %(message)s"))
+    _logger = _logging.getLogger("inductor_swiglu")
+    _logger.addHandler(_h)
+    _logger.setLevel(_os.environ["INDUCTOR_SWIGLU_LOG"].upper())
+
+__all__ = [
+    "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
+    "op_stats", "reset_op_stats", "kernel_status", "PassConfig",
+]

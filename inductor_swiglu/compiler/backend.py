@@ -1,0 +1,129 @@
+"""The ``inductor_swiglu`` torch.compile backend: Inductor plus the SwiGLU pass.
+
+    torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
+
+``torch.compile`` hands a non-inductor backend its ``mode=`` and ``options=`` as
+keyword arguments (and applies ``dynamic=`` / ``fullgraph=`` itself, in Dynamo).
+We turn them into Inductor config patches exactly as the inductor backend does
+(``torch._inductor.list_mode_options``), add our pass in the post-grad slot,
+chained after nothing and before any pass the user installed there, and call
+``compile_fx``.  The name is registered through the ``torch_dynamo_backends``
+entry point, and on ``import inductor_swiglu`` for source checkouts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import torch
+from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+from ..ops import swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
+from . import monitor
+from .pass_config import PassConfig
+from .records import RECORDS
+from .swiglu_pass import SwigluFusionPass, compose, current_compile_id
+
+BACKEND_NAME = "inductor_swiglu"
+_PASS_SLOT = "post_grad_custom_pre_pass"
+_OP_IN_CODE = re.compile(r"torch\.ops\.inductor_swiglu\.swiglu\.default\(")  # call sites only
+
+
+@functools.cache
+def _pass_for(config: PassConfig) -> SwigluFusionPass:
+    # One pass object per configuration: patterns register once per process
+    # (registering twice raises "Duplicate pattern").
+    return SwigluFusionPass(config)
+
+
+def config_patches(mode: str | None, options: dict[str, Any] | None, pass_config: PassConfig) -> dict[str, Any]:
+    """Inductor config patches for this compile: mode, user options, our pass."""
+    patches: dict[str, Any] = {}
+    if mode and mode != "default":
+        try:
+            patches.update(torch._inductor.list_mode_options(mode))
+        except KeyError:
+            raise ValueError(
+                f"inductor_swiglu: unknown mode {mode!r}; use one of {sorted(torch._inductor.list_mode_options())}"
+            ) from None
+    options = dict(options or {})
+    known = set(torch._inductor.list_options())
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise ValueError(
+            f"inductor_swiglu: unknown Inductor option(s) {unknown}; see torch._inductor.list_options()"
+        )
+    patches.update(options)
+    existing = options.get(_PASS_SLOT, getattr(torch._inductor.config, _PASS_SLOT))
+    patches[_PASS_SLOT] = compose(_pass_for(pass_config), existing)
+    return patches
+
+
+def _inner_compile(gm, example_inputs, **kwargs):
+    """compile_fx_inner, plus the truth about what it produced.
+
+    On an FX-graph-cache hit the pass does not run; the record then says so, and
+    the op is counted in the loaded code instead.
+    """
+    cid = current_compile_id()
+    before = len(RECORDS.graphs_for(cid))
+    hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
+    compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+    graphs = RECORDS.graphs_for(cid)
+    if len(graphs) > before:
+        rec = graphs[-1]
+    else:
+        rec = RECORDS.new_graph(cid)
+        rec.pass_ran = False
+    rec.fx_graph_cache_hit = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] > hits
+    code = getattr(compiled, "source_code", None)
+    if isinstance(code, str):
+        rec.swiglu_ops_in_output_code = len(_OP_IN_CODE.findall(code))
+        if RECORDS.capture_text:
+            rec.output_code = code
+    return compiled
+
+
+def make_backend(pass_config: PassConfig | None = None, mode: str | None = None, options: dict | None = None):
+    """A backend callable with a fixed pass configuration (and optional default mode/options)."""
+    cfg = pass_config or PassConfig()
+    default_mode, default_options = mode, dict(options or {})
+
+    def backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict | None = None, **_ignored):
+        monitor.install()
+        monitor.on_backend_call(gm)
+        patches = config_patches(mode or default_mode, {**default_options, **(options or {})}, cfg)
+        return compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=patches)
+
+    # torch._dynamo.reset() calls backend.reset(): drop CUDA-graph trees like inductor does.
+    backend.reset = _reset  # type: ignore[attr-defined]
+    backend.__name__ = BACKEND_NAME
+    return backend
+
+
+def _reset() -> None:
+    from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+
+    reset_cudagraph_trees()
+
+
+inductor_swiglu = make_backend()
+
+
+def register() -> None:
+    """Make backend="inductor_swiglu" work in a source checkout that was never pip-installed.
+
+    When the package is installed, its ``torch_dynamo_backends`` entry point
+    does this lazily; registering here as well would make torch's entry-point
+    loader fail with "duplicate name" (it loads this module, then registers).
+    """
+    from importlib.metadata import entry_points
+
+    from torch._dynamo.backends import registry
+
+    if any(ep.name == BACKEND_NAME for ep in entry_points(group="torch_dynamo_backends")):
+        return
+    if BACKEND_NAME not in registry._COMPILER_FNS:
+        registry.register_backend(inductor_swiglu, name=BACKEND_NAME)

@@ -1,0 +1,139 @@
+"""Recompile counters and guard logging for frames compiled by our backend.
+
+Built on torch's own machinery, no log parsing: Dynamo's compile id
+(``CompileContext.current_compile_id()``, "frame/recompile"), its
+guard-failure record (``torch._dynamo.utils.guard_failures``), the guards of the
+frame being compiled (``TracingContext.guards_context``), and Dynamo's
+compile-end callback (``torch._dynamo.callback_handler``).
+
+Each compiled frame produces two log records on the ``inductor_swiglu`` logger:
+when our backend is called ("compiling ...", with the guard failure that caused
+a recompile) and when Dynamo finishes the frame ("compiled ...", with the
+number of guards and SwiGLU rewrites).  A frame that keeps recompiling gets a
+WARNING that says what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from .records import RECORDS, FrameRecord
+
+log = logging.getLogger("inductor_swiglu.compile")
+
+# After this many recompiles of one frame, warn (Dynamo's own limit is 8).
+RECOMPILE_WARN_AT = 3
+
+
+@dataclass
+class _Pending:
+    compile_id: str
+    function: str
+    recompile_index: int
+    recompile_reason: str
+    guards: object            # the live GuardsSet Dynamo is filling for this frame
+    shape_env: object
+
+
+_lock = threading.Lock()
+_pending: dict[str, _Pending] = {}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip() if text and text.strip() else ""
+
+
+def _split_id(cid: str) -> tuple[str, int]:
+    frame, _, rest = cid.partition("/")
+    try:
+        return frame, int(rest.split("_")[0])
+    except ValueError:
+        return frame, 0
+
+
+def install() -> None:
+    """Register the compile-end callback; called at every backend call because
+    ``torch._dynamo.reset()`` clears Dynamo's callbacks."""
+    handler = torch._dynamo.callback_handler
+    with _lock:
+        if _on_compile_end not in handler.end_callbacks:
+            handler.register_end_callback(_on_compile_end)
+
+
+def on_backend_call(gm: torch.fx.GraphModule) -> str:
+    """Called by the backend at the start of each graph compile; returns the compile id."""
+    cid_obj = torch._guards.CompileContext.current_compile_id()
+    cid = str(cid_obj) if cid_obj is not None else "?"
+    tc = torch._guards.TracingContext.try_get()
+    code = tc.traced_code[0] if tc is not None and tc.traced_code else None
+    function = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})" if code else "<unknown frame>"
+    _, index = _split_id(cid)
+    reason = ""
+    if index > 0 and code is not None:
+        failures = torch._dynamo.utils.guard_failures.get(code) or []
+        reason = _first_line(failures[-1]) if failures else "unknown guard failure"
+    with _lock:
+        if cid not in _pending:
+            _pending[cid] = _Pending(
+                cid, function, index, reason,
+                tc.guards_context.dynamo_guards if tc is not None else None,
+                getattr(tc.fake_mode, "shape_env", None) if tc is not None else None,
+            )
+    if index > 0:
+        log.info("recompiling %s [%s], recompile #%d, because a guard failed: %s", function, cid, index, reason)
+    else:
+        log.info("compiling %s [%s]", function, cid)
+    return cid
+
+
+def _on_compile_end(args) -> None:
+    # End callbacks fire once per outermost Dynamo compile, after it finished
+    # (or failed): every frame still pending is done.
+    flush()
+
+
+def _finish(p: _Pending) -> None:
+    guards = len(p.guards) if p.guards is not None else None
+    shape_guards = len(p.shape_env.guards) if p.shape_env is not None and hasattr(p.shape_env, "guards") else None
+    frame = FrameRecord(
+        compile_id=p.compile_id,
+        function=p.function,
+        recompile_index=p.recompile_index,
+        recompile_reason=p.recompile_reason,
+        guard_count=guards,
+        graph_breaks=None,
+        cudagraph_skip_reason="",
+        fail_reason="",
+        graphs=RECORDS.graphs_for(p.compile_id),
+    )
+    frame.shape_guard_count = shape_guards  # type: ignore[attr-defined]
+    RECORDS.add_frame(frame)
+    cached = sum(1 for g in frame.graphs if not g.pass_ran)
+    log.info(
+        "compiled %s [%s]: %d SwiGLU rewrite(s) in %d graph(s)%s, %s guards%s, recompile #%d",
+        p.function, p.compile_id, frame.rewrites, len(frame.graphs),
+        f" ({cached} loaded from Inductor's cache: pass did not run)" if cached else "",
+        guards if guards is not None else "?",
+        f" (+{shape_guards} shape guards)" if shape_guards else "",
+        p.recompile_index,
+    )
+    if p.recompile_index >= RECOMPILE_WARN_AT:
+        log.warning(
+            "%s has recompiled %d times (last reason: %s). If a tensor size varies between calls "
+            "(sequence length, batch), mark it dynamic with torch._dynamo.mark_dynamic(t, dim) or pass "
+            "dynamic=True; if a Python int/float argument varies, pass it as a tensor.",
+            p.function, p.recompile_index, p.recompile_reason,
+        )
+
+
+def flush() -> None:
+    """Finish frames whose end callback has not run (e.g. the compile raised)."""
+    with _lock:
+        pending = list(_pending.values())
+        _pending.clear()
+    for p in pending:
+        _finish(p)

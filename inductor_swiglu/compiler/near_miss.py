@@ -1,0 +1,152 @@
+"""Finds SwiGLU-shaped products that the pass left alone, and says why.
+
+Runs after the rewrite, over what is left: every ``mul`` whose one operand is a
+SiLU (any spelling) of a projection and whose other operand is a projection is a
+*near miss*.  The pattern matcher cannot say why it did not match, so this
+module re-derives the reason from the graph: the two projections read
+different inputs, an intermediate has another user (typical of training graphs,
+which save gate and up for the backward), the weights differ in shape, only
+one side has a bias, a form our patterns do not cover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .records import GraphRecord, NearMiss
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+_RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
+
+
+@dataclass
+class Projection:
+    node: torch.fx.Node          # the value the activation/product consumes
+    x: torch.fx.Node             # the input before any reshape
+    weight: torch.fx.Node
+    bias: torch.fx.Node | None
+    nodes: list                  # intermediate nodes: reshape(s), mm, permute
+
+
+def _call(n, *targets) -> bool:
+    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
+
+
+def _strip_reshape(n):
+    while _call(n, *_RESHAPES):
+        n = n.args[0]
+    return n
+
+
+def as_projection(n) -> Projection | None:
+    """reshape?(mm|addmm(reshape?(x), permute?(w))) -> Projection."""
+    nodes = []
+    core = n
+    if _call(core, *_RESHAPES):
+        nodes.append(core)
+        core = core.args[0]
+    if _call(core, aten.mm.default):
+        bias, a, b = None, core.args[0], core.args[1]
+    elif _call(core, aten.addmm.default):
+        bias, a, b = core.args[0], core.args[1], core.args[2]
+    else:
+        return None
+    nodes.append(core)
+    w = b
+    if _call(b, aten.permute.default, aten.t.default):
+        nodes.append(b)
+        w = b.args[0]
+    return Projection(node=n, x=_strip_reshape(a), weight=w, bias=bias, nodes=nodes)
+
+
+def as_silu(n):
+    """Returns (gate_value, activation_nodes) if n computes silu(gate) in any spelling we know."""
+    nodes = [n]
+    core = n
+    if _call(core, prims.convert_element_type.default):
+        core = core.args[0]
+        nodes.append(core)
+    if _call(core, aten.silu.default):
+        return core.args[0], nodes
+    if _call(core, aten.div.Tensor):
+        g, den = core.args
+        if _call(den, aten.add.Tensor) and _call(den.args[0], aten.exp.default) and _call(den.args[0].args[0], aten.neg.default):
+            if den.args[0].args[0].args[0] is g:
+                nodes += [den, den.args[0], den.args[0].args[0]]
+                if _call(g, prims.convert_element_type.default):
+                    nodes.append(g)
+                    g = g.args[0]
+                return g, nodes
+    if _call(core, aten.mul.Tensor):
+        a, b = core.args
+        for g, s in ((a, b), (b, a)):
+            if _call(s, aten.sigmoid.default) and s.args[0] is g:
+                return g, nodes + [s]
+    return None
+
+
+def _loc(node) -> str:
+    from .swiglu_pass import _location
+
+    return _location(node)
+
+
+def _extra_users(node, allowed) -> list:
+    return [u for u in node.users if u not in allowed]
+
+
+def classify(mul: torch.fx.Node) -> str | None:
+    """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
+    if not _call(mul, aten.mul.Tensor) or len(mul.args) != 2:
+        return None
+    for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
+        silu = as_silu(act_side)
+        if silu is None:
+            continue
+        gate_val, act_nodes = silu
+        gate = as_projection(gate_val)
+        up = as_projection(up_side)
+        if gate is None or up is None:
+            continue
+        if gate.x is not up.x:
+            return f"gate and up read different inputs ({gate.x.name} vs {up.x.name})"
+        if (gate.bias is None) != (up.bias is None):
+            return "only one of gate/up has a bias"
+        gw, uw = gate.weight.meta.get("val"), up.weight.meta.get("val")
+        if gw is not None and uw is not None and tuple(gw.shape) != tuple(uw.shape):
+            return f"gate {list(gw.shape)} and up {list(uw.shape)} weights differ in shape"
+        # Intermediates the fused op would not produce: rewriting would have to recompute them.
+        act_set = set(act_nodes) | {mul}
+        for label, node, allowed in (
+            ("gate projection", gate_val, act_set),
+            ("up projection", up_side, {mul}),
+            ("silu(gate)", act_side, {mul}),
+        ):
+            others = _extra_users(node, allowed)
+            if others:
+                users = ", ".join(sorted(u.name for u in others)[:3])
+                hint = " (training graphs keep it for the backward)" if any(u.op == "output" for u in others) else ""
+                return f"the {label} is also used by {users}{hint}"
+        for n in gate.nodes + up.nodes:
+            others = [u for u in n.users if u not in set(gate.nodes + up.nodes + [gate_val, up_side]) | act_set]
+            if others and n not in (gate_val, up_side):
+                return f"an intermediate of the projections ({n.name}) is also used by {others[0].name}"
+        dt = gate_val.meta.get("val")
+        if dt is not None and dt.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            return f"dtype {dt.dtype} is not fp16, bf16 or fp32"
+        return "SwiGLU-shaped but not a form the patterns cover (please report it with the graph dump)"
+    return None
+
+
+def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
+    """Add near misses found in `graph` to `rec` (skipping ones the check already reported)."""
+    seen = {m.node for m in rec.near_misses}
+    for node in graph.find_nodes(op="call_function", target=aten.mul.Tensor):
+        if node.name in seen:
+            continue
+        reason = classify(node)
+        if reason:
+            rec.near_misses.append(NearMiss(_loc(node), reason, node.name))

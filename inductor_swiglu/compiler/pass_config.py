@@ -1,0 +1,34 @@
+"""What the SwiGLU pass is allowed to rewrite.  One documented switch per variant
+(the vLLM ``PassConfig`` convention); everything here feeds the pass's ``uuid()``
+so that a change invalidates Inductor's FX graph cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PassConfig:
+    enabled: bool = True
+    """Run the SwiGLU rewrite at all."""
+
+    activations: tuple[str, ...] = ("silu", "g_sigmoid", "sigmoid_g")
+    """Spellings of SiLU to match: F.silu, g * sigmoid(g), sigmoid(g) * g."""
+
+    projections: tuple[str, ...] = ("linear", "linear_bias", "matmul_in_out")
+    """Projection forms: nn.Linear without bias (mm), with bias (addmm), x @ W with [in, out] weights."""
+
+    ranks: tuple[int, ...] = (2, 3)
+    """Rank of x: 2-D [tokens, hidden] and 3-D [batch, seq, hidden]."""
+
+    fuse_on_cpu: bool = True
+    """Rewrite graphs on CPU too (the op runs its fp32 reference there).  On by
+    default so CPU runs and CI exercise exactly the graph a GPU run gets."""
+
+    def variant_key(self) -> tuple:
+        return (self.activations, self.projections, self.ranks)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)

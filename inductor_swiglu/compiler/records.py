@@ -1,0 +1,100 @@
+"""What happened in each compilation: per-graph pass results and per-frame Dynamo
+metrics, kept in one thread-safe place so that logs, ``counters()`` and the
+diagnostics dump all tell the same story."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Rewrite:
+    pattern: str                 # variant name, e.g. "linear.silu.act_times_up.3d.lowp"
+    location: str                # user code "file:line (function)", or "" if unknown
+    x_shape: list                # may contain symbolic sizes, as strings
+    n: int                       # intermediate size (output features)
+    k: int                       # hidden size (input features)
+    dtype: str
+    device: str
+    dispatch: str                # the implementation the op will pick for the shapes seen
+
+
+@dataclass
+class NearMiss:
+    location: str
+    reason: str                  # one sentence, in user terms
+    node: str                    # name of the product node in the post-grad graph
+
+
+@dataclass
+class GraphRecord:
+    compile_id: str              # Dynamo's "frame/recompile" id, e.g. "0/1"
+    index: int                   # order of the graph within this compile id (forward, backward)
+    pass_ran: bool = True
+    rewrites: list[Rewrite] = field(default_factory=list)
+    near_misses: list[NearMiss] = field(default_factory=list)
+    error: str = ""              # internal error of the pass; the graph was left as it was
+    graph_before: str = ""       # captured only while diagnostics are recording
+    graph_after: str = ""
+    fx_graph_cache_hit: bool = False
+    swiglu_ops_in_output_code: int | None = None   # counted in Inductor's generated code
+    output_code: str = ""        # captured only while diagnostics are recording
+
+    def as_dict(self, with_text: bool = False) -> dict:
+        d = dataclasses.asdict(self)
+        if not with_text:
+            for k in ("graph_before", "graph_after", "output_code"):
+                d.pop(k)
+        return d
+
+
+@dataclass
+class FrameRecord:
+    compile_id: str
+    function: str                # "forward (model.py:12)"
+    recompile_index: int         # 0 = first compile of this frame
+    recompile_reason: str
+    guard_count: int | None
+    graph_breaks: int | None
+    cudagraph_skip_reason: str
+    fail_reason: str
+    graphs: list[GraphRecord] = field(default_factory=list)
+
+    @property
+    def rewrites(self) -> int:
+        return sum(len(g.rewrites) for g in self.graphs)
+
+
+class Records:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.graphs: list[GraphRecord] = []
+        self.frames: list[FrameRecord] = []
+        self.pass_errors = 0
+        self.capture_text = 0     # >0 while a diagnostics session records graph text
+
+    def new_graph(self, compile_id: str) -> GraphRecord:
+        with self._lock:
+            index = sum(1 for g in self.graphs if g.compile_id == compile_id)
+            rec = GraphRecord(compile_id=compile_id, index=index)
+            self.graphs.append(rec)
+            return rec
+
+    def graphs_for(self, compile_id: str) -> list[GraphRecord]:
+        with self._lock:
+            return [g for g in self.graphs if g.compile_id == compile_id]
+
+    def add_frame(self, frame: FrameRecord) -> None:
+        with self._lock:
+            self.frames.append(frame)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.graphs.clear()
+            self.frames.clear()
+            self.pass_errors = 0
+
+
+RECORDS = Records()

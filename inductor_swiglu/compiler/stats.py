@@ -1,0 +1,53 @@
+"""``inductor_swiglu.counters()``: one dict with everything the compiler and the op recorded."""
+
+from __future__ import annotations
+
+import torch
+
+from ..ops.impl_stats import op_stats, reset_op_stats
+from . import monitor
+from .records import RECORDS
+
+
+def counters() -> dict:
+    """Counts since the last reset, plus one entry per compiled frame.
+
+    Keys: frames, recompiles, graphs, graphs_from_cache, guards, swiglu_rewrites,
+    swiglu_ops_in_output_code, near_misses, pass_errors, cudagraph_skips, op
+    (which implementation of the op ran, see op_stats()), per_frame.
+    """
+    monitor.flush()
+    frames = list(RECORDS.frames)
+    graphs = list(RECORDS.graphs)
+    return {
+        "frames": len(frames),
+        "recompiles": sum(1 for f in frames if f.recompile_index > 0),
+        "graphs": len(graphs),
+        "graphs_from_cache": sum(1 for g in graphs if not g.pass_ran),
+        "guards": sum(f.guard_count or 0 for f in frames),
+        "swiglu_rewrites": sum(len(g.rewrites) for g in graphs),
+        "swiglu_ops_in_output_code": sum(g.swiglu_ops_in_output_code or 0 for g in graphs),
+        "near_misses": sum(len(g.near_misses) for g in graphs),
+        "pass_errors": RECORDS.pass_errors,
+        "cudagraph_skips": int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
+        "op": op_stats(),
+        "per_frame": [
+            {
+                "compile_id": f.compile_id,
+                "function": f.function,
+                "recompile_index": f.recompile_index,
+                "recompile_reason": f.recompile_reason,
+                "guard_count": f.guard_count,
+                "swiglu_rewrites": f.rewrites,
+                "graphs": [g.as_dict() for g in f.graphs],
+            }
+            for f in frames
+        ],
+    }
+
+
+def reset_counters() -> None:
+    """Forget recorded compilations and op calls (does not reset torch's compile caches)."""
+    monitor.flush()
+    RECORDS.reset()
+    reset_op_stats()

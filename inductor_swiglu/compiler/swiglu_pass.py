@@ -1,0 +1,338 @@
+"""The Inductor post-grad pass that rewrites ``silu(x @ Wg) * (x @ Wu)`` into
+``torch.ops.inductor_swiglu.swiglu``.
+
+One class, one job (vLLM's pass convention): ``SwigluFusionPass`` owns a
+``PatternMatcherPass`` with the patterns of ``inductor_swiglu.patterns.swiglu``
+registered once, a stable ``uuid()`` for Inductor's FX graph cache, and the
+bookkeeping (rewrites, near misses, errors) in ``records.RECORDS``.
+
+Safety before speed (``can_rewrite``): the patterns are generated with shapes,
+scalars and dtypes ignored, so every ignored argument is re-checked here: the
+``1`` in ``1 + exp(-g)``, permute dims, dtype conversions, reshape targets,
+weight and bias shapes.  A pattern whose intermediates (gate, up, silu(gate))
+have other users does not match at all, because the traced patterns carry exact
+user counts.  Anything the check declines is recorded as a near miss with its
+reason.  An internal error never breaks compilation: the graph is restored to
+what it was, the error is logged and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from pathlib import Path
+
+import torch
+from torch._inductor.custom_graph_pass import CustomGraphPass
+from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+from ..version import __version__
+from ..ops import dispatch
+from ..ops.swiglu_op import SCHEMA, QUALNAME
+from . import near_miss, pattern_registry
+from .pass_config import PassConfig
+from .records import RECORDS, GraphRecord, NearMiss, Rewrite
+
+log = logging.getLogger("inductor_swiglu.pass")
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+# Every source that changes what the pass does: hashed into uuid().
+_UUID_SOURCES = (
+    _PACKAGE / "compiler" / "swiglu_pass.py",
+    _PACKAGE / "compiler" / "pattern_registry.py",
+    _PACKAGE / "compiler" / "near_miss.py",
+    _PACKAGE / "compiler" / "pass_config.py",
+    Path(pattern_registry.swiglu_patterns.__file__),
+)
+
+
+def current_compile_id() -> str:
+    cid = torch._guards.CompileContext.current_compile_id()
+    return str(cid) if cid is not None else "?"
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _same(a, b) -> bool:
+    return statically_known_true(a == b)
+
+
+def _show_shape(shape) -> list:
+    return [int(s) if isinstance(s, int) else str(s) for s in shape]
+
+
+class Declined(Exception):
+    """can_rewrite's way of saying no, with a reason for the near-miss report."""
+
+
+def _check_ignored_args(match: Match, x_dtype: torch.dtype) -> None:
+    """Re-check the scalar/shape/dtype arguments that gen_pattern ignored."""
+    for node in match.nodes:
+        if node.op != "call_function":
+            continue
+        t = node.target
+        if t is aten.add.Tensor:
+            # the only add in the patterns is SiLU's 1 + exp(-g)
+            consts = [a for a in node.args if not isinstance(a, torch.fx.Node)]
+            if consts != [1] or node.kwargs.get("alpha", 1) != 1:
+                raise Declined(f"activation computes {consts[0] if consts else '?'} + exp(-g), not SiLU's 1 + exp(-g)")
+        elif t is aten.permute.default:
+            if list(node.args[1]) != [1, 0]:
+                raise Declined(f"weight permuted with dims {node.args[1]}, expected a transpose")
+        elif t is prims.convert_element_type.default:
+            src = _val(node.args[0])
+            dst = node.args[1]
+            if src is not None and src.dtype == x_dtype and dst != torch.float32:
+                raise Declined(f"SiLU upcasts to {dst}, expected float32")
+            if src is not None and src.dtype == torch.float32 and dst != x_dtype:
+                raise Declined(f"SiLU result cast to {dst}, expected the input dtype {x_dtype}")
+        elif t in (aten.mm.default, aten.addmm.default):
+            if t is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
+                raise Declined("addmm with alpha/beta != 1")
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by the fused op is exact, else the reason it is not."""
+    kw = match.kwargs
+    x, wg, wu = _val(kw["x"]), _val(kw["w_gate"]), _val(kw["w_up"])
+    if x is None or wg is None or wu is None:
+        return "tensor metadata missing on the matched nodes"
+    out = _val(match.output_node())
+    try:
+        _check_ignored_args(match, x.dtype)
+    except Declined as e:
+        return str(e)
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        return f"dtype {x.dtype} is not fp16, bf16 or fp32"
+    if wg.dtype != x.dtype or wu.dtype != x.dtype:
+        return f"mixed dtypes: x {x.dtype}, w_gate {wg.dtype}, w_up {wu.dtype}"
+    if not (x.device == wg.device == wu.device):
+        return "inputs on different devices"
+    if x.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if x.device.type not in ("cpu", "cuda"):
+        return f"device {x.device.type} is not supported"
+    if wg.dim() != 2 or wu.dim() != 2:
+        return "weights are not 2-D"
+    n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
+    N, K = wg.shape[n_dim], wg.shape[k_dim]
+    if not (_same(wu.shape[0], wg.shape[0]) and _same(wu.shape[1], wg.shape[1])):
+        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights differ in shape"
+    if not _same(x.shape[-1], K):
+        return f"x has {x.shape[-1]} features, weights expect {K}"
+    for name in ("b_gate", "b_up"):
+        if name in kw:
+            b = _val(kw[name])
+            if b is None or b.dim() != 1 or not _same(b.shape[0], N) or b.dtype != x.dtype:
+                return f"{name} is not a [{N}] {x.dtype} vector"
+    if out is None or out.dtype != x.dtype:
+        return "the product's dtype differs from x's"
+    expected = (*x.shape[:-1], N)
+    if len(out.shape) != len(expected) or not all(_same(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape)} is not x's leading shape + [N] = {list(expected)}"
+    return ""
+
+
+def _location(node: torch.fx.Node) -> str:
+    trace = node.meta.get("stack_trace") or ""
+    lines = [ln.strip() for ln in trace.strip().splitlines()]
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("File ")]
+    if not frames:
+        return ""
+    i = frames[-1]
+    head = lines[i]  # File "path", line N, in fn
+    try:
+        path = head.split('"')[1]
+        rest = head.split('", line ')[1]
+        lineno, fn = rest.split(", in ")
+        code = lines[i + 1] if i + 1 < len(lines) else ""
+        return f"{path}:{lineno} in {fn}" + (f": {code}" if code else "")
+    except IndexError:
+        return head
+
+
+def _dispatch_for(x, N, K) -> str:
+    if x.device.type == "cpu":
+        return "reference_fp32_cpu (CPU graph)"
+    numel_leading = 1
+    for s in x.shape[:-1]:
+        numel_leading = numel_leading * s
+    if isinstance(numel_leading, int) and isinstance(N, int) and isinstance(K, int):
+        plan = dispatch.choose(numel_leading, N, K)
+        return f"{dispatch.kernel_name(plan.kernel)} ({plan.reason})"
+    return f"chosen per call from M (kernel2_pairmul for M <= {dispatch.KERNEL2_MAX_M}, else kernel1_pingpong)"
+
+
+class SwigluFusionPass(CustomGraphPass):
+    """Post-grad pass: SwiGLU MLP -> torch.ops.inductor_swiglu.swiglu."""
+
+    def __init__(self, config: PassConfig | None = None) -> None:
+        self.config = config or PassConfig()
+        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_fusion")
+        self._registered = False
+        self._register_lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- registration, once ------------------------------------------------- #
+    def _register(self) -> None:
+        with self._register_lock:
+            if self._registered:
+                return
+            for rp in pattern_registry.build_patterns(self.config.variant_key()):
+                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
+                    self._make_handler(rp.spec)
+                )
+            self._registered = True
+
+    def _make_check(self, spec):
+        def check(match: Match) -> bool:
+            rec: GraphRecord | None = getattr(self._local, "record", None)
+            try:
+                reason = can_rewrite(match, spec, self.config)
+            except Exception as e:  # a bug in the check must not break compilation
+                reason = f"internal error in the check: {type(e).__name__}: {e}"
+                log.exception("inductor_swiglu: error while checking a SwiGLU match")
+            if reason and rec is not None:
+                out = match.output_node()
+                rec.near_misses.append(NearMiss(_location(out), reason, out.name))
+            return not reason
+
+        return check
+
+    def _make_handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec: GraphRecord | None = getattr(self._local, "record", None)
+            out = match.output_node()
+            x = _val(kwargs["x"])
+            wg = _val(kwargs["w_gate"])
+            n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
+            N, K = wg.shape[n_dim], wg.shape[k_dim]
+            names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
+            location = _location(out)
+            match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
+            if rec is not None:
+                rec.rewrites.append(
+                    Rewrite(
+                        pattern=spec.name,
+                        location=location,
+                        x_shape=_show_shape(x.shape),
+                        n=int(N) if isinstance(N, int) else str(N),
+                        k=int(K) if isinstance(K, int) else str(K),
+                        dtype=str(x.dtype).replace("torch.", ""),
+                        device=x.device.type,
+                        dispatch=_dispatch_for(x, N, K),
+                    )
+                )
+
+        return handler
+
+    # -- CustomGraphPass ------------------------------------------------------ #
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        if not self.config.enabled:
+            return
+        rec = RECORDS.new_graph(current_compile_id())
+        capture = RECORDS.capture_text > 0
+        if capture:
+            rec.graph_before = _graph_text(graph)
+        backup = _snapshot(graph)
+        self._local.record = rec
+        try:
+            self._register()
+            self.pm.apply(graph)
+            # A variant whose check declined may have been rewritten by another variant.
+            live = {n.name for n in graph.nodes}
+            rec.near_misses = [m for m in rec.near_misses if m.node in live]
+            near_miss.scan(graph, rec)
+        except Exception as e:
+            _restore(graph, backup)
+            rec.rewrites.clear()
+            rec.error = f"{type(e).__name__}: {e}"
+            RECORDS.pass_errors += 1
+            log.warning(
+                "inductor_swiglu: the SwiGLU pass failed on graph %s and left it unchanged (%s). "
+                "The model still runs, unfused. Please report this with the diagnostics dump.",
+                rec.compile_id, rec.error, exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+        finally:
+            self._local.record = None
+        if capture:
+            rec.graph_after = _graph_text(graph)
+        if rec.rewrites or rec.near_misses:
+            log.info(
+                "compile %s: %d SwiGLU rewrite(s), %d near miss(es)%s",
+                rec.compile_id, len(rec.rewrites), len(rec.near_misses),
+                "".join(f"\n  near miss at {m.location or m.node}: {m.reason}" for m in rec.near_misses),
+            )
+
+    def uuid(self) -> str:
+        h = hashlib.sha256()
+        for path in _UUID_SOURCES:
+            h.update(path.read_bytes())
+        h.update(__version__.encode())
+        h.update(QUALNAME.encode() + SCHEMA.encode())
+        h.update(self.config.to_json().encode())
+        return h.hexdigest()
+
+
+def _graph_text(graph: torch.fx.Graph) -> str:
+    gm = graph.owning_module
+    try:
+        return gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    except Exception:  # printing must never break a compile
+        return str(graph)
+
+
+def _snapshot(graph: torch.fx.Graph) -> torch.fx.Graph:
+    backup = torch.fx.Graph()
+    out = backup.graph_copy(graph, {})
+    backup.output(out)
+    return backup
+
+
+def _restore(graph: torch.fx.Graph, backup: torch.fx.Graph) -> None:
+    """Put the nodes of `backup` back into `graph`, keeping its placeholders."""
+    for node in reversed(list(graph.nodes)):
+        if node.op != "placeholder":
+            graph.erase_node(node)
+    live = [n for n in graph.nodes if n.op == "placeholder"]
+    saved = [n for n in backup.nodes if n.op == "placeholder"]
+    val_map = dict(zip(saved, live))
+    out = graph.graph_copy(backup, val_map)
+    graph.output(out)
+    graph.lint()
+
+
+class ChainedPass(CustomGraphPass):
+    """Our pass followed by the one the user had installed; never overwrites it."""
+
+    def __init__(self, first: CustomGraphPass, then) -> None:
+        self.first = first
+        self.then = then
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        self.first(graph)
+        self.then(graph)
+
+    def uuid(self):
+        other = self.then.uuid() if hasattr(self.then, "uuid") else None
+        if other is None:
+            return None  # the user's pass cannot be cached, so neither can the chain
+        return hashlib.sha256(f"{self.first.uuid()}|{other!r}".encode()).hexdigest()
+
+
+def compose(ours: CustomGraphPass, existing) -> CustomGraphPass:
+    if existing is None or existing is ours:
+        return ours
+    if isinstance(existing, (list, tuple)):  # torch 2.13 accepts lists in the config slot
+        chained: CustomGraphPass = ours
+        for p in existing:
+            chained = ChainedPass(chained, p)
+        return chained
+    return ChainedPass(ours, existing)
+

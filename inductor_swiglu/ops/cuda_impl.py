@@ -1,0 +1,116 @@
+"""The CUDA implementation of ``inductor_swiglu::swiglu``.
+
+Rules, in order (each fallback is recorded with its reason by ``impl_stats``):
+
+1. ``M == 0``: an empty ``[..., N]`` result, no launch.
+2. The fused CUTLASS kernels run when all of these hold: the kernel library
+   loaded; the GPU is Hopper (compute capability 9.0); dtype is bf16 or fp16;
+   no biases; both weights have unit stride along K (``[N, K]`` row-major, or a
+   row slice of one); K and N are multiples of 8 and the pointers 16-byte
+   aligned; the kernel's own ``can_implement`` accepts the problem.  ``x`` of any
+   layout is used as a ``[M, K]`` view when it has one with unit stride along K,
+   else copied once to contiguous (activations only, never weights).
+3. Otherwise the unfused path: two cuBLAS GEMMs in the input dtype (eager's
+   numerics), SiLU and the product in fp32, one rounding.  Correct on any CUDA GPU.
+
+No path synchronises with the host or allocates outside torch's caching
+allocator, so all of them can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+from . import dispatch, impl_stats
+from . import kernel_library as kl
+
+_DTYPES = {torch.bfloat16: 0, torch.float16: 1}
+
+
+@functools.cache
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str) -> torch.Tensor:
+    impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
+    gate = F.linear(x, w_gate, b_gate)
+    up = F.linear(x, w_up, b_up)
+    return (F.silu(gate.float()) * up.float()).to(x.dtype).contiguous()
+
+
+def _k_major(w: torch.Tensor) -> bool:
+    return w.stride(1) == 1 and w.stride(0) % 8 == 0 and w.data_ptr() % 16 == 0
+
+
+def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
+    """'' if the fused kernels may serve these inputs, else why not (in user words)."""
+    if x.dtype not in _DTYPES:
+        return f"dtype {x.dtype} (the fused kernels take bf16/fp16)"
+    if b_gate is not None or b_up is not None:
+        return "biases are not fused by the kernels"
+    major, minor = _capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
+    if (major, minor) != (9, 0):
+        return f"GPU compute capability {major}.{minor} is not Hopper (9.0)"
+    lib = kl.get_library()
+    if lib is None:
+        return kl._load()[1]
+    K = x.shape[-1]
+    if K % 8 or w_gate.shape[0] % 8:
+        return f"K={K}, N={w_gate.shape[0]} must be multiples of 8"
+    if not (_k_major(w_gate) and _k_major(w_up)):
+        return "weights are not [N, K] row-major with 16-byte aligned rows (e.g. stored [in, out])"
+    return ""
+
+
+def _as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
+    x2 = x.reshape(-1, K)
+    if x2.stride(1) != 1 or x2.stride(0) % 8 or x2.data_ptr() % 16:
+        x2 = x2.contiguous()
+    return x2
+
+
+def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
+    K, N = x.shape[-1], w_gate.shape[0]
+    out_shape = (*x.shape[:-1], N)
+    if x.numel() == 0:
+        impl_stats.record(impl_stats.FALLBACK_CUDA, "empty input: nothing to compute")
+        return x.new_empty(out_shape)
+    reason = fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up)
+    if reason:
+        return _unfused(x, w_gate, w_up, b_gate, b_up, reason)
+    plan = dispatch.choose(x.numel() // K, N, K)
+    if plan.kernel == 0:
+        return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason)
+
+    lib = kl.get_library()
+    x2 = _as_rows(x, K)
+    M = x2.shape[0]
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    p = kl.IswProblem(
+        x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
+        M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), N,
+        _DTYPES[x.dtype], plan.config, None, 0,
+        torch.cuda.current_stream(x.device).cuda_stream,
+    )
+    kernels = [plan.kernel] + [k for k in (kl.KERNEL2, kl.KERNEL1) if k != plan.kernel]
+    why_not = []
+    for kernel in kernels:
+        ok, msg = lib.can_implement(kernel, p)
+        if not ok:
+            why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
+            continue
+        ws = lib.workspace_bytes(kernel, p)
+        if ws:
+            workspace = torch.empty(ws, dtype=torch.uint8, device=x.device)
+            p.workspace, p.workspace_bytes = workspace.data_ptr(), ws
+        if lib.run(kernel, p) == kl.ISW_OK:
+            impl = impl_stats.KERNEL1 if kernel == kl.KERNEL1 else impl_stats.KERNEL2
+            detail = plan.reason if kernel == plan.kernel else "preferred kernel declined: " + "; ".join(why_not)
+            impl_stats.record(impl, "", detail=detail)
+            return out.view(out_shape)
+        why_not.append(f"{dispatch.kernel_name(kernel)}: {lib.last_error()}")
+    return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not))

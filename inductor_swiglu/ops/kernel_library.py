@@ -1,0 +1,164 @@
+"""Loads the CUTLASS kernel library (``libinductor_swiglu_sm90.so``) through ctypes.
+
+The library has a plain C ABI (``csrc/swiglu_api.h``) and no torch dependency,
+so one build serves every torch version.  Where it is looked for, in order:
+
+1. ``$INDUCTOR_SWIGLU_LIBRARY`` (a path to the .so),
+2. ``inductor_swiglu/_lib/`` inside the installed package (``pip install .``
+   builds it there when ``nvcc`` and the CUTLASS headers are available).
+
+Nothing is loaded until the first CUDA call of the op; ``kernel_status()`` tells
+whether the library is usable and, if not, why, in words a user can act on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+LIB_NAME = "libinductor_swiglu_sm90.so"
+ABI_VERSION = 1
+
+KERNEL1 = 1
+KERNEL2 = 2
+
+ISW_OK = 0
+ISW_ERR_UNSUPPORTED = 1
+STATUS_NAMES = {0: "ok", 1: "unsupported", 2: "invalid argument", 3: "CUDA error", 4: "CUTLASS error", 5: "workspace too small"}
+
+DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1}
+
+
+class IswProblem(ctypes.Structure):
+    _fields_ = [
+        ("x", ctypes.c_void_p),
+        ("w_gate", ctypes.c_void_p),
+        ("w_up", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("M", ctypes.c_int64),
+        ("N", ctypes.c_int64),
+        ("K", ctypes.c_int64),
+        ("ld_x", ctypes.c_int64),
+        ("ld_w_gate", ctypes.c_int64),
+        ("ld_w_up", ctypes.c_int64),
+        ("ld_out", ctypes.c_int64),
+        ("dtype", ctypes.c_int32),
+        ("config", ctypes.c_int32),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+class KernelError(RuntimeError):
+    """A kernel launch failed (not merely 'unsupported')."""
+
+
+@dataclass(frozen=True)
+class KernelLibrary:
+    path: str
+    lib: ctypes.CDLL
+    build_info: str
+
+    def configs(self, kernel: int) -> list[str]:
+        n = self.lib.isw_num_configs(kernel)
+        return [self.lib.isw_config_name(kernel, i).decode() for i in range(n)]
+
+    def last_error(self) -> str:
+        return self.lib.isw_last_error().decode(errors="replace")
+
+    def can_implement(self, kernel: int, problem: IswProblem) -> tuple[bool, str]:
+        st = self.lib.isw_can_implement(kernel, ctypes.byref(problem))
+        return st == ISW_OK, ("" if st == ISW_OK else self.last_error())
+
+    def workspace_bytes(self, kernel: int, problem: IswProblem) -> int:
+        return int(self.lib.isw_workspace_bytes(kernel, ctypes.byref(problem)))
+
+    def run(self, kernel: int, problem: IswProblem) -> int:
+        """Launch; returns the status code (ISW_OK or ISW_ERR_UNSUPPORTED); raises KernelError on others."""
+        st = self.lib.isw_run(kernel, ctypes.byref(problem))
+        if st in (ISW_OK, ISW_ERR_UNSUPPORTED):
+            return st
+        raise KernelError(
+            f"inductor_swiglu kernel {kernel} failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}"
+        )
+
+
+def _candidate_paths() -> list[Path]:
+    env = os.environ.get("INDUCTOR_SWIGLU_LIBRARY")
+    if env:
+        return [Path(env)]
+    return [Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME]
+
+
+def _bind(lib: ctypes.CDLL) -> None:
+    P = ctypes.POINTER(IswProblem)
+    lib.isw_can_implement.argtypes = [ctypes.c_int, P]
+    lib.isw_can_implement.restype = ctypes.c_int
+    lib.isw_workspace_bytes.argtypes = [ctypes.c_int, P]
+    lib.isw_workspace_bytes.restype = ctypes.c_size_t
+    lib.isw_run.argtypes = [ctypes.c_int, P]
+    lib.isw_run.restype = ctypes.c_int
+    lib.isw_num_configs.argtypes = [ctypes.c_int]
+    lib.isw_num_configs.restype = ctypes.c_int
+    lib.isw_config_name.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.isw_config_name.restype = ctypes.c_char_p
+    lib.isw_last_error.argtypes = []
+    lib.isw_last_error.restype = ctypes.c_char_p
+    lib.isw_build_info.argtypes = []
+    lib.isw_build_info.restype = ctypes.c_char_p
+    lib.isw_abi_version.argtypes = []
+    lib.isw_abi_version.restype = ctypes.c_int
+
+
+_load_lock = threading.Lock()
+
+
+@functools.cache
+def _load() -> tuple[KernelLibrary | None, str]:
+    with _load_lock:
+        if os.environ.get("INDUCTOR_SWIGLU_DISABLE_CUTLASS", "") not in ("", "0"):
+            return None, "disabled by INDUCTOR_SWIGLU_DISABLE_CUTLASS"
+        tried = []
+        for path in _candidate_paths():
+            if not path.exists():
+                tried.append(str(path))
+                continue
+            try:
+                lib = ctypes.CDLL(str(path))
+                _bind(lib)
+            except OSError as e:
+                return None, f"could not load {path}: {e}"
+            except AttributeError as e:
+                return None, f"{path} is not an inductor_swiglu kernel library ({e})"
+            abi = lib.isw_abi_version()
+            if abi != ABI_VERSION:
+                return None, f"{path} has ABI {abi}, this package expects {ABI_VERSION}: rebuild the kernels"
+            return KernelLibrary(str(path), lib, lib.isw_build_info().decode()), ""
+        return None, (
+            "the CUTLASS kernel library was not built (looked for "
+            + ", ".join(tried)
+            + "); reinstall where nvcc and `nvidia-cutlass` are available, or set INDUCTOR_SWIGLU_LIBRARY"
+        )
+
+
+def get_library() -> KernelLibrary | None:
+    return _load()[0]
+
+
+def kernel_status() -> dict[str, object]:
+    """{'available': bool, 'reason': str, 'path': str|None, 'build_info': str, 'configs': {...}}."""
+    lib, reason = _load()
+    if lib is None:
+        return {"available": False, "reason": reason, "path": None, "build_info": "", "configs": {}}
+    return {
+        "available": True,
+        "reason": "",
+        "path": lib.path,
+        "build_info": lib.build_info,
+        "configs": {"kernel1": lib.configs(KERNEL1), "kernel2": lib.configs(KERNEL2)},
+    }

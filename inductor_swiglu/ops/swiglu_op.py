@@ -1,0 +1,153 @@
+"""``torch.ops.inductor_swiglu.swiglu``: the fused SwiGLU projection as a PyTorch operator.
+
+    out = silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)
+
+Contract (what every backend of the op guarantees, and what the tests check):
+
+* ``x``: ``[..., K]``, any leading shape (an empty batch gives an empty result),
+  any strides.  ``w_gate``, ``w_up``: ``[N, K]``, the ``nn.Linear`` layout; they
+  may be transposed or sliced views.  ``b_gate``, ``b_up``: ``[N]`` or None.
+* All tensors share one floating dtype (fp16, bf16, fp32; fp64 on CPU) and one
+  device.  A mismatch, an integer dtype, or inconsistent shapes raise
+  ``TypeError``/``ValueError`` naming the offending argument, at trace time
+  under ``torch.compile`` as in eager mode.
+* The result is a new contiguous ``[..., N]`` tensor of ``x.dtype``.  Products
+  accumulate in fp32 (fp64 for fp64 inputs), SiLU and the product are computed
+  in that precision, and the result is rounded once.
+* The op is functional (no mutation, no host synchronisation), so CUDA graphs
+  capture it.
+* Implementations: CPU runs the fp32 reference; CUDA runs a fused CUTLASS kernel
+  on Hopper (sm_90) when the shapes, dtypes and layouts allow it, otherwise an
+  unfused cuBLAS path with SiLU and the product in fp32 (see
+  ``inductor_swiglu.ops.cuda_impl`` for the exact rules); meta/fake tensors get
+  shapes only.  Which implementation ran is recorded by
+  ``inductor_swiglu.op_stats()``.
+* Autograd: a backward is registered (recomputes gate and up in fp32); the
+  gradients match eager's within dtype tolerance.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import impl_stats
+from .reference import compute_dtype, swiglu_reference
+
+OP_NAMESPACE = "inductor_swiglu"
+OP_NAME = "swiglu"
+QUALNAME = f"{OP_NAMESPACE}::{OP_NAME}"
+SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_up, Tensor? b_gate=None, Tensor? b_up=None) -> Tensor"
+
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_inputs(x, w_gate, w_up, b_gate=None, b_up=None) -> None:
+    """Raise a clear error for inputs the op does not define; works on fake tensors."""
+    named = [("x", x), ("w_gate", w_gate), ("w_up", w_up), ("b_gate", b_gate), ("b_up", b_up)]
+    for name, t in named:
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"inductor_swiglu.swiglu: {name} must be a Tensor, got {type(t).__name__}")
+    if x.dtype not in _FLOAT_DTYPES:
+        raise TypeError(f"inductor_swiglu.swiglu: x has dtype {x.dtype}; expected one of fp16, bf16, fp32, fp64")
+    for name, t in named[1:]:
+        if t is None:
+            continue
+        if t.dtype != x.dtype:
+            raise TypeError(
+                f"inductor_swiglu.swiglu: x is {x.dtype} but {name} is {t.dtype}; all inputs must share one dtype"
+            )
+        if t.device != x.device:
+            raise ValueError(
+                f"inductor_swiglu.swiglu: x is on {x.device} but {name} is on {t.device}; "
+                "all inputs must be on one device"
+            )
+    if x.dim() < 1:
+        raise ValueError("inductor_swiglu.swiglu: x must have at least one dimension [..., K]")
+    for name, w in (("w_gate", w_gate), ("w_up", w_up)):
+        if w.dim() != 2:
+            raise ValueError(f"inductor_swiglu.swiglu: {name} must be 2-D [N, K] (nn.Linear layout), got shape {tuple(w.shape)}")
+    torch._check_value(
+        w_gate.shape[0] == w_up.shape[0] and w_gate.shape[1] == w_up.shape[1],
+        lambda: f"inductor_swiglu.swiglu: w_gate {tuple(w_gate.shape)} and w_up {tuple(w_up.shape)} must have the same shape [N, K]",
+    )
+    torch._check_value(
+        x.shape[-1] == w_gate.shape[1],
+        lambda: f"inductor_swiglu.swiglu: x has K={x.shape[-1]} features but the weights expect K={w_gate.shape[1]}",
+    )
+    for name, b in (("b_gate", b_gate), ("b_up", b_up)):
+        if b is not None:
+            torch._check_value(
+                b.dim() == 1 and b.shape[0] == w_gate.shape[0],
+                lambda: f"inductor_swiglu.swiglu: {name} must have shape [N]=[{w_gate.shape[0]}], got {tuple(b.shape)}",
+            )
+
+
+torch.library.define(QUALNAME, SCHEMA)
+
+
+@torch.library.register_fake(QUALNAME)
+def _swiglu_fake(x, w_gate, w_up, b_gate=None, b_up=None):
+    check_inputs(x, w_gate, w_up, b_gate, b_up)
+    # Must equal what the real implementations return (Inductor asserts size and stride).
+    return x.new_empty((*x.shape[:-1], w_gate.shape[0]))
+
+
+@torch.library.impl(QUALNAME, "cpu")
+def _swiglu_cpu(x, w_gate, w_up, b_gate=None, b_up=None):
+    check_inputs(x, w_gate, w_up, b_gate, b_up)
+    impl_stats.record(impl_stats.REFERENCE_CPU)
+    return swiglu_reference(x, w_gate, w_up, b_gate, b_up)
+
+
+@torch.library.impl(QUALNAME, "cuda")
+def _swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None):
+    check_inputs(x, w_gate, w_up, b_gate, b_up)
+    from . import cuda_impl  # imported lazily: CPU-only users never load ctypes or the library
+
+    return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)
+
+
+def _setup_context(ctx, inputs, output):
+    x, w_gate, w_up, b_gate, b_up = inputs
+    ctx.has_b_gate = b_gate is not None
+    ctx.has_b_up = b_up is not None
+    ctx.save_for_backward(x, w_gate, w_up, b_gate, b_up)
+
+
+def _backward(ctx, grad):
+    """Recompute gate and up in fp32 and differentiate silu(g) * u by hand.
+
+    d/dg silu(g) = s * (1 + g * (1 - s)), s = sigmoid(g).
+    """
+    x, w_gate, w_up, b_gate, b_up = ctx.saved_tensors
+    cdt = compute_dtype(x.dtype)
+    K, N = x.shape[-1], w_gate.shape[0]
+    x2 = x.reshape(-1, K).to(cdt)
+    wg, wu = w_gate.to(cdt), w_up.to(cdt)
+    g = x2 @ wg.T
+    u = x2 @ wu.T
+    if b_gate is not None:
+        g = g + b_gate.to(cdt)
+    if b_up is not None:
+        u = u + b_up.to(cdt)
+    s = torch.sigmoid(g)
+    gy = grad.reshape(-1, N).to(cdt)
+    d_up = gy * (g * s)
+    d_gate = gy * u * s * (1 + g * (1 - s))
+    need = ctx.needs_input_grad
+    dx = (d_gate @ wg + d_up @ wu).reshape(x.shape).to(x.dtype) if need[0] else None
+    dwg = (d_gate.T @ x2).to(w_gate.dtype) if need[1] else None
+    dwu = (d_up.T @ x2).to(w_up.dtype) if need[2] else None
+    dbg = d_gate.sum(0).to(b_gate.dtype) if (ctx.has_b_gate and need[3]) else None
+    dbu = d_up.sum(0).to(b_up.dtype) if (ctx.has_b_up and need[4]) else None
+    return dx, dwg, dwu, dbg, dbu
+
+
+torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context)
+
+swiglu_op = torch.ops.inductor_swiglu.swiglu.default
+
+
+def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
+    """Fused ``silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring."""
+    return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up)

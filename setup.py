@@ -1,0 +1,52 @@
+"""Builds the CUTLASS kernels into the wheel when nvcc and the CUTLASS headers are available.
+
+Everything else is declared in pyproject.toml.  The kernel build lives in
+inductor_swiglu/kernel_build.py (torch-free, loaded here by path).  Without nvcc
+the package installs without kernels and the op falls back (and says so); set
+INDUCTOR_SWIGLU_REQUIRE_KERNELS=1 to make a failed or skipped build an error
+(CI does), or INDUCTOR_SWIGLU_SKIP_KERNELS=1 to skip it.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _kernel_build():
+    spec = importlib.util.spec_from_file_location("_isw_kernel_build", ROOT / "inductor_swiglu" / "kernel_build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class BuildPyWithKernels(build_py):
+    def run(self):
+        super().run()
+        require = os.environ.get("INDUCTOR_SWIGLU_REQUIRE_KERNELS", "") not in ("", "0")
+        if os.environ.get("INDUCTOR_SWIGLU_SKIP_KERNELS", "") not in ("", "0"):
+            if require:
+                raise SystemExit("INDUCTOR_SWIGLU_REQUIRE_KERNELS and INDUCTOR_SWIGLU_SKIP_KERNELS are both set")
+            print("[inductor_swiglu build] skipping the CUDA kernels (INDUCTOR_SWIGLU_SKIP_KERNELS)", file=sys.stderr)
+            return
+        kb = _kernel_build()
+        # An editable install imports from the source tree, so the library goes there.
+        if getattr(self, "editable_mode", False):
+            out = ROOT / "inductor_swiglu" / "_lib"
+        else:
+            out = Path(self.build_lib) / "inductor_swiglu" / "_lib"
+        try:
+            kb.build(out_dir=out)
+        except kb.BuildError as e:
+            if require:
+                raise SystemExit(f"[inductor_swiglu build] kernel build failed: {e}")
+            print(f"[inductor_swiglu build] WARNING: kernels not built, the op will use its "
+                  f"unfused fallback on GPUs: {e}", file=sys.stderr)
+
+
+setup(cmdclass={"build_py": BuildPyWithKernels})
