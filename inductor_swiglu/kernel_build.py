@@ -76,8 +76,17 @@ def find_cutlass() -> Path | None:
         spec = importlib.util.find_spec("cutlass_library")
     except (ImportError, ValueError):
         spec = None
+    candidates = []
     if spec and spec.submodule_search_locations:
-        src = Path(list(spec.submodule_search_locations)[0]) / "source"
+        candidates.append(Path(list(spec.submodule_search_locations)[0]))
+    # Under pip's build isolation the target environment's packages are hidden
+    # from sys.path, but sysconfig still names its site-packages.
+    import sysconfig
+
+    for key in ("purelib", "platlib"):
+        candidates.append(Path(sysconfig.get_paths()[key]) / "cutlass_library")
+    for pkg in candidates:
+        src = pkg / "source"
         if (src / "include" / "cutlass" / "cutlass.h").exists():
             return src
     return None

@@ -44,10 +44,8 @@ def config_patches(mode: str | None, options: dict[str, Any] | None, pass_config
     if mode and mode != "default":
         try:
             patches.update(torch._inductor.list_mode_options(mode))
-        except KeyError:
-            raise ValueError(
-                f"inductor_swiglu: unknown mode {mode!r}; use one of {sorted(torch._inductor.list_mode_options())}"
-            ) from None
+        except (KeyError, RuntimeError) as e:
+            raise ValueError(f"inductor_swiglu: unknown mode {mode!r} ({e})") from None
     options = dict(options or {})
     known = set(torch._inductor.list_options())
     unknown = [k for k in options if k not in known]
@@ -93,9 +91,17 @@ def make_backend(pass_config: PassConfig | None = None, mode: str | None = None,
 
     def backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict | None = None, **_ignored):
         monitor.install()
-        monitor.on_backend_call(gm)
+        cid = monitor.on_backend_call(gm)
         patches = config_patches(mode or default_mode, {**default_options, **(options or {})}, cfg)
-        return compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=patches)
+        before = len(RECORDS.graphs_for(cid))
+        compiled = compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=patches)
+        if len(RECORDS.graphs_for(cid)) == before:
+            # AOTAutograd's cache returned a compiled graph without calling Inductor:
+            # neither the pass nor our inner hook ran.  Say so rather than report 0 rewrites.
+            rec = RECORDS.new_graph(cid)
+            rec.pass_ran = False
+            rec.aot_autograd_cache_hit = True
+        return compiled
 
     # torch._dynamo.reset() calls backend.reset(): drop CUDA-graph trees like inductor does.
     backend.reset = _reset  # type: ignore[attr-defined]

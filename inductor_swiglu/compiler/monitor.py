@@ -64,6 +64,26 @@ def install() -> None:
             handler.register_end_callback(_on_compile_end)
 
 
+_failures_seen: dict = {}
+
+
+def _recompile_reason(code, cid: str, index: int) -> str:
+    """The guard that failed on the newest cached graph of this frame.
+
+    Dynamo appends one reason per cache entry it checked (newest first is not
+    guaranteed); the entry compiled last is the one the user changed inputs on.
+    """
+    failures = torch._dynamo.utils.guard_failures.get(code) or []
+    new = failures[_failures_seen.get(code, 0):] or failures[-1:]
+    _failures_seen[code] = len(failures)
+    frame, _ = _split_id(cid)
+    newest = f"{frame}/{index - 1}:"
+    for text in new:
+        if text.startswith(newest):
+            return _first_line(text)
+    return _first_line(new[-1]) if new else "unknown guard failure"
+
+
 def on_backend_call(gm: torch.fx.GraphModule) -> str:
     """Called by the backend at the start of each graph compile; returns the compile id."""
     cid_obj = torch._guards.CompileContext.current_compile_id()
@@ -74,8 +94,7 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
     _, index = _split_id(cid)
     reason = ""
     if index > 0 and code is not None:
-        failures = torch._dynamo.utils.guard_failures.get(code) or []
-        reason = _first_line(failures[-1]) if failures else "unknown guard failure"
+        reason = _recompile_reason(code, cid, index)
     with _lock:
         if cid not in _pending:
             _pending[cid] = _Pending(

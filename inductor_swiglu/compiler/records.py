@@ -39,6 +39,7 @@ class GraphRecord:
     graph_before: str = ""       # captured only while diagnostics are recording
     graph_after: str = ""
     fx_graph_cache_hit: bool = False
+    aot_autograd_cache_hit: bool = False
     swiglu_ops_in_output_code: int | None = None   # counted in Inductor's generated code
     output_code: str = ""        # captured only while diagnostics are recording
 

@@ -1,0 +1,461 @@
+/*! \file kernel2_layout_check.cu
+    \brief Host-only verification of the layouts Kernel-2 (kernel2_pairmul.cu) relies on.
+           Needs no GPU: it includes the kernel TU for its types, never instantiates a kernel,
+           and replaces the driver's cuTensorMapEncodeTiled with a recorder.
+
+    For every config (bf16 and fp16) it checks, printing what it found:
+      1. the wgmma accumulator layout and the sm90 epilogue's fragment order (EpilogueTile,
+         FragmentSize, STSM-retiled register order): the accumulator register order seen by
+         visit() equals the coordinate tensor tRS_cD handed to the EVT, chunks of 8 pair column
+         c with c+8 (fragment_pairs_ok), and every thread's first column is a gate column;
+      2. the hierarchical B TMA descriptor built by PairedWeightMainloop::to_underlying_arguments
+         (dims, byte strides, box), for both pointer orders of gate/up;
+      3. an end-to-end emulation: each virtual B row of each tile is fetched through the TMA
+         coordinates of load_init() and the recorded descriptor (box order must equal virtual
+         row order), the tile is multiplied on the host, the accumulators are distributed to
+         threads with the wgmma layout, walked in the epilogue's fragment order and stored by the
+         node's own pair_mul_store_fragment(); out is compared with silu(x Wg^T) * (x Wu^T),
+         and padding rows/columns of out must stay untouched;
+      4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
+
+    Build and run from the repository root:
+      CUTLASS=$(python -c 'import cutlass_library; print(cutlass_library.source_path)')
+      nvcc -std=c++17 -O1 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+           -Icsrc -I$CUTLASS/include -I$CUTLASS/tools/util/include \
+           csrc/tools/kernel2_layout_check.cu -o /tmp/k2check && /tmp/k2check
+*/
+
+#define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
+#define ISW_K2_TYPES_ONLY 1
+
+#include <cuda.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../kernel2_pairmul.cu"
+
+// isw::fail / clear_error live in swiglu_api.cu in the library; keep the message here.
+namespace isw {
+static char g_msg[1024];
+int fail(int code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_msg, sizeof(g_msg), fmt, ap);
+  va_end(ap);
+  return code;
+}
+void clear_error() { g_msg[0] = 0; }
+}  // namespace isw
+
+// ---------------------------------------------------------------------------------------------
+// Recorder in place of the driver's tensor-map encoder.
+struct Desc {
+  unsigned rank;
+  char* addr;
+  uint64_t dim[5];
+  uint64_t stride[5];  // bytes, stride[0] = element size
+  uint32_t box[5];
+  int swizzle;
+  int fmt;
+};
+static std::vector<Desc> g_descs;
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType fmt, cuuint32_t rank, void* addr,
+                                           const cuuint64_t* dim, const cuuint64_t* strides, const cuuint32_t* box,
+                                           const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle sw,
+                                           CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  Desc d{};
+  d.rank = rank;
+  d.addr = static_cast<char*>(addr);
+  d.swizzle = int(sw);
+  d.fmt = int(fmt);
+  d.stride[0] = (fmt == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 || fmt == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 ||
+                 fmt == CU_TENSOR_MAP_DATA_TYPE_UINT16) ? 2 : 0;
+  for (unsigned i = 0; i < rank; ++i) {
+    d.dim[i] = dim[i];
+    d.box[i] = box[i];
+    if (i > 0) d.stride[i] = strides[i - 1];
+  }
+  g_descs.push_back(d);
+  return CUDA_SUCCESS;
+}
+
+static int g_fail = 0;
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      ++g_fail;                                           \
+      printf("  FAIL %s:%d: ", __FILE__, __LINE__);       \
+      printf(__VA_ARGS__);                                \
+      printf("\n");                                       \
+    }                                                     \
+  } while (0)
+
+using namespace cute;
+
+static void print_desc(const char* what, Desc const& d) {
+  printf("  %s TMA: rank %u, swizzle enum %d\n    dims   ", what, d.rank, d.swizzle);
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %llu", (unsigned long long)d.dim[i]);
+  printf("\n    stride(B)");
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %llu", (unsigned long long)d.stride[i]);
+  printf("\n    box    ");
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %u", d.box[i]);
+  printf("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Epilogue fragment order, all threads of the consumer MMA.
+template <class Gemm>
+static void check_fragment_order(bool verbose) {
+  using Kernel = typename Gemm::GemmKernel;
+  using Epi = typename Gemm::CollectiveEpilogue;
+  using Element = typename Gemm::Element;
+  using TileShape = typename Gemm::TileShape;
+  using EpiTile = typename Epi::EpilogueTile;
+  using TiledMma = typename Gemm::CollectiveMainloop::TiledMma;
+  constexpr int FS = Epi::DispatchPolicy::FragmentSize;
+  TiledMma tiled_mma;
+  auto tile = take<0, 2>(TileShape{});
+  int nthr = int(size(tiled_mma));
+
+  if (verbose) {
+    printf("  TiledMma LayoutC_TV: ");
+    print(typename TiledMma::AtomLayoutC_TV{});
+    printf("\n  EpilogueTile ");
+    print(EpiTile{});
+    printf("  FragmentSize %d  threads %d  mainloop stages %d  smem %d B\n", FS, nthr,
+           int(Gemm::CollectiveMainloop::DispatchPolicy::Stages), int(Kernel::SharedStorageSize));
+  }
+
+  int bad_order = 0, bad_origin = 0;
+  for (int t = 0; t < nthr; ++t) {
+    auto thr_mma = tiled_mma.get_slice(t);
+    Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
+    Tensor acc = make_tensor<float>(shape(tCc));
+    for (int j = 0; j < size(acc); ++j) acc(j) = float(j);  // register index
+
+    auto tiled_copy_C_atom = make_tiled_copy_C_atom(typename Epi::CopyAtomC{}, tiled_mma);
+    auto tiled_r2s = make_tiled_copy_S(Copy_Atom<typename Epi::CopyOpR2S, Element>{}, tiled_copy_C_atom);
+    auto thread_r2s = tiled_r2s.get_slice(t);
+    Tensor tRS_rAcc = thread_r2s.retile_S(acc);
+    Tensor tRS_rAcc_frg = recast<cutlass::Array<float, FS>>(tRS_rAcc);
+    Tensor cD_mn = make_identity_tensor(tile);
+    Tensor tRS_cD_mn = thread_r2s.partition_S(flat_divide(cD_mn, EpiTile{}));
+    Tensor tRS_cD = make_coord_tensor(tRS_cD_mn.layout());
+    static_assert(isw::fusion::fragment_pairs_ok<decltype(tRS_cD.layout())>(), "pair pattern");
+    auto origin = tRS_cD_mn(_0{});
+    if (int(get<1>(origin)) % 16 >= 8) ++bad_origin;
+
+    int mma_tile_m = size<0>(tile) / size<1>(tRS_rAcc);
+    int mma_tile_n = size<1>(tile) / size<2>(tRS_rAcc);
+    int nfrg = int(size(tRS_cD(_, _, _, 0, 0))) / FS;
+    if (verbose && t == 0) {
+      printf("  tRS_cD (relative coords handed to the EVT): ");
+      print(tRS_cD.layout());
+      printf("\n  fragment order, subtile (0,0) (row,col):\n");
+    }
+    for (int epi_n = 0; epi_n < size<4>(tRS_cD); ++epi_n) {
+      for (int epi_m = 0; epi_m < size<3>(tRS_cD); ++epi_m) {
+        int mma_m = epi_m;
+        int mma_n = (epi_n * int(size<1>(EpiTile{}))) / mma_tile_n;
+        int r2s_v = (epi_n % (mma_tile_n / int(size<1>(EpiTile{})))) * nfrg;
+        (void)mma_tile_m;
+        Tensor frg_mn = tRS_rAcc_frg(_, mma_m, mma_n);
+        Tensor c_sub = tRS_cD(_, _, _, epi_m, epi_n);
+        for (int v = 0; v < nfrg; ++v) {
+          auto arr = frg_mn(r2s_v + v);
+          bool show = verbose && epi_m == 0 && epi_n == 0 && (t < 2 || t == 4 || t == 32);
+          if (show) printf("    thread %3d visit %d:", t, v);
+          for (int i = 0; i < FS; ++i) {
+            auto c = tCc(int(arr[i]));
+            auto rel = c_sub(v * FS + i);
+            int m = int(get<0>(c)), n = int(get<1>(c));
+            if (m != int(get<0>(origin)) + int(get<0>(rel)) || n != int(get<1>(origin)) + int(get<1>(rel))) ++bad_order;
+            if (show) printf(" (%d,%d)", m, n);
+          }
+          if (show) printf("\n");
+        }
+      }
+    }
+  }
+  CHECK(bad_order == 0, "accumulator order != tRS_cD order at %d values", bad_order);
+  CHECK(bad_origin == 0, "%d threads start on an up-block column", bad_origin);
+  if (verbose)
+    printf("  all %d threads: accumulator order == tRS_cD order, chunks pair c/c+8, origins on gate columns: %s\n",
+           nthr, (bad_order == 0 && bad_origin == 0) ? "yes" : "NO");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2+3. Descriptor and end-to-end emulation.
+template <class T>
+static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
+  storage.assign(elems * sizeof(T) + 256, 0);
+  uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
+  return reinterpret_cast<T*>(p);
+}
+
+template <class Gemm>
+static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose) {
+  using Kernel = typename Gemm::GemmKernel;
+  using Element = typename Gemm::Element;
+  using Epi = typename Gemm::CollectiveEpilogue;
+  using Mainloop = typename Gemm::CollectiveMainloop;
+  using TileShape = typename Gemm::TileShape;
+  using EpiTile = typename Epi::EpilogueTile;
+  using TiledMma = typename Mainloop::TiledMma;
+  constexpr int FS = Epi::DispatchPolicy::FragmentSize;
+  constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
+  const int N2 = 2 * N;
+  const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + 8;
+
+  std::mt19937 rng(1234 + M * 7 + N + K + (up_lower ? 1 : 0));
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+
+  std::vector<char> sx, sw, so;
+  Element* x = aligned_buffer<Element>(size_t(M) * ld_x, sx);
+  size_t wsize = size_t(N) * ld_w;
+  Element* wbuf = aligned_buffer<Element>(2 * wsize + gap_elems, sw);
+  Element* lo = wbuf;
+  Element* hi = wbuf + wsize + gap_elems;
+  Element* w_gate = up_lower ? hi : lo;
+  Element* w_up = up_lower ? lo : hi;
+  for (int64_t i = 0; i < int64_t(M) * ld_x; ++i) x[i] = Element(uni(rng));
+  for (size_t i = 0; i < 2 * wsize + gap_elems; ++i) wbuf[i] = Element(uni(rng) * 0.25f);
+  const int out_rows = M + 3;
+  Element* out = aligned_buffer<Element>(size_t(out_rows) * ld_out, so);
+  const uint16_t kSentinel = 0x7fc1;  // a NaN the kernel never produces
+  for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out + i, &kSentinel, 2);
+
+  isw_problem p{};
+  p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
+  p.M = M; p.N = N; p.K = K;
+  p.ld_x = ld_x; p.ld_w_gate = ld_w; p.ld_w_up = ld_w; p.ld_out = ld_out;
+  p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+  p.config = -1;
+
+  typename Kernel::Arguments args{};
+  int st = isw::k2::make_arguments<Gemm>(&p, 132, args);
+  CHECK(st == ISW_OK, "make_arguments failed: %s", isw::g_msg);
+  if (st != ISW_OK) return;
+  bool up_first = args.epilogue.thread.op_1.up_first;
+  CHECK(up_first == up_lower, "up_first flag %d, expected %d", up_first, up_lower);
+
+  g_descs.clear();
+  typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+  CHECK(g_descs.size() == 2, "expected 2 TMA descriptors (A, B), got %zu", g_descs.size());
+  if (g_descs.size() != 2) return;
+  Desc const& dA = g_descs[0];
+  Desc const& dB = g_descs[1];
+  if (verbose) {
+    print_desc("A (x)", dA);
+    print_desc("B (gate/up view)", dB);
+  }
+  // Expected B geometry: dims (K, 8, 2, N/8, 1), strides (e, ld, delta, 8 ld, .), box (TK, 8, 2, TN/16, 1)
+  const int64_t eb = sizeof(Element);
+  CHECK(dB.rank == 5, "B rank %u", dB.rank);
+  CHECK(dB.addr == reinterpret_cast<char*>(lo), "B base is not the lower weight");
+  CHECK(dB.dim[0] == uint64_t(K) && dB.dim[1] == 8 && dB.dim[2] == 2 && dB.dim[3] == uint64_t(N / 8) && dB.dim[4] == 1,
+        "B dims");
+  CHECK(dB.stride[1] == uint64_t(ld_w * eb) && dB.stride[2] == uint64_t((hi - lo) * eb) &&
+            dB.stride[3] == uint64_t(8 * ld_w * eb), "B strides");
+  CHECK(dB.box[0] == uint32_t(TK) && dB.box[1] == 8 && dB.box[2] == 2 && dB.box[3] == uint32_t(TN / 16) && dB.box[4] == 1,
+        "B box");
+  CHECK(dB.swizzle == int(CU_TENSOR_MAP_SWIZZLE_128B), "B swizzle %d", dB.swizzle);
+
+  // Fetch virtual B tiles through the real load_init() TMA coordinates + the recorded descriptor.
+  Mainloop mainloop;
+  auto problem = make_shape(M, N2, K, 1);
+  auto load_inputs = mainloop.load_init(problem, params.mainloop);
+  Tensor gB = get<1>(load_inputs);  // (BLK_N, BLK_K, n, k, l) of TMA coordinates
+  const int n_tiles = int(size<2>(gB)), k_tiles = int(size<3>(gB));
+  const int m_tiles = (M + TM - 1) / TM;
+  CHECK(n_tiles == (N2 + TN - 1) / TN, "n tiles %d", n_tiles);
+  CHECK(k_tiles == (K + TK - 1) / TK, "k tiles %d", k_tiles);
+  std::vector<float> Bv(size_t(n_tiles) * TN * k_tiles * TK, 0.f);
+  int bad_addr = 0, bad_box = 0;
+  for (int n = 0; n < n_tiles; ++n)
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      auto c0 = gB(0, 0, n, kt, 0);
+      for (int v = 0; v < TN; ++v)
+        for (int k = 0; k < TK; ++k) {
+          auto c = gB(v, k, n, kt, 0);
+          int64_t crd[5] = {get<0>(c), get<1>(c), get<2>(c), get<3>(c), get<4>(c)};
+          int64_t org[5] = {get<0>(c0), get<1>(c0), get<2>(c0), get<3>(c0), get<4>(c0)};
+          // TMA fills the box dimension 0 fastest: the smem row of this element
+          int64_t lin = 0, mul = 1;
+          for (int i = 0; i < 5; ++i) { lin += (crd[i] - org[i]) * mul; mul *= dB.box[i]; }
+          if (lin != int64_t(v) * TK + k) ++bad_box;
+          bool inb = true;
+          char* a = dB.addr;
+          for (int i = 0; i < 5; ++i) {
+            if (crd[i] < 0 || uint64_t(crd[i]) >= dB.dim[i]) inb = false;
+            a += crd[i] * int64_t(dB.stride[i]);
+          }
+          int vg = n * TN + v, kg = kt * TK + k;
+          bool exp_in = vg < N2 && kg < K;
+          Element const* expect = nullptr;
+          if (exp_in) {
+            int h = (vg / 8) % 2, r = 8 * (vg / 16) + vg % 8;
+            Element const* w = (h == 0) ? lo : hi;
+            expect = w + int64_t(r) * ld_w + kg;
+          }
+          if (inb != exp_in || (inb && reinterpret_cast<Element const*>(a) != expect)) ++bad_addr;
+          Bv[(size_t(n) * TN + v) * (k_tiles * TK) + kg] = inb ? float(*reinterpret_cast<Element const*>(a)) : 0.f;
+        }
+    }
+  CHECK(bad_box == 0, "%d elements land off their virtual row in the TMA box", bad_box);
+  CHECK(bad_addr == 0, "%d virtual B elements map to the wrong gate/up address (or OOB state)", bad_addr);
+
+  // Host GEMM over the virtual B, then the epilogue walk with the node's own store code.
+  TiledMma tiled_mma;
+  const int nthr = int(size(tiled_mma));
+  const int KP = k_tiles * TK;
+  auto tile = take<0, 2>(TileShape{});
+  std::vector<float> acc_tile(size_t(TM) * TN);
+  for (int mt = 0; mt < m_tiles; ++mt)
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      for (int m = 0; m < TM; ++m)
+        for (int v = 0; v < TN; ++v) {
+          int mg = mt * TM + m;
+          float s = 0.f;
+          if (mg < M)
+            for (int k = 0; k < K; ++k) s += float(x[int64_t(mg) * ld_x + k]) * Bv[(size_t(nt) * TN + v) * KP + k];
+          acc_tile[size_t(m) * TN + v] = s;
+        }
+      for (int t = 0; t < nthr; ++t) {
+        auto thr_mma = tiled_mma.get_slice(t);
+        Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
+        Tensor acc = make_tensor<float>(shape(tCc));
+        for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+        auto tiled_copy_C_atom = make_tiled_copy_C_atom(typename Epi::CopyAtomC{}, tiled_mma);
+        auto tiled_r2s = make_tiled_copy_S(Copy_Atom<typename Epi::CopyOpR2S, Element>{}, tiled_copy_C_atom);
+        auto thread_r2s = tiled_r2s.get_slice(t);
+        Tensor tRS_rAcc = thread_r2s.retile_S(acc);
+        Tensor tRS_rAcc_frg = recast<cutlass::Array<float, FS>>(tRS_rAcc);
+        // exactly as the collective builds them (global identity, residue)
+        Tensor mD_crd = make_identity_tensor(make_shape(M, N2));
+        Tensor cD_mn = local_tile(mD_crd, tile, make_coord(mt, nt));
+        Tensor tRS_cD_mn = thread_r2s.partition_S(flat_divide(cD_mn, EpiTile{}));
+        Tensor tRS_cD = make_coord_tensor(tRS_cD_mn.layout());
+        auto residue = make_coord(M, N2) - tRS_cD_mn(_0{});
+        int res_m = int(get<0>(residue)), res_v = int(get<1>(residue));
+        Element* out_thr = isw::fusion::pair_mul_thread_base(out, ld_out, M, N2, res_m, res_v);
+        int mma_tile_n = size<1>(tile) / size<2>(tRS_rAcc);
+        int nfrg = int(size(tRS_cD(_, _, _, 0, 0))) / FS;
+        for (int epi_n = 0; epi_n < size<4>(tRS_cD); ++epi_n)
+          for (int epi_m = 0; epi_m < size<3>(tRS_cD); ++epi_m) {
+            int mma_n = (epi_n * int(size<1>(EpiTile{}))) / mma_tile_n;
+            int r2s_v = (epi_n % (mma_tile_n / int(size<1>(EpiTile{})))) * nfrg;
+            Tensor frg_mn = tRS_rAcc_frg(_, epi_m, mma_n);
+            for (int v = 0; v < nfrg; ++v)
+              isw::fusion::pair_mul_store_fragment<Element, FS>(frg_mn(r2s_v + v), tRS_cD(_, _, _, epi_m, epi_n), v,
+                                                                res_m, res_v, out_thr, ld_out, up_first);
+          }
+      }
+    }
+
+  // Compare with the reference from the two weight tensors directly.
+  int bad_val = 0, unwritten = 0, clobbered = 0;
+  double max_rel = 0;
+  for (int r = 0; r < out_rows; ++r)
+    for (int o = 0; o < ld_out; ++o) {
+      uint16_t bits;
+      memcpy(&bits, out + int64_t(r) * ld_out + o, 2);
+      bool inside = r < M && o < N;
+      if (!inside) {
+        if (bits != kSentinel) ++clobbered;
+        continue;
+      }
+      if (bits == kSentinel) { ++unwritten; continue; }
+      double g = 0, u = 0;
+      for (int k = 0; k < K; ++k) {
+        double xv = float(x[int64_t(r) * ld_x + k]);
+        g += xv * float(w_gate[int64_t(o) * ld_w + k]);
+        u += xv * float(w_up[int64_t(o) * ld_w + k]);
+      }
+      double ref = g / (1.0 + std::exp(-g)) * u;
+      double got = float(out[int64_t(r) * ld_out + o]);
+      double err = std::fabs(got - ref);
+      double tol = 1e-2 * std::fabs(ref) + 1e-4;
+      if (err > tol) {
+        if (bad_val < 5) printf("    mismatch out[%d,%d] = %g, ref %g\n", r, o, got, ref);
+        ++bad_val;
+      }
+      if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
+    }
+  CHECK(unwritten == 0, "%d outputs never written", unwritten);
+  CHECK(clobbered == 0, "%d padding elements written", clobbered);
+  CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
+  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, max rel err %.2e, %s\n", name, M, N, K,
+         up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles, max_rel,
+         (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Rejections.
+template <class Gemm>
+static void check_rejections() {
+  using Element = typename Gemm::Element;
+  static std::vector<char> s;
+  Element* base = aligned_buffer<Element>(1 << 20, s);
+  auto make = [&]() {
+    isw_problem p{};
+    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * 136; p.out = base + 300000;
+    p.M = 5; p.N = 256; p.K = 128; p.ld_x = 128; p.ld_w_gate = 136; p.ld_w_up = 136; p.ld_out = 256;
+    p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+    return p;
+  };
+  struct Case { const char* what; isw_problem p; int expect; };
+  std::vector<Case> cases;
+  cases.push_back({"baseline", make(), ISW_OK});
+  { auto p = make(); p.w_gate = p.w_up; p.w_up = base + 4096; cases.push_back({"up below gate", p, ISW_OK}); }
+  { auto p = make(); p.x = base + 1; cases.push_back({"x misaligned", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_w_up = 144; cases.push_back({"ld_w_gate != ld_w_up", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.N = 100; cases.push_back({"N % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.K = 36; p.ld_x = 40; cases.push_back({"K % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_x = 132; cases.push_back({"ld_x % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.w_up = base + 4096 + 8 * 136; cases.push_back({"weights overlap", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.w_up = p.w_gate; cases.push_back({"same tensor", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
+  { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
+  for (auto& c : cases) {
+    typename Gemm::GemmKernel::Arguments args{};
+    int st = isw::k2::make_arguments<Gemm>(&c.p, 132, args);
+    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
+    printf("  %-22s -> %d %s\n", c.what, st, st == ISW_OK ? "" : isw::g_msg);
+  }
+}
+
+template <class Gemm>
+static void check_config(const char* name, bool verbose) {
+  printf("== %s (%s)\n", name, std::is_same_v<typename Gemm::Element, cutlass::half_t> ? "fp16" : "bf16");
+  check_fragment_order<Gemm>(verbose);
+  emulate<Gemm>(name, 77, 200, 72, false, 0, verbose);
+  emulate<Gemm>(name, 77, 200, 72, true, 1000, false);
+  emulate<Gemm>(name, 1, 64, 64, false, 8, false);
+  emulate<Gemm>(name, 130, 136, 136, true, 0, false);
+  emulate<Gemm>(name, 16, 8, 8, false, 24, false);
+}
+
+int main() {
+  using namespace isw::k2;
+  check_config<Cfg0<ISW_BF16>>(kConfigNames[0], true);
+  check_config<Cfg1<ISW_BF16>>(kConfigNames[1], true);
+  check_config<Cfg2<ISW_BF16>>(kConfigNames[2], true);
+  check_config<Cfg0<ISW_FP16>>(kConfigNames[0], false);
+  check_config<Cfg1<ISW_FP16>>(kConfigNames[1], false);
+  check_config<Cfg2<ISW_FP16>>(kConfigNames[2], false);
+  printf("== can_implement / make_arguments (bf16, config 0)\n");
+  check_rejections<Cfg0<ISW_BF16>>();
+  printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
+  return g_fail ? 1 : 0;
+}

@@ -1,0 +1,53 @@
+"""Command line: python -m inductor_swiglu <command> [args]
+
+    demo        SmolLM2-135M compiled with the backend: text, rewrites, speed vs eager
+    status      what is installed: torch, the kernel library, the GPU
+    build       compile the CUTLASS kernels (source checkouts; needs nvcc and nvidia-cutlass)
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _status() -> int:
+    import json
+
+    import torch
+
+    import inductor_swiglu
+
+    info = {
+        "inductor_swiglu": inductor_swiglu.__version__,
+        "torch": torch.__version__,
+        "cuda_available": torch.cuda.is_available(),
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "capability": list(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None,
+        "kernels": inductor_swiglu.kernel_status(),
+    }
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "demo":
+        from .demo import main as demo_main
+
+        return demo_main(rest)
+    if cmd == "status":
+        return _status()
+    if cmd == "build":
+        from .kernel_build import main as build_main
+
+        return build_main(rest)
+    print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

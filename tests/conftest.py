@@ -1,0 +1,57 @@
+import logging
+import random
+
+import pytest
+import torch
+
+import inductor_swiglu
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compiler_state():
+    """Each test starts from a clean Dynamo cache and clean counters, with Inductor's
+    caches disabled: on an FX-graph-cache hit the pass does not run, so rewrite
+    counts would depend on test order."""
+    torch._dynamo.reset()
+    inductor_swiglu.reset_counters()
+    torch.manual_seed(0)
+    random.seed(0)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        yield
+    torch._dynamo.reset()
+
+
+def pytest_collection_modifyitems(config, items):
+    has_cuda = torch.cuda.is_available()
+    hopper = has_cuda and torch.cuda.get_device_capability() == (9, 0)
+    for item in items:
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+        if "hopper" in item.keywords and not hopper:
+            item.add_marker(pytest.mark.skip(reason="needs an sm_90 (Hopper) GPU"))
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+    @property
+    def text(self):
+        return "\n".join(f"{r.levelname} {r.name}: {r.getMessage()}" for r in self.records)
+
+
+@pytest.fixture
+def isw_logs():
+    """Records of the `inductor_swiglu` loggers (INFO and up) during the test."""
+    logger = logging.getLogger("inductor_swiglu")
+    handler = _Capture()
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
