@@ -37,6 +37,7 @@ class _Pending:
     recompile_reason: str
     guards: object            # the live GuardsSet Dynamo is filling for this frame
     shape_env: object
+    code: object = None
 
 
 _lock = threading.Lock()
@@ -101,6 +102,7 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
                 cid, function, index, reason,
                 tc.guards_context.dynamo_guards if tc is not None else None,
                 getattr(tc.fake_mode, "shape_env", None) if tc is not None else None,
+                code,
             )
     if index > 0:
         log.info("recompiling %s [%s], recompile #%d, because a guard failed: %s", function, cid, index, reason)
@@ -128,8 +130,9 @@ def _finish(p: _Pending) -> None:
         cudagraph_skip_reason="",
         fail_reason="",
         graphs=RECORDS.graphs_for(p.compile_id),
+        shape_guard_count=shape_guards,
+        code=p.code,
     )
-    frame.shape_guard_count = shape_guards  # type: ignore[attr-defined]
     RECORDS.add_frame(frame)
     cached = sum(1 for g in frame.graphs if not g.pass_ran)
     log.info(

@@ -62,6 +62,10 @@ class FrameRecord:
     cudagraph_skip_reason: str
     fail_reason: str
     graphs: list[GraphRecord] = field(default_factory=list)
+    shape_guard_count: int | None = None
+    # The Python code object Dynamo compiled (not serialized): lets diagnostics read
+    # the installed guards through torch._dynamo.eval_frame._debug_get_cache_entry_list.
+    code: object = field(default=None, repr=False, compare=False)
 
     @property
     def rewrites(self) -> int:

@@ -73,6 +73,53 @@ def _as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
     return x2
 
 
+def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int) -> kl.IswProblem:
+    M, K = x2.shape
+    N = w_gate.shape[0]
+    return kl.IswProblem(
+        x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
+        M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
+        _DTYPES[x2.dtype], config, None, 0,
+        torch.cuda.current_stream(x2.device).cuda_stream,
+    )
+
+
+def _launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tuple[bool, str]:
+    ok, msg = lib.can_implement(kernel, p)
+    if not ok:
+        return False, msg
+    ws = lib.workspace_bytes(kernel, p)
+    if ws:
+        # From torch's caching allocator: stream-ordered, and captured into the graph's pool.
+        workspace = torch.empty(ws, dtype=torch.uint8, device=device)
+        p.workspace, p.workspace_bytes = workspace.data_ptr(), ws
+    if lib.run(kernel, p) != kl.ISW_OK:
+        return False, lib.last_error()
+    return True, ""
+
+
+def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, config: int = -1,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """Run one fused kernel with one config, no dispatch and no fallback (tests, benchmarks).
+
+    `out` ([M, N], contiguous) lets tests poison the output before the run.
+    Raises RuntimeError if the kernel cannot serve the problem.
+    """
+    lib = kl.get_library()
+    if lib is None:
+        raise RuntimeError(kl._load()[1])
+    K, N = x.shape[-1], w_gate.shape[0]
+    x2 = _as_rows(x, K)
+    if out is None:
+        out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
+    if x2.shape[0] == 0:
+        return out.view(*x.shape[:-1], N)
+    ok, msg = _launch(lib, kernel, _problem(x2, w_gate, w_up, out, config), x.device)
+    if not ok:
+        raise RuntimeError(f"{dispatch.kernel_name(kernel)} config {config}: {msg}")
+    return out.view(*x.shape[:-1], N)
+
+
 def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
     K, N = x.shape[-1], w_gate.shape[0]
     out_shape = (*x.shape[:-1], N)
@@ -88,29 +135,17 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
 
     lib = kl.get_library()
     x2 = _as_rows(x, K)
-    M = x2.shape[0]
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    p = kl.IswProblem(
-        x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
-        M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), N,
-        _DTYPES[x.dtype], plan.config, None, 0,
-        torch.cuda.current_stream(x.device).cuda_stream,
-    )
-    kernels = [plan.kernel] + [k for k in (kl.KERNEL2, kl.KERNEL1) if k != plan.kernel]
+    out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
+    p = _problem(x2, w_gate, w_up, out, plan.config)
     why_not = []
-    for kernel in kernels:
-        ok, msg = lib.can_implement(kernel, p)
-        if not ok:
-            why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
-            continue
-        ws = lib.workspace_bytes(kernel, p)
-        if ws:
-            workspace = torch.empty(ws, dtype=torch.uint8, device=x.device)
-            p.workspace, p.workspace_bytes = workspace.data_ptr(), ws
-        if lib.run(kernel, p) == kl.ISW_OK:
+    for kernel in [plan.kernel] + [k for k in (kl.KERNEL2, kl.KERNEL1) if k != plan.kernel]:
+        if kernel != plan.kernel:
+            p.config = -1  # the plan's config index belongs to the planned kernel
+        ok, msg = _launch(lib, kernel, p, x.device)
+        if ok:
             impl = impl_stats.KERNEL1 if kernel == kl.KERNEL1 else impl_stats.KERNEL2
             detail = plan.reason if kernel == plan.kernel else "preferred kernel declined: " + "; ".join(why_not)
             impl_stats.record(impl, "", detail=detail)
             return out.view(out_shape)
-        why_not.append(f"{dispatch.kernel_name(kernel)}: {lib.last_error()}")
+        why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
     return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not))

@@ -1,0 +1,163 @@
+"""The CUTLASS kernels and the dispatched op on a Hopper GPU, against an fp64 reference.
+
+Qwen2.5 MLP shapes at M in {1, 16, 128, 512, 2048, 8192} and odd M {3, 77, 1000}.
+Outputs are poisoned with NaN before each run; inputs are fresh random data.
+Set ISW_REPORT_DIR to write every measured error to a JSON file.
+"""
+
+import json
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_swiglu
+from inductor_swiglu.ops import cuda_impl, impl_stats
+from inductor_swiglu.ops import kernel_library as kl
+from inductor_swiglu.ops.numerics import error_stats, reference_fp64
+
+pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
+
+QWEN25 = {  # model: (hidden K, intermediate N)
+    "q0.5B": (896, 4864), "q1.5B": (1536, 8960), "q3B": (2048, 11008), "q7B": (3584, 18944),
+    "q14B": (5120, 13824), "q32B": (5120, 27648), "q72B": (8192, 29568),
+}
+MS = [1, 16, 128, 512, 2048, 8192, 3, 77, 1000]
+_REPORT: list = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _library_and_report():
+    status = inductor_swiglu.kernel_status()
+    if not status["available"]:
+        pytest.fail(f"kernel library not available on a Hopper GPU: {status['reason']}")
+    yield
+    out_dir = os.environ.get("ISW_REPORT_DIR")
+    if out_dir and _REPORT:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "gpu_numerics.json"), "w") as f:
+            json.dump(_REPORT, f, indent=1)
+
+
+def _inputs(M, K, N, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(M, K, device="cuda", dtype=dtype, generator=g)
+    wg = (torch.randn(N, K, device="cuda", dtype=torch.float32, generator=g) / K**0.5).to(dtype)
+    wu = (torch.randn(N, K, device="cuda", dtype=torch.float32, generator=g) / K**0.5).to(dtype)
+    return x, wg, wu
+
+
+def _poisoned(M, N, dtype):
+    return torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+
+
+def _check(name, model, M, dtype, out, ref, eager_stats=None):
+    s = error_stats(out, ref)
+    _REPORT.append({"path": name, "model": model, "M": M, "dtype": str(dtype), **s,
+                    **({"eager_" + k: v for k, v in eager_stats.items()} if eager_stats else {})})
+    assert s["nonfinite"] == 0, f"{name}: {s['nonfinite']} elements unwritten or not finite"
+    assert s["frac_over_1pct_resolved"] == 0.0, s
+    assert s["normwise"] < 4e-3, s
+    return s
+
+
+@pytest.mark.parametrize("M", MS)
+@pytest.mark.parametrize("model", list(QWEN25))
+@pytest.mark.parametrize("kernel", [kl.KERNEL1, kl.KERNEL2], ids=["kernel1", "kernel2"])
+def test_kernel_matches_reference(kernel, model, M):
+    K, N = QWEN25[model]
+    x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M * 7 + K)
+    out = _poisoned(M, N, torch.bfloat16)
+    cuda_impl.run_kernel(kernel, x, wg, wu, out=out)
+    torch.cuda.synchronize()
+    ref = reference_fp64(x, wg, wu)
+    eager = F.silu(F.linear(x, wg)) * F.linear(x, wu)
+    _check(f"kernel{kernel}", model, M, torch.bfloat16, out, ref, error_stats(eager, ref))
+
+
+@pytest.mark.parametrize("M", [1, 77, 2048])
+@pytest.mark.parametrize("kernel", [kl.KERNEL1, kl.KERNEL2], ids=["kernel1", "kernel2"])
+@pytest.mark.parametrize("model", ["q0.5B", "q7B"])
+def test_kernel_fp16(kernel, model, M):
+    K, N = QWEN25[model]
+    x, wg, wu = _inputs(M, K, N, torch.float16, seed=M + 1)
+    out = _poisoned(M, N, torch.float16)
+    cuda_impl.run_kernel(kernel, x, wg, wu, out=out)
+    _check(f"kernel{kernel}", model, M, torch.float16, out, reference_fp64(x, wg, wu))
+
+
+@pytest.mark.parametrize("kernel", [kl.KERNEL1, kl.KERNEL2], ids=["kernel1", "kernel2"])
+def test_every_config_of_each_kernel(kernel):
+    lib = kl.get_library()
+    for config in range(len(lib.configs(kernel))):
+        for M in (1, 77, 1000):
+            x, wg, wu = _inputs(M, 896, 4864, torch.bfloat16, seed=config * 100 + M)
+            out = _poisoned(M, 4864, torch.bfloat16)
+            cuda_impl.run_kernel(kernel, x, wg, wu, config=config, out=out)
+            _check(f"kernel{kernel}.{lib.configs(kernel)[config]}", "q0.5B", M, torch.bfloat16, out, reference_fp64(x, wg, wu))
+
+
+@pytest.mark.parametrize("M", MS)
+@pytest.mark.parametrize("model", list(QWEN25))
+def test_dispatched_op_runs_a_fused_kernel(model, M):
+    K, N = QWEN25[model]
+    x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M * 13 + N)
+    # Poison the block the caching allocator will hand the op for its output.
+    torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16).data_ptr()
+    inductor_swiglu.reset_op_stats()
+    out = torch.ops.inductor_swiglu.swiglu(x, wg, wu)
+    stats = inductor_swiglu.op_stats()
+    assert stats["fused_calls"] == 1, stats  # never an unnoticed fallback
+    _check("op", model, M, torch.bfloat16, out, reference_fp64(x, wg, wu))
+
+
+def test_3d_input_and_strided_x():
+    K, N = QWEN25["q0.5B"]
+    x, wg, wu = _inputs(2 * 5 * 2, K, N, torch.bfloat16, seed=3)
+    x3 = x.view(2, 10, K)[:, ::2]          # [2, 5, K], non-contiguous
+    out = torch.ops.inductor_swiglu.swiglu(x3, wg, wu)
+    assert out.shape == (2, 5, N)
+    _check("op_strided", "q0.5B", 10, torch.bfloat16, out, reference_fp64(x3, wg, wu))
+
+
+def test_cuda_graph_capture_and_replay_with_new_inputs():
+    K, N = QWEN25["q1.5B"]
+    for M in (1, 16, 2048):
+        x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M)
+        static_x = x.clone()
+        torch.ops.inductor_swiglu.swiglu(static_x, wg, wu)  # warm up outside capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = torch.ops.inductor_swiglu.swiglu(static_x, wg, wu)
+        for seed in (11, 12):
+            new_x, _, _ = _inputs(M, K, N, torch.bfloat16, seed=seed)
+            static_x.copy_(new_x)
+            static_out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            _check("op_cudagraph", "q1.5B", M, torch.bfloat16, static_out, reference_fp64(new_x, wg, wu))
+
+
+def test_fallbacks_are_recorded_and_correct(monkeypatch):
+    K, N = 64, 96
+    x, wg, wu = _inputs(5, K, N, torch.bfloat16, seed=5)
+    ref = reference_fp64(x, wg, wu)
+    cases = {
+        "biases are not fused": lambda: torch.ops.inductor_swiglu.swiglu(x, wg, wu, torch.zeros(N, device="cuda", dtype=torch.bfloat16), torch.zeros(N, device="cuda", dtype=torch.bfloat16)),
+        "multiples of 8": lambda: torch.ops.inductor_swiglu.swiglu(x[:, :60], wg[:, :60].contiguous(), wu[:, :60].contiguous()),
+        "not [N, K] row-major": lambda: torch.ops.inductor_swiglu.swiglu(x, wg.t().contiguous().t(), wu),
+        "dtype torch.float32": lambda: torch.ops.inductor_swiglu.swiglu(x.float(), wg.float(), wu.float()),
+    }
+    for reason, call in cases.items():
+        inductor_swiglu.reset_op_stats()
+        out = call()
+        stats = inductor_swiglu.op_stats()
+        assert stats["calls"] == {impl_stats.FALLBACK_CUDA: 1}, (reason, stats)
+        assert any(reason in r for r in stats["reasons"][impl_stats.FALLBACK_CUDA]), (reason, stats)
+        if "60" not in reason and out.shape == ref.shape:
+            assert error_stats(out, ref)["normwise"] < 1e-2
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "unfused")
+    inductor_swiglu.reset_op_stats()
+    torch.ops.inductor_swiglu.swiglu(x, wg, wu)
+    assert inductor_swiglu.op_stats()["calls"] == {impl_stats.FALLBACK_CUDA: 1}
