@@ -269,3 +269,19 @@ def test_fx_graph_cache_hit_is_reported_truthfully(tmp_path, monkeypatch):
     g = second["per_frame"][0]["graphs"][0]
     assert g["pass_ran"] is False
     assert g["swiglu_ops_in_output_code"] in (1, None)
+
+
+@pytest.mark.parametrize("concat", [True, False], ids=["concat_linear", "folded_permute"])
+@pytest.mark.parametrize("rank", [2, 3])
+def test_freezing_forms_are_rewritten(concat, rank):
+    # CPU freezing normally swaps mm for oneDNN linear; with prepacking off and
+    # concat-linear on, the CPU graph takes the forms freezing produces on CUDA:
+    # folded [K, N] constants, and mm(x, cat(Wg, Wu)) + split_with_sizes.
+    model = GatedMLP(64, 96).to(torch.bfloat16).eval()
+    x = torch.randn((2, 5, 64) if rank == 3 else (10, 64), dtype=torch.bfloat16)
+    patches = {"freezing": True, "cpp.weight_prepack": False, "cpp.enable_concat_linear": concat}
+    with torch._inductor.config.patch(patches):
+        out, ref = compile_and_run(model, x)
+    assert rewrites() == 1, near_miss_reasons()
+    assert inductor_swiglu.counters()["swiglu_ops_in_output_code"] == 1
+    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)

@@ -38,6 +38,7 @@ class _Pending:
     guards: object            # the live GuardsSet Dynamo is filling for this frame
     shape_env: object
     code: object = None
+    guard_failures: list = None
 
 
 _lock = threading.Lock()
@@ -68,8 +69,9 @@ def install() -> None:
 _failures_seen: dict = {}
 
 
-def _recompile_reason(code, cid: str, index: int) -> str:
-    """The guard that failed on the newest cached graph of this frame.
+def _recompile_reason(code, cid: str, index: int) -> tuple[str, list[str]]:
+    """The guard that failed on the newest cached graph of this frame, and all
+    the failures Dynamo recorded for this recompile.
 
     Dynamo appends one reason per cache entry it checked (newest first is not
     guaranteed); the entry compiled last is the one the user changed inputs on.
@@ -81,8 +83,8 @@ def _recompile_reason(code, cid: str, index: int) -> str:
     newest = f"{frame}/{index - 1}:"
     for text in new:
         if text.startswith(newest):
-            return _first_line(text)
-    return _first_line(new[-1]) if new else "unknown guard failure"
+            return _first_line(text), list(new)
+    return (_first_line(new[-1]) if new else "unknown guard failure"), list(new)
 
 
 def on_backend_call(gm: torch.fx.GraphModule) -> str:
@@ -93,9 +95,9 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
     code = tc.traced_code[0] if tc is not None and tc.traced_code else None
     function = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})" if code else "<unknown frame>"
     _, index = _split_id(cid)
-    reason = ""
+    reason, failures = "", []
     if index > 0 and code is not None:
-        reason = _recompile_reason(code, cid, index)
+        reason, failures = _recompile_reason(code, cid, index)
     with _lock:
         if cid not in _pending:
             _pending[cid] = _Pending(
@@ -103,6 +105,7 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
                 tc.guards_context.dynamo_guards if tc is not None else None,
                 getattr(tc.fake_mode, "shape_env", None) if tc is not None else None,
                 code,
+                failures,
             )
     if index > 0:
         log.info("recompiling %s [%s], recompile #%d, because a guard failed: %s", function, cid, index, reason)
@@ -132,6 +135,7 @@ def _finish(p: _Pending) -> None:
         graphs=RECORDS.graphs_for(p.compile_id),
         shape_guard_count=shape_guards,
         code=p.code,
+        guard_failures=list(p.guard_failures or []),
     )
     RECORDS.add_frame(frame)
     cached = sum(1 for g in frame.graphs if not g.pass_ran)

@@ -63,6 +63,9 @@ class FrameRecord:
     fail_reason: str
     graphs: list[GraphRecord] = field(default_factory=list)
     shape_guard_count: int | None = None
+    # Every guard that failed before this recompile, one per cached graph Dynamo
+    # checked (recompile_reason is the newest graph's); Dynamo's own text.
+    guard_failures: list[str] = field(default_factory=list)
     # The Python code object Dynamo compiled (not serialized): lets diagnostics read
     # the installed guards through torch._dynamo.eval_frame._debug_get_cache_entry_list.
     code: object = field(default=None, repr=False, compare=False)

@@ -31,7 +31,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from ..version import __version__
 from ..ops import dispatch
 from ..ops.swiglu_op import SCHEMA, QUALNAME
-from . import near_miss, pattern_registry
+from . import freezing_canon, near_miss, pattern_registry
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
 
@@ -45,6 +45,7 @@ _UUID_SOURCES = (
     _PACKAGE / "compiler" / "swiglu_pass.py",
     _PACKAGE / "compiler" / "pattern_registry.py",
     _PACKAGE / "compiler" / "near_miss.py",
+    _PACKAGE / "compiler" / "freezing_canon.py",
     _PACKAGE / "compiler" / "pass_config.py",
     Path(pattern_registry.swiglu_patterns.__file__),
 )
@@ -244,6 +245,8 @@ class SwigluFusionPass(CustomGraphPass):
         self._local.record = rec
         try:
             self._register()
+            if any(n.op == "get_attr" for n in graph.nodes):  # freezing=True: weights are constants
+                freezing_canon.canonicalize(graph)
             self.pm.apply(graph)
             # A variant whose check declined may have been rewritten by another variant.
             live = {n.name for n in graph.nodes}
