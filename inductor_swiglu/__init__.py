@@ -11,6 +11,9 @@ Public API:
     op_stats           which implementation of the op ran (fused kernel or fallback)
     kernel_status      whether the CUTLASS kernels are built and loadable, and why not
     PassConfig         what the pass may rewrite
+    warmup             run representative shapes until compilation and CUDA-graph recording settle
+    diagnostics        ``with inductor_swiglu.diagnostics("dump_dir"):`` records recompiles, guards,
+                       graphs, rewrites, near misses and CUDA-graph skips, and writes an explained dump
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from .compiler.pass_config import PassConfig
 from .compiler.backend import make_backend as backend, register as _register_backend
 from .compiler.decorator import compile
 from .compiler.stats import counters, reset_counters
+from . import diagnostics  # a callable package: inductor_swiglu.diagnostics("dump_dir")
+from .warmup import WarmupReport, cudagraphs_recorded, warmup
 
 _register_backend()
 
@@ -39,5 +44,6 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
 
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
-    "op_stats", "reset_op_stats", "kernel_status", "PassConfig",
+    "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded",
+    "diagnostics",
 ]

@@ -3,6 +3,9 @@
     demo        SmolLM2-135M compiled with the backend: text, rewrites, speed vs eager
     status      what is installed: torch, the kernel library, the GPU
     build       compile the CUTLASS kernels (source checkouts; needs nvcc and nvidia-cutlass)
+    diagnose    run a script or module:function and dump what torch.compile did: recompiles and
+                why, guards, graphs before/after the pass, rewrites and near misses, CUDA-graph
+                skips (python -m inductor_swiglu diagnose --help)
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         return demo_main(rest)
     if cmd == "status":
         return _status()
+    if cmd == "diagnose":
+        from .diagnostics.cli import main as diagnose_main
+
+        return diagnose_main(rest)
     if cmd == "build":
         from .kernel_build import main as build_main
 

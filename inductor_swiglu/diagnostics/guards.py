@@ -109,6 +109,11 @@ def _head(reason: str) -> str:
     return _strip_comment(first)
 
 
+def failed_guard(reason: str) -> str:
+    """The failed guard alone, in the user's names: "0/0: L['scale'] == 2  # ..." -> "scale == 2"."""
+    return _simplify_source(_head(reason))
+
+
 def classify(reason: str) -> Cause:
     text = _head(reason)
     m = _TENSOR_FAIL.match(text)

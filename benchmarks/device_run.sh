@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: install the checkout (kernels prebuilt and carried), run the
+# GPU tests and the requested benchmarks, leave logs and JSON under $OUT.
+#   usage: bash benchmarks/device_run.sh [tests] [bench-quick|bench-full] [model] [cpu-tests] [diagnose]
+set -uo pipefail
+OUT=${OUT:-/tmp/isw_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+log() { echo "== $(date +%H:%M:%S) $*" | tee -a "$OUT/run.log"; }
+log "install"
+INDUCTOR_SWIGLU_SKIP_KERNELS=1 python3 -m pip install -q --no-build-isolation --no-deps -e . >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+python3 -m inductor_swiglu status | tee "$OUT/status.json"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/run.log"
+rc=0
+for step in "$@"; do
+  case "$step" in
+    tests)
+      log "GPU tests"
+      ISW_REPORT_DIR="$OUT" python3 -m pytest -q -x tests/gpu -p no:cacheprovider 2>&1 | tail -n 60 | tee "$OUT/gpu_tests.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    cpu-tests)
+      log "CPU tests (torch $(python3 -c 'import torch;print(torch.__version__)'))"
+      python3 -m pytest -q tests --ignore=tests/gpu --ignore=tests/test_smollm2.py -p no:cacheprovider -n 8 2>&1 | tail -n 30 | tee "$OUT/cpu_tests.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    bench-quick)
+      log "kernel benchmark (subset)"
+      python3 benchmarks/bench_kernels.py --out "$OUT" --models q0.5B,q7B,q72B --ms 1,16,512,2048,8192 --reps 30 --no-compile 2>&1 | tail -n 40 | tee "$OUT/bench.log" ;;
+    bench-full)
+      log "kernel benchmark (42 configurations)"
+      python3 benchmarks/bench_kernels.py --out "$OUT" 2>&1 | tail -n 70 | tee "$OUT/bench.log" ;;
+    model)
+      log "model benchmark"
+      python3 benchmarks/bench_model.py --out "$OUT" 2>&1 | tail -n 30 | tee "$OUT/model.log" ;;
+  esac
+done
+log "done rc=$rc"
+exit $rc
