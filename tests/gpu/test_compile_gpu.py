@@ -42,3 +42,16 @@ def test_dynamic_sequence_under_cudagraphs_settles():
             torch.testing.assert_close(compiled(x).clone(), model(x), atol=3e-2, rtol=3e-2)
     c = inductor_swiglu.counters()
     assert c["recompiles"] == 0 and c["swiglu_rewrites"] == 1
+
+
+@pytest.mark.parametrize("shape", [(16, 896), (2, 8, 896)])
+def test_freezing_on_cuda_packs_weights_once_and_fuses(shape):
+    model = GatedMLP(896, 4864).to("cuda", torch.bfloat16).eval()
+    x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model, backend="inductor_swiglu")
+        out = compiled(x)
+        torch.testing.assert_close(out, model(x), atol=3e-2, rtol=3e-2)
+    c = inductor_swiglu.counters()
+    assert c["swiglu_rewrites"] == 1, [g["near_misses"] for f in c["per_frame"] for g in f["graphs"]]
+    assert c["op"]["fused_calls"] >= 1 and c["op"]["unfused_calls"] == 0, c["op"]
