@@ -14,9 +14,13 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 rc=0
 for step in "$@"; do
   case "$step" in
+    smoke)
+      log "kernel smoke (each config in its own process, 60 s timeout)"
+      python3 benchmarks/kernel_smoke.py all 2>&1 | tee "$OUT/smoke.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
     tests)
       log "GPU tests"
-      ISW_REPORT_DIR="$OUT" python3 -m pytest -q -x tests/gpu -p no:cacheprovider 2>&1 | tail -n 60 | tee "$OUT/gpu_tests.log"
+      ISW_REPORT_DIR="$OUT" timeout 420 python3 -m pytest -q tests/gpu -p no:cacheprovider --timeout=120 --timeout-method=thread -x --maxfail=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -n 40
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     cpu-tests)
       log "CPU tests (torch $(python3 -c 'import torch;print(torch.__version__)'))"

@@ -24,6 +24,7 @@
            -I$CUTLASS/tools/util/include csrc/tools/kernel1_host_check.cu -o /tmp/k1check && /tmp/k1check
 */
 #include <cassert>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -34,7 +35,9 @@ struct TmaRec { int dtype, rank; unsigned long long dim[5], stride[5]; unsigned 
 static std::vector<TmaRec> g_tma;
 static int g_tma_errors = 0;
 
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType t, cuuint32_t rank, void* addr,
+static bool g_tma_fail = false;   // simulate a driver rejection: return an error, write nothing
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType t, cuuint32_t rank, void* addr,
     const cuuint64_t* dim, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* es,
     CUtensorMapInterleave, CUtensorMapSwizzle swz, CUtensorMapL2promotion, CUtensorMapFloatOOBfill oob) {
   TmaRec r{}; r.dtype = t; r.rank = rank; r.addr = addr; r.swz = swz; r.oob = oob;
@@ -48,6 +51,8 @@ extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType t, 
   if (swz == CU_TENSOR_MAP_SWIZZLE_128B) ok &= box[0] * 2 <= 128;
   if (!ok) ++g_tma_errors;
   g_tma.push_back(r);
+  if (g_tma_fail) return CUDA_ERROR_INVALID_VALUE;
+  memset(map, 0xA5, sizeof(*map));   // a real encode writes a non-zero descriptor
   return CUDA_SUCCESS;
 }
 
@@ -87,13 +92,15 @@ bool params_check(const char* name, int64_t M, int64_t N, int64_t K, int sm, int
   typename Kernel::Params params; dim3 grid;
   Launcher<Kernel>::make_params(&p, 0, sm, mac, &params, &grid);
   // Expected descriptors: gate(A=x, B=w_gate), up(A=x, B=w_up), epilogue C (void: not encoded), D
-  bool ok = g_tma.size() == 5;
-  int64_t cm = cute::size<0>(typename Kernel::ClusterShape{});
+  bool ok = g_tma.size() == 5 && Launcher<Kernel>::check_descriptors(params) == ISW_OK;
+  int64_t cm = cute::size<0>(typename Kernel::ClusterShape{}), cn = cute::size<1>(typename Kernel::ClusterShape{});
   int64_t tm = cute::size<0>(typename Kernel::TileShape{}), tn = cute::size<1>(typename Kernel::TileShape{});
   int64_t tiles_m = (M + tm - 1) / tm, tiles_n = (N + tn - 1) / tn;
   tiles_m = (tiles_m + cm - 1) / cm * cm;
+  tiles_n = (tiles_n + cn - 1) / cn * cn;
   int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
-  ok &= ctas <= sm && ctas <= tiles_m * tiles_n && ctas % cm == 0;
+  // Launch rules: grid divisible by the cluster shape, at most one CTA per SM, no more CTAs than tiles.
+  ok &= ctas <= sm && ctas <= tiles_m * tiles_n && grid.x % cm == 0 && grid.y % cn == 0 && grid.z == 1;
   if (ok) {
     auto chk = [&](TmaRec const& r, const void* a, uint64_t d0, uint64_t d1, uint64_t ld) {
       return r.addr == a && r.dim[0] == d0 && r.dim[1] == d1 && r.stride[0] == ld * 2;
@@ -170,6 +177,7 @@ int main() {
   describe<K1Seq_c2x1<cutlass::bfloat16_t>>("k1_64x128x64_c2x1 bf16");
   describe<K1Dual_c1x1<cutlass::bfloat16_t>>("k1dual_64x128x64_c1x1 bf16");
   describe<K1Dual_c2x1<cutlass::bfloat16_t>>("k1dual_64x128x64_c2x1 bf16");
+  describe<K1Dual_c2x2<cutlass::bfloat16_t>>("k1dual_64x128x64_c2x2 bf16");
   describe<K1Seq_c1x1<cutlass::half_t>>("k1_64x128x64_c1x1 fp16");
   bad += !acc_layout_check<K1Seq_c1x1<cutlass::bfloat16_t>>();
   bad += !acc_layout_check<K1Seq_c1x1<cutlass::half_t>>();
@@ -178,6 +186,7 @@ int main() {
   bad += !params_check<K1Seq_c1x1<cutlass::bfloat16_t>>("c1x1", 77, 4864, 896, 132, 0, true);
   bad += !params_check<K1Seq_c2x1<cutlass::bfloat16_t>>("c2x1", 77, 4864, 896, 132, 66, true);
   bad += !params_check<K1Dual_c1x1<cutlass::half_t>>("dual", 8192, 18944, 3584, 132, 0, true);
+  bad += !params_check<K1Dual_c2x2<cutlass::bfloat16_t>>("dualc22", 1000, 4864, 896, 132, 32, true);
   long long Ks[] = {896, 1536, 2048, 3584, 5120, 5120, 8192, 576};
   long long Ns[] = {4864, 8960, 11008, 18944, 13824, 27648, 29568, 1536};
   long long Ms[] = {1, 3, 16, 77, 128, 512, 1000, 2048, 8192};
@@ -187,10 +196,27 @@ int main() {
     bad += !params_check<K1Seq_c2x1<cutlass::half_t>>("c2x1", M, Ns[s], Ks[s], 132, 66, false);
     bad += !params_check<K1Dual_c1x1<cutlass::bfloat16_t>>("dual", M, Ns[s], Ks[s], 132, 0, false);
     bad += !params_check<K1Dual_c2x1<cutlass::bfloat16_t>>("dualc2", M, Ns[s], Ks[s], 132, 66, false);
-    n += 4;
+    bad += !params_check<K1Dual_c2x2<cutlass::half_t>>("dualc22", M, Ns[s], Ks[s], 132, 32, false);
+    n += 5;
   }
   printf("  %d shape/config combinations checked, TMA rule violations: %d\n", n, g_tma_errors);
   bad += g_tma_errors;
+
+  {
+    // A driver rejection must stop the launch (CUTLASS itself only prints under NDEBUG).
+    isw_problem q{};
+    q.x = (void*)0x10000; q.w_gate = (void*)0x20000000; q.w_up = (void*)0x40000000; q.out = (void*)0x80000000;
+    q.M = 77; q.N = 128; q.K = 64; q.ld_x = 64; q.ld_w_gate = 64; q.ld_w_up = 64; q.ld_out = 128;
+    using K0 = K1Seq_c1x1<cutlass::bfloat16_t>;
+    typename K0::Params params; dim3 grid;
+    g_tma_fail = true;
+    Launcher<K0>::make_params(&q, 0, 132, 0, &params, &grid);
+    g_tma_fail = false;
+    int st = Launcher<K0>::check_descriptors(params);
+    printf("  simulated cuTensorMapEncodeTiled failure -> %d %s [%s]\n", st, st == ISW_ERR_CUDA ? "ok" : "UNEXPECTED",
+           isw_last_error());
+    bad += st != ISW_ERR_CUDA;
+  }
 
   printf("== can_implement ==\n");
   alignas(16) static char mem[1 << 20];
@@ -202,7 +228,8 @@ int main() {
   { auto q = p; q.M = 1; bad += expect("M=1", q, ISW_OK); }
   { auto q = p; q.config = 2; bad += expect("config 2", q, ISW_OK); }
   { auto q = p; q.config = 3; bad += expect("config 3", q, ISW_OK); }
-  { auto q = p; q.config = 4; bad += expect("config 4", q, ISW_ERR_UNSUPPORTED); }
+  { auto q = p; q.config = 4; bad += expect("config 4", q, ISW_OK); }
+  { auto q = p; q.config = 5; bad += expect("config 5", q, ISW_ERR_UNSUPPORTED); }
   { auto q = p; q.config = -2; bad += expect("config -2", q, ISW_ERR_UNSUPPORTED); }
   { auto q = p; q.K = 60; q.ld_x = q.ld_w_gate = q.ld_w_up = 64; bad += expect("K=60", q, ISW_ERR_UNSUPPORTED); }
   { auto q = p; q.K = 72; q.ld_x = q.ld_w_gate = q.ld_w_up = 72; bad += expect("K=72 (not /64, fine)", q, ISW_OK); }

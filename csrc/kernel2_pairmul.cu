@@ -1,0 +1,515 @@
+/*! \file kernel2_pairmul.cu
+    \brief Kernel-2 (small M): out = silu(x @ Wg^T) * (x @ Wu^T) as ONE sm90 GEMM over the gate
+           and up weights interleaved by blocks of 8 rows, read in place through a hierarchical
+           TMA view, with the PairMulStore epilogue visitor (pair_mul_store.hpp).
+
+    Design
+    ------
+    The op receives the model's own gate and up weights: two separate [N, K] tensors (nn.Linear
+    layout, K contiguous) at arbitrary addresses.  No repacking, no copy.  Kernel-2 treats them as
+    one virtual B operand of 2N rows whose row v is
+
+        h = (v / 8) % 2  (0: the lower-addressed tensor `lo`, 1: the other one `hi`),
+        r = 8 * (v / 16) + v % 8          (row inside that tensor),
+
+    i.e. the virtual N mode is the hierarchical shape (_8, _2, N/8) with strides
+    (ld_w, Delta, 8 * ld_w), Delta = hi - lo in elements (> 0 by construction).  That is exactly
+    one rank-5 TMA tensor map: dims (K, 8, 2, N/8, L), byte strides (2 ld_w, 2 Delta, 16 ld_w, .)
+    and box (64, 8, 2, tileN/16, 1); the box lands in shared memory in virtual-row order, so the
+    stock 128B-swizzled K-major smem layout and the stock wgmma consumer see an ordinary
+    [tileN, 64] B tile.  (Printed and checked on the host: csrc/tools/kernel2_layout_check.cu.)
+
+    The accumulator of a [64|128, tileN] tile then holds gate column c and its up partner c+8
+    in the same thread (wgmma layout), and PairMulStore (D = void) writes silu(gate) * up to
+    out [M, N] from registers.
+
+    What is stock CUTLASS 4.2 and what is ours
+    ------------------------------------------
+    * Kernel layer: stock GemmUniversal (sm90 TMA warp-specialized Pingpong or Cooperative,
+      persistent tile scheduler) on the FLAT problem [M, 2N, K].  The tile scheduler and the
+      epilogue never see the hierarchy: the flat N tile index n selects virtual rows
+      [n*tileN, (n+1)*tileN), which the mainloop's TMA view maps to gate/up rows.
+    * Epilogue: stock Sm90 TMA warp-specialized collective (CollectiveBuilder) with C = D = void
+      and the fusion callbacks Sm90EVT<PairMulStore, Sm90AccFetch>.
+    * Mainloop: PairedWeightMainloop derives from the stock CollectiveMma
+      (MainloopSm90TmaGmmaWarpSpecialized, built by CollectiveBuilder with a flat K-major B)
+      and keeps its smem layouts, pipeline, TiledMma, mma() and mma_tail().  It replaces only the
+      producer side (Arguments/Params, to_underlying_arguments, can_implement, load_init, load,
+      prefetch_tma_descriptors).  Why: in 4.2 the collective fixes the type of its B TMA as
+      make_tma_copy_B_sm90(make_tensor(ptr, repeat_like(StrideB{}, int32_t(0)), StrideB{}), ...),
+      so every sub-mode of a hierarchical N would have a *dynamic* extent; cute then cannot
+      compose the static CTA tile with (int,int,int) to find the TMA box and stops at
+      "Could not find a common tile-gmem vectorization".  Our Params builds the B TMA from a
+      tensor whose N mode is (_8, _2, int): static sub-extents, dynamic strides.  Everything
+      else (TMA_A, pipeline, stage count, transaction bytes) is the base collective's.
+
+    Assumptions (can_implement rejects the rest, Python falls back)
+    ----------------------------------------------------------------
+    * x, w_gate, w_up 16-byte aligned; ld_x, ld_w multiples of 8; ld_w_gate == ld_w_up;
+      K % 8 == 0; N % 8 == 0; |w_up - w_gate| a multiple of 16 bytes, > 0, < 2^40 bytes
+      (TMA stride limits); out 4-byte aligned, ld_out even (32-bit bf16x2/half2 stores).
+    * M >= 1 anything: rows past M are zero-filled by TMA and not stored.
+    * Cluster 1x1 (no multicast): with one CTA per 64/128 rows of x and small M, B is the
+      traffic and multicasting A buys nothing.
+
+    Configurations (index: name, schedule, CTA tile [M, virtual N, K]; output cols = N/2)
+      0: k2_64x128x64_c1x1   Pingpong     64 x 128 x 64   default, M <= 64
+      1: k2_64x64x64_c1x1    Pingpong     64 x  64 x 64   twice the CTAs for tiny M / small N
+      2: k2_128x128x64_c1x1  Cooperative 128 x 128 x 64   M in (64, ~512]
+*/
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/device_kernel.h"
+#include "cutlass/kernel_hardware_info.h"
+#include "cutlass/numeric_types.h"
+#include "cute/tensor.hpp"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+#include "isw_common.hpp"
+#include "pair_mul_store.hpp"
+
+namespace isw::k2 {
+
+using namespace cute;
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// Mainloop: stock sm90 TMA/GMMA warp-specialized collective, B read through a gate/up
+// interleaving TMA view.
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+template <class StockMainloop>
+struct PairedWeightMainloop : StockMainloop {
+  using Base = StockMainloop;
+  using typename Base::TileShape;
+  using typename Base::ElementA;
+  using typename Base::ElementB;
+  using typename Base::StrideA;
+  using typename Base::TiledMma;
+  using typename Base::DispatchPolicy;
+  using typename Base::GmemTiledCopyA;
+  using typename Base::GmemTiledCopyB;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::InternalElementA;
+  using typename Base::InternalElementB;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  using ClusterShape = typename DispatchPolicy::ClusterShape;
+
+  static_assert(size(ClusterShape{}) == 1, "PairedWeightMainloop: cluster 1x1 only (no multicast)");
+  static_assert(is_same_v<GmemTiledCopyA, SM90_TMA_LOAD> && is_same_v<GmemTiledCopyB, SM90_TMA_LOAD>);
+  static_assert(size<1>(TileShape{}) % 16 == 0, "virtual N tile must hold whole gate/up 16-row groups");
+
+  // Virtual N mode of B: (8 rows of a block, 2 tensors, N/8 blocks).
+  using ShapeNPair = Shape<_8, _2, int32_t>;
+  using StrideNPair = Stride<int64_t, int64_t, int64_t>;
+  using ShapeBPair = Shape<ShapeNPair, int32_t, int32_t>;   // (N', K, L)
+  using StrideBPair = Stride<StrideNPair, _1, int64_t>;
+
+  struct Arguments {
+    ElementA const* ptr_A = nullptr;   // x [M, K]
+    StrideA dA{};
+    ElementB const* ptr_B = nullptr;   // lower-addressed weight tensor (block h = 0)
+    int64_t ld_B = 0;                  // row pitch of both weights, elements
+    int64_t pair_offset = 0;           // (higher - lower) weight pointer, elements, > 0
+  };
+
+  using TMA_A = typename Base::Params::TMA_A;
+  using TMA_B = decltype(make_tma_copy_B_sm90(
+      GmemTiledCopyB{},
+      make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(ShapeBPair{}, StrideBPair{})),
+      SmemLayoutB{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
+
+  struct Params {
+    TMA_A tma_load_a;
+    TMA_B tma_load_b;
+    uint32_t tma_transaction_bytes = Base::TmaTransactionBytes;
+    uint32_t tma_transaction_bytes_mk = Base::TmaTransactionBytesMK;
+    uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
+  };
+
+  // Virtual B (N' = 2N rows) as a cute tensor with the hierarchical N mode.
+  template <class PtrB>
+  CUTE_HOST_DEVICE static auto make_paired_b(PtrB ptr, int n_virtual, int k, int l, int64_t ld, int64_t off) {
+    auto shape = make_shape(make_shape(_8{}, _2{}, int32_t(n_virtual / 16)), int32_t(k), int32_t(l));
+    auto stride = make_stride(make_stride(ld, off, 8 * ld), _1{}, int64_t(n_virtual / 2) * ld);
+    return make_tensor(ptr, make_layout(shape, stride));
+  }
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void*) {
+    auto [M, N, K, L] = append<4>(problem_shape, 1);
+    auto ptr_A = reinterpret_cast<InternalElementA const*>(args.ptr_A);
+    auto ptr_B = reinterpret_cast<InternalElementB const*>(args.ptr_B);
+    Tensor tensor_a = make_tensor(ptr_A, make_layout(make_shape(M, K, L), args.dA));
+    Tensor tensor_b = make_paired_b(ptr_B, int(N), int(K), int(L), args.ld_B, args.pair_offset);
+    Params p;
+    p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
+                                        TileShape{}, ClusterShape{});
+    p.tma_load_b = make_tma_copy_B_sm90(GmemTiledCopyB{}, tensor_b, SmemLayoutB{}(_, _, cute::Int<0>{}),
+                                        TileShape{}, ClusterShape{});
+    return p;
+  }
+
+  // TMA descriptor limits (cuTensorMapEncodeTiled): 16B-aligned base, byte strides multiples
+  // of 16 and < 2^40, dims <= 2^32.  Everything the hierarchical view needs is checked here.
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto [M, N, K, L] = append<4>(problem_shape, 1);
+    constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
+    constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
+    constexpr int64_t kMaxStride = int64_t(1) << 40;
+    auto aligned16 = [](void const* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    bool ok = args.ptr_A && args.ptr_B && aligned16(args.ptr_A) && aligned16(args.ptr_B);
+    ok = ok && M >= 1 && K >= 1 && L == 1 && N % 16 == 0 && N >= 16;
+    ok = ok && (int64_t(get<0>(args.dA)) * ea) % 16 == 0 && int64_t(get<0>(args.dA)) >= K;
+    ok = ok && (args.ld_B * eb) % 16 == 0 && args.ld_B >= K;
+    ok = ok && args.pair_offset > 0 && (args.pair_offset * eb) % 16 == 0 && args.pair_offset * eb < kMaxStride;
+    ok = ok && 8 * args.ld_B * eb < kMaxStride && int64_t(N / 2) * args.ld_B * eb < kMaxStride;
+    ok = ok && int64_t(get<0>(args.dA)) * ea < kMaxStride && int64_t(get<2>(args.dA)) * ea < kMaxStride;
+    return ok;
+  }
+
+  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
+    cute::prefetch_tma_descriptor(params.tma_load_a.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_load_b.get_tma_descriptor());
+  }
+
+  // (BLK_M,BLK_K,m,k,l) and (BLK_N',BLK_K,n,k,l) views in TMA coordinates.  The N tile mode of
+  // gB is ((_8,_2,tileN/16)) and its tile index counts flat tiles of tileN virtual rows.
+  template <class ProblemShape_MNKL>
+  CUTE_HOST_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
+    using X = Underscore;
+    auto [M, N, K, L] = problem_shape_MNKL;
+    Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, K, L));
+    Tensor mB = params.tma_load_b.get_tma_tensor(
+        make_shape(make_shape(_8{}, _2{}, int32_t(N / 16)), int32_t(K), int32_t(L)));
+    Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});
+    Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});
+    return cute::make_tuple(gA, gB);
+  }
+
+  // Producer: one elected thread streams k-tiles of A and (virtual) B into the stage ring.
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                           cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int /*thread_idx*/,
+                           uint32_t /*block_rank_in_cluster*/, TensorStorage& shared_tensors) {
+    if (!cute::elect_one_sync()) return;
+
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+    Tensor gA = get<0>(load_inputs)(_, _, m_coord, _, l_coord);                           // (BLK_M,BLK_K,k)
+    Tensor gB = get<1>(load_inputs)(_, _, n_coord, _, l_coord);                           // (BLK_N,BLK_K,k)
+
+    auto cta_tma_a = params.tma_load_a.get_slice(0);
+    auto cta_tma_b = params.tma_load_b.get_slice(0);
+    Tensor tAgA = cta_tma_a.partition_S(gA);
+    Tensor tAsA = cta_tma_a.partition_D(sA);
+    Tensor tBgB = cta_tma_b.partition_S(gB);
+    Tensor tBsB = cta_tma_b.partition_D(sB);
+
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count) {
+      pipeline.producer_acquire(smem_pipe_write);
+      auto* full_barrier = pipeline.producer_get_barrier(smem_pipe_write);
+      int stage = smem_pipe_write.index();
+      copy(params.tma_load_a.with(*full_barrier), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      copy(params.tma_load_b.with(*full_barrier), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
+      ++k_tile_iter;
+      ++smem_pipe_write;
+    }
+  }
+
+  // Consumer: the stock wgmma loop.  It never reads its Params argument, so hand it an empty one
+  // of the base type (dead after inlining).
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&) {
+    Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors,
+              typename Base::Params{});
+  }
+};
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// One kernel instantiation = (element type, CTA tile, schedule).
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_>
+struct PairMulGemm {
+  using Element = Element_;
+  using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
+  using ClusterShape = Shape<_1, _1, _1>;
+  using ElementAccumulator = float;
+  static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
+
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element>,
+                                                    cutlass::epilogue::fusion::Sm90AccFetch>;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto,
+      ElementAccumulator, ElementAccumulator,
+      void, cutlass::layout::RowMajor, kAlign,                     // no C
+      void, cutlass::layout::RowMajor, kAlign,                     // no D: PairMulStore writes out
+      EpilogueSchedule_,
+      Fusion>::CollectiveOp;
+
+  using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      Element, cutlass::layout::RowMajor, kAlign,                  // x [M, K], K-major
+      Element, cutlass::layout::ColumnMajor, kAlign,               // B [N', K], K-major
+      ElementAccumulator,
+      TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<
+          static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule_>::CollectiveOp;
+
+  using CollectiveMainloop = PairedWeightMainloop<StockMainloop>;
+
+  using ProblemShape = Shape<int, int, int, int>;                  // (M, 2N, K, L=1)
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+};
+
+// Element type from the ABI dtype.
+template <int Dtype> struct ElementOf;
+template <> struct ElementOf<ISW_BF16> { using type = cutlass::bfloat16_t; };
+template <> struct ElementOf<ISW_FP16> { using type = cutlass::half_t; };
+
+template <int Dtype> using Cfg0 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _128, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
+template <int Dtype> using Cfg1 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _64, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
+template <int Dtype> using Cfg2 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_128, _128, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>;
+
+static const char* const kConfigNames[] = {
+    "k2_64x128x64_c1x1",
+    "k2_64x64x64_c1x1",
+    "k2_128x128x64_c1x1",
+};
+constexpr int kNumConfigs = 3;
+constexpr int kDefaultConfig = 0;
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// Host side
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+// Validates the problem in user words and fills the kernel arguments (no device calls).
+template <class Gemm>
+static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args) {
+  using Kernel = typename Gemm::GemmKernel;
+  using Element = typename Gemm::Element;
+  using Mainloop = typename Gemm::CollectiveMainloop;
+  constexpr int64_t eb = sizeof(Element);
+
+  if (!p->x || !p->w_gate || !p->w_up || !p->out)
+    return fail(ISW_ERR_INVALID, "kernel2: null tensor pointer");
+  if (p->M < 1 || p->M > INT32_MAX || p->K > INT32_MAX || 2 * p->N > INT32_MAX)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: sizes M=%lld N=%lld K=%lld exceed int32 range",
+                (long long)p->M, (long long)p->N, (long long)p->K);
+  if (p->N % 8 != 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: N=%lld is not a multiple of 8", (long long)p->N);
+  if (p->K % 8 != 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: K=%lld is not a multiple of 8", (long long)p->K);
+  if (p->ld_w_gate != p->ld_w_up)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights have different row strides (%lld vs %lld)",
+                (long long)p->ld_w_gate, (long long)p->ld_w_up);
+  if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_out < p->N)
+    return fail(ISW_ERR_INVALID, "kernel2: a leading dimension is smaller than the row length");
+  if (p->ld_x % 8 || p->ld_w_gate % 8)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: ld_x=%lld / ld_w=%lld must be multiples of 8 elements (16 bytes)",
+                (long long)p->ld_x, (long long)p->ld_w_gate);
+  auto addr = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); };
+  if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: x and the weights must be 16-byte aligned");
+  if ((addr(p->out) & 3) || (p->ld_out & 1))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: out must be 4-byte aligned with an even ld_out");
+
+  // The two weights as one interleaved view based at the lower address.
+  uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
+  bool up_first = u < g;
+  uintptr_t lo = up_first ? u : g, hi = up_first ? g : u;
+  uint64_t delta_bytes = uint64_t(hi - lo);
+  if (delta_bytes == 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights are the same tensor");
+  if (delta_bytes >= (uint64_t(1) << 40) || delta_bytes % 16 != 0)
+    return fail(ISW_ERR_UNSUPPORTED,
+                "kernel2: gate/up weights are %llu bytes apart; the interleaving TMA view needs a multiple "
+                "of 16 below 2^40", (unsigned long long)delta_bytes);
+  // Overlap would alias gate rows with up rows: require the two [N, ld] extents to be disjoint.
+  if (delta_bytes < uint64_t(p->N - 1) * uint64_t(p->ld_w_gate) * eb + uint64_t(p->K) * eb)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights overlap in memory");
+
+  int M = int(p->M);
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {M, int(2 * p->N), int(p->K), 1};
+  args.mainloop.ptr_A = static_cast<Element const*>(p->x);
+  args.mainloop.dA = typename Mainloop::StrideA{int64_t(p->ld_x), _1{}, int64_t(p->ld_x) * M};
+  args.mainloop.ptr_B = reinterpret_cast<Element const*>(lo);
+  args.mainloop.ld_B = p->ld_w_gate;
+  args.mainloop.pair_offset = int64_t(delta_bytes / eb);
+  auto& node = args.epilogue.thread.op_1;  // Sm90EVT args: op_0 = AccFetch (child), op_1 = the node
+  node = {static_cast<Element*>(p->out), int64_t(p->ld_out), up_first};
+  args.epilogue.ptr_C = nullptr;
+  args.epilogue.ptr_D = nullptr;
+  args.hw_info.device_id = 0;
+  args.hw_info.sm_count = sm_count;
+
+  if (!Kernel::can_implement(args))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: CUTLASS can_implement rejected M=%lld N=%lld K=%lld (alignment/TMA limits)",
+                (long long)p->M, (long long)p->N, (long long)p->K);
+  return ISW_OK;
+}
+
+}  // namespace isw::k2
+
+// The host layout check (csrc/tools/kernel2_layout_check.cu) includes this file for the types
+// and make_arguments only; it must not instantiate the kernels.
+#ifndef ISW_K2_TYPES_ONLY
+
+namespace isw::k2 {
+
+// SM count per device, queried once (sizes the persistent grid).
+static int sm_count_of(int device) {
+  static std::atomic<int> cache[64] = {};
+  int v = (device >= 0 && device < 64) ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (v <= 0) {
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    if (device >= 0 && device < 64) cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// can_implement / workspace touch no device: the SM count only sizes the grid (persistent
+// scheduler, no workspace), so a nominal 132 is used.
+template <class Gemm>
+static int can_implement_impl(const isw_problem* p) {
+  typename Gemm::GemmKernel::Arguments args{};
+  return make_arguments<Gemm>(p, 132, args);
+}
+
+template <class Gemm>
+static size_t workspace_impl(const isw_problem* p) {
+  typename Gemm::GemmKernel::Arguments args{};
+  if (make_arguments<Gemm>(p, 132, args) != ISW_OK) return 0;
+  return Gemm::GemmKernel::get_workspace_size(args);
+}
+
+template <class Gemm>
+static int run_impl(const isw_problem* p) {
+  using Kernel = typename Gemm::GemmKernel;
+  int device = 0;
+  ISW_CUDA_CHECK(cudaGetDevice(&device));
+  int sm_count = sm_count_of(device);
+  if (sm_count <= 0) return fail(ISW_ERR_CUDA, "kernel2: could not query the SM count of device %d", device);
+
+  typename Kernel::Arguments args{};
+  int st = make_arguments<Gemm>(p, sm_count, args);
+  if (st != ISW_OK) return st;
+  args.hw_info.device_id = device;
+
+  size_t ws = Kernel::get_workspace_size(args);
+  if (ws > 0 && (p->workspace == nullptr || p->workspace_bytes < ws))
+    return fail(ISW_ERR_WORKSPACE, "kernel2: needs %zu bytes of workspace, got %zu", ws, p->workspace_bytes);
+  cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
+  if (ws > 0) ISW_CUTLASS_CHECK(Kernel::initialize_workspace(args, p->workspace, stream));
+
+  typename Kernel::Params params = Kernel::to_underlying_arguments(args, p->workspace);
+  // CUTLASS reports a failed cuTensorMapEncodeTiled only on stderr (its assert is compiled out)
+  // and leaves the descriptor zeroed; launching with it would fault, so catch it here.
+  auto encoded = [](void const* desc) {
+    unsigned char const* b = static_cast<unsigned char const*>(desc);
+    for (size_t i = 0; i < sizeof(cute::TmaDescriptor); ++i)
+      if (b[i]) return true;
+    return false;
+  };
+  if (!encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+      !encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+    return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
+                "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
+
+  // Opt in to the large dynamic smem once per device.
+  constexpr int smem = Kernel::SharedStorageSize;
+  static std::atomic<uint64_t> smem_attr_set{0};
+  uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
+  if (!(smem_attr_set.load(std::memory_order_acquire) & bit)) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!(smem_attr_set.load(std::memory_order_relaxed) & bit)) {
+      ISW_CUDA_CHECK(cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      smem_attr_set.fetch_or(bit, std::memory_order_release);
+    }
+  }
+
+  dim3 grid = Kernel::get_grid_shape(params);
+  dim3 block = Kernel::get_block_shape();
+  cutlass::device_kernel<Kernel><<<grid, block, smem, stream>>>(params);
+  ISW_CUDA_CHECK(cudaGetLastError());
+  return ISW_OK;
+}
+
+// Dispatch table: [config][dtype].
+struct Ops {
+  int (*can_implement)(const isw_problem*);
+  size_t (*workspace)(const isw_problem*);
+  int (*run)(const isw_problem*);
+};
+
+template <class Gemm>
+constexpr Ops ops_of() {
+  return {&can_implement_impl<Gemm>, &workspace_impl<Gemm>, &run_impl<Gemm>};
+}
+
+static const Ops kOps[kNumConfigs][2] = {
+    {ops_of<Cfg0<ISW_BF16>>(), ops_of<Cfg0<ISW_FP16>>()},
+    {ops_of<Cfg1<ISW_BF16>>(), ops_of<Cfg1<ISW_FP16>>()},
+    {ops_of<Cfg2<ISW_BF16>>(), ops_of<Cfg2<ISW_FP16>>()},
+};
+
+static const Ops* select(const isw_problem* p) {
+  int cfg = p->config < 0 ? kDefaultConfig : p->config;
+  if (cfg >= kNumConfigs) {
+    fail(ISW_ERR_UNSUPPORTED, "kernel2: config %d out of range (0..%d)", p->config, kNumConfigs - 1);
+    return nullptr;
+  }
+  return &kOps[cfg][p->dtype == ISW_FP16 ? 1 : 0];
+}
+
+static int entry_can_implement(const isw_problem* p) {
+  const Ops* o = select(p);
+  return o ? o->can_implement(p) : ISW_ERR_UNSUPPORTED;
+}
+static size_t entry_workspace(const isw_problem* p) {
+  const Ops* o = select(p);
+  return o ? o->workspace(p) : 0;
+}
+static int entry_run(const isw_problem* p) {
+  const Ops* o = select(p);
+  return o ? o->run(p) : ISW_ERR_UNSUPPORTED;
+}
+
+}  // namespace isw::k2
+
+namespace isw {
+const KernelEntry kernel2_entry = {
+    &k2::entry_can_implement,
+    &k2::entry_workspace,
+    &k2::entry_run,
+    k2::kNumConfigs,
+    k2::kConfigNames,
+};
+}  // namespace isw
+
+#endif  // ISW_K2_TYPES_ONLY

@@ -1,0 +1,253 @@
+/*! \file pair_mul_store.hpp
+    \brief PairMulStore: a CUTLASS SM90 epilogue visitor (EVT) node that turns the accumulator of a
+           GEMM over gate/up weights interleaved by blocks of 8 columns into silu(gate) * up and
+           stores the half-width result from registers.
+
+    Where it sits: Kernel-2 (kernel2_pairmul.cu) runs ONE GEMM of x [M,K] against a virtual
+    weight matrix B [2N,K] whose rows interleave the gate and up weights by blocks of 8:
+
+        virtual column v  <->  tensor h = (v / 8) % 2  (0 = the lower-addressed weight tensor),
+                               row    r = 8 * (v / 16) + v % 8.
+
+    The stock sm90 TMA warp-specialized epilogue (D = void, C = void) runs on the flat
+    [M, 2N] tile and calls visit() once per fragment of FragmentSize accumulators.  This node
+    pairs every gate value with its up value inside that fragment and writes
+    out[m, r] = silu(gate) * up (fp32 math, x / (1 + expf(-x)), one rounding) straight from
+    registers with 32-bit (bf16x2 / half2) stores, predicated on the M and N residues.
+
+    Why blocks of 8 need no shuffles: the wgmma accumulator gives each thread the columns
+    (c, c+1) and (c+8, c+9) of every 16-column group (rows r and r+8).  With the 8-block
+    interleave, c is a gate column and c+8 is its up partner, so each thread holds both
+    operands of its outputs, and its outputs are adjacent column pairs (o, o+1) of `out`.
+
+    What the node relies on (checked at compile time by fragment_pairs_ok() on the static
+    coordinate tensor the collective hands us, and for every thread by
+    csrc/tools/kernel2_layout_check.cu on the host):
+      * every aligned chunk of 8 fragment values, at relative coordinates (dm, dn), is
+            (dm,dn) (dm,dn+1) (dm+8,dn) (dm+8,dn+1) | (dm,dn+8) (dm,dn+9) (dm+8,dn+8) (dm+8,dn+9)
+        with dn % 16 == 0   -> values 0..3 are gate-block columns, 4..7 their up partners;
+      * each thread's first coordinate has column % 16 in [0, 8) (a gate-block column).
+    With the printed CUTLASS 4.2 epilogue (STSM-retiled accumulators, EpilogueTile 64x32 or
+    128x32, FragmentSize 16) both hold; see csrc/README.md.
+
+    If the lower-addressed weight is `up` (pointer order of the two allocations decides which
+    tensor the TMA view puts at h = 0), Params::up_first swaps the roles at run time.
+*/
+#pragma once
+
+#include <cstdint>
+#include <math.h>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/array.h"
+#include "cutlass/numeric_conversion.h"
+#include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
+#include "cute/tensor.hpp"
+
+namespace isw::fusion {
+
+/// SiLU in fp32 exactly as the reference defines it: x / (1 + exp(-x)).  expf (not __expf):
+/// the build has no fast-math, so this is the accurate libdevice path.  Large negative x
+/// gives exp(-x) = inf and x / inf = -0, the correct limit.
+CUTE_HOST_DEVICE float silu_f32(float x) { return x / (1.0f + expf(-x)); }
+
+namespace detail {
+
+// Integer stride of one leaf of a coordinate-tensor stride along coordinate `Mode`
+// (0 = row, 1 = column).  Leaves are cute::ScaledBasis<C<v>, mode> or constants (C<0>).
+template <int Mode, class S>
+struct basis_stride_along {
+  static constexpr int value = 0;
+};
+template <int Mode, int V, int N>
+struct basis_stride_along<Mode, cute::ScaledBasis<cute::C<V>, N>> {
+  static constexpr int value = (N == Mode) ? V : 0;
+};
+
+template <int Mode, class CoordLayout>
+CUTE_HOST_DEVICE constexpr auto coord_component_layout(CoordLayout) {
+  using namespace cute;
+  auto stride_int = transform_leaf(stride(CoordLayout{}), [](auto s) {
+    return Int<basis_stride_along<Mode, decltype(s)>::value>{};
+  });
+  return make_layout(shape(CoordLayout{}), stride_int);
+}
+
+}  // namespace detail
+
+/// True when the per-subtile coordinate layout (CPY,CPY_M,CPY_N) -> (dm, dn) has the
+/// gate/up chunk structure described in the file comment.  Must be a static layout.
+template <class SubtileCoordLayout>
+CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
+  using namespace cute;
+  static_assert(is_static<SubtileCoordLayout>::value, "epilogue coordinate layout must be static");
+  constexpr auto lr = detail::coord_component_layout<0>(SubtileCoordLayout{});
+  constexpr auto lc = detail::coord_component_layout<1>(SubtileCoordLayout{});
+  constexpr int n = int(size(SubtileCoordLayout{}));
+  if (n % 8 != 0) return false;
+  constexpr int dr[8] = {0, 0, 8, 8, 0, 0, 8, 8};
+  constexpr int dc[8] = {0, 1, 0, 1, 8, 9, 8, 9};
+  for (int b = 0; b < n; b += 8) {
+    int r0 = int(lr(b)), c0 = int(lc(b));
+    if (c0 % 16 != 0) return false;
+    for (int i = 0; i < 8; ++i) {
+      if (int(lr(b + i)) != r0 + dr[i] || int(lc(b + i)) != c0 + dc[i]) return false;
+    }
+  }
+  return true;
+}
+
+/// The per-thread work of the node, host-callable so the host layout check can run the very
+/// same code on emulated fragments.
+///   frg        FragmentSize fp32 values of one visit, in the collective's fragment order
+///   tCc_sub    this thread's relative coordinates of the current epilogue subtile
+///   epi_v      index of the fragment within the subtile
+///   res_m/res_v  residue: (M, 2N) minus this thread's first global coordinate
+///   out_thr    out + m0 * ld_out + o0, the output element of this thread's first coordinate
+template <class ElementOut, int FragmentSize, class CoordTensor>
+CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize> const& frg,
+                                              CoordTensor const& tCc_sub, int epi_v, int res_m,
+                                              int res_v, ElementOut* out_thr, int64_t ld_out,
+                                              bool up_first) {
+  static_assert(FragmentSize % 8 == 0, "fragment must hold whole gate/up chunks of 8");
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
+
+  CUTLASS_PRAGMA_UNROLL
+  for (int c = 0; c < FragmentSize / 8; ++c) {
+    auto crd = tCc_sub(epi_v * FragmentSize + 8 * c);  // (dm, dn) of the chunk's first gate value
+    int dm = int(cute::get<0>(crd));
+    int dn = int(cute::get<1>(crd));
+    if (dn >= res_v) continue;  // whole chunk past 2N (N % 8 == 0 makes it all-or-nothing)
+
+    CUTLASS_PRAGMA_UNROLL
+    for (int half = 0; half < 2; ++half) {  // half 0: row dm, half 1: row dm + 8
+      if (dm + 8 * half >= res_m) continue;
+      cutlass::Array<float, 2> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        float lo = frg[8 * c + 2 * half + j];      // column c + j     (block h = 0)
+        float hi = frg[8 * c + 4 + 2 * half + j];  // column c + 8 + j (block h = 1)
+        float g = up_first ? hi : lo;
+        float u = up_first ? lo : hi;
+        y[j] = silu_f32(g) * u;
+      }
+      // virtual column dn (dn % 16 == 0) maps to output column o0 + dn / 2
+      ElementOut* dst = out_thr + int64_t(dm + 8 * half) * ld_out + (dn >> 1);
+      Pack packed;
+      static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
+      *reinterpret_cast<Pack*>(dst) = packed;
+    }
+  }
+}
+
+/// Output element of a thread's first coordinate.  The collective hands each thread the
+/// residue (M, 2N) - (m0, v0) of its first global coordinate (m0, v0); v0 % 16 < 8, so v0 is a
+/// gate-block column and maps to output column 8 * (v0 / 16) + v0 % 16.
+template <class ElementOut>
+CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_out, int M, int N2,
+                                                  int res_m, int res_v) {
+  int64_t m0 = int64_t(M) - res_m;
+  int v0 = N2 - res_v;
+  int64_t o0 = int64_t(v0 >> 4) * 8 + (v0 & 15);
+  return out + m0 * ld_out + o0;
+}
+
+/// The EVT node.  Use as Sm90EVT<PairMulStore<T>, Sm90AccFetch> (or any child tree producing
+/// the fp32 [M, 2N] values) with ElementC = void and ElementD = void.
+template <class ElementOut_>
+struct PairMulStore {
+  using ElementOut = ElementOut_;
+  // The void-D collective sizes its (unused) smem D buffer and picks copy atoms from this.
+  using ElementAux = ElementOut;
+
+  struct SharedStorage {};
+
+  struct Arguments {
+    ElementOut* ptr_out = nullptr;  // out [M, N], row-major
+    int64_t ld_out = 0;             // in elements
+    bool up_first = false;          // true if block h = 0 of the virtual B holds `up`
+  };
+  using Params = Arguments;
+
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) {
+    return args;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto shape_mnkl = cute::append<4>(problem_shape, 1);
+    int64_t n_virtual = int64_t(cute::get<1>(shape_mnkl));
+    return args.ptr_out != nullptr && n_virtual % 16 == 0 && args.ld_out >= n_virtual / 2 &&
+           args.ld_out % 2 == 0 && (reinterpret_cast<uintptr_t>(args.ptr_out) % 4) == 0;
+  }
+
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
+
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*,
+                                              cudaStream_t, cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+
+  CUTLASS_HOST_DEVICE PairMulStore() {}
+  CUTLASS_HOST_DEVICE PairMulStore(Params const& params, SharedStorage const&) : params(params) {}
+
+  Params params;
+
+  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+  CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
+
+  template <class... Args>
+  CUTLASS_DEVICE auto get_producer_load_callbacks(
+      cutlass::epilogue::fusion::detail::ProducerLoadArgs<Args...> const&) {
+    return cutlass::epilogue::fusion::detail::EmptyProducerLoadCallbacks{};
+  }
+
+  template <class CoordTensor>
+  struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CoordTensor tCcD, int res_m, int res_v, ElementOut* out_thr,
+                                          int64_t ld_out, bool up_first)
+        : tCcD(tCcD), res_m(res_m), res_v(res_v), out_thr(out_thr), ld_out(ld_out), up_first(up_first) {}
+
+    CoordTensor tCcD;  // (CPY,CPY_M,CPY_N,EPI_M,EPI_N) relative coordinates, static layout
+    int res_m, res_v;
+    ElementOut* out_thr;
+    int64_t ld_out;
+    bool up_first;
+
+    template <class ElementAccumulator, class ElementInput, int FragmentSize>
+    CUTLASS_DEVICE cutlass::Array<ElementOut, FragmentSize> visit(
+        cutlass::Array<ElementAccumulator, FragmentSize> const&, int epi_v, int epi_m, int epi_n,
+        cutlass::Array<ElementInput, FragmentSize> const& frg_input) {
+      cutlass::NumericArrayConverter<float, ElementInput, FragmentSize> to_f32;
+      pair_mul_store_fragment<ElementOut, FragmentSize>(to_f32(frg_input),
+                                                        tCcD(cute::_, cute::_, cute::_, epi_m, epi_n),
+                                                        epi_v, res_m, res_v, out_thr, ld_out, up_first);
+      // D is void: the collective drops this value (dead code after inlining).
+      return cutlass::Array<ElementOut, FragmentSize>{};
+    }
+  };
+
+  template <bool ReferenceSrc, class... Args>
+  CUTLASS_DEVICE auto get_consumer_store_callbacks(
+      cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const& args) {
+    using namespace cute;
+    // Whole (CPY,CPY_M,CPY_N,EPI_M,EPI_N) layout: chunks never straddle subtiles, and this
+    // also checks that subtile offsets keep dn % 16 == 0.
+    static_assert(fragment_pairs_ok<decltype(args.tCcD.layout())>(),
+                  "PairMulStore: epilogue fragment order does not pair column c with c+8 in "
+                  "chunks of 8 (see pair_mul_store.hpp); this tile/epilogue config is unsupported");
+
+    auto [M, N2, K, L] = args.problem_shape_mnkl;
+    int res_m = int(get<0>(args.residue_tCcD));
+    int res_v = int(get<1>(args.residue_tCcD));
+    ElementOut* out_thr = pair_mul_thread_base(params.ptr_out, params.ld_out, int(M), int(N2), res_m, res_v);
+    return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, res_m, res_v, out_thr,
+                                                       params.ld_out, params.up_first);
+  }
+};
+
+}  // namespace isw::fusion
