@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Timer, host_us_per_call  # noqa: E402
+from timing import eager_us, graph_us, host_us_per_call, sets_needed  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch  # noqa: E402
@@ -48,29 +48,36 @@ def floor_us(M, N, K) -> float:
     return max(flops / PEAK_FLOPS, bytes_ / PEAK_BYTES) * 1e6
 
 
-def bench_one(timer: Timer, model: str, M: int, with_compile: bool) -> dict:
+def bench_one(model: str, M: int, with_compile: bool, replays: int) -> dict:
     K, N = MODELS[model]
     g = torch.Generator(device="cuda").manual_seed(M + N)
-    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
-    # Separate gate and up tensors, as nn.Linear holds them; w_cat only feeds the bare-GEMM bound.
-    wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-    wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-    w_cat = torch.cat([wg, wu])
-    row = {"model": model, "M": M, "K": K, "N": N, "floor_us": floor_us(M, N, K)}
+    per_set = 2 * (M * K + 4 * N * K + 2 * M * N)   # x, wg, wu, w_cat, out (bytes, bf16)
+    n_sets = sets_needed(per_set)
 
-    def eager():
+    def make_set():
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+        # Separate gate and up tensors, as nn.Linear holds them; w_cat only feeds the bare-GEMM bound.
+        wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
+        wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
+        return x, wg, wu, torch.cat([wg, wu])
+
+    sets = [make_set() for _ in range(n_sets)]
+    x, wg, wu, _ = sets[0]
+    row = {"model": model, "M": M, "K": K, "N": N, "floor_us": floor_us(M, N, K), "input_sets": n_sets}
+
+    def eager(x, wg, wu, w_cat):
         return F.silu(F.linear(x, wg)) * F.linear(x, wu)
 
-    row["eager_us"] = timer.eager_us(eager)
-    row["eager_graph_us"] = timer.fn_graph_us(eager)
-    row["gemm2N_graph_us"] = timer.fn_graph_us(lambda: torch.mm(x, w_cat.t()))
+    row["eager_us"] = eager_us(eager, sets)
+    row["eager_graph_us"] = graph_us(eager, sets, replays)
+    row["gemm2N_graph_us"] = graph_us(lambda x, wg, wu, w_cat: torch.mm(x, w_cat.t()), sets, replays)
     if with_compile:
         torch._dynamo.reset()
         compiled = torch.compile(eager, backend="inductor")
-        row["compile_default_graph_us"] = timer.fn_graph_us(compiled)
+        row["compile_default_graph_us"] = graph_us(compiled, sets, replays)
 
     ref = reference_fp64(x, wg, wu, with_noise=True)
-    row["eager_err"] = error_stats(eager(), ref)
+    row["eager_err"] = error_stats(eager(*sets[0]), ref)
     lib = kl.get_library()
     for kernel, key in ((kl.KERNEL1, "kernel1"), (kl.KERNEL2, "kernel2")):
         per_config = {}
@@ -80,7 +87,7 @@ def bench_one(timer: Timer, model: str, M: int, with_compile: bool) -> dict:
             except RuntimeError as e:
                 per_config[name] = {"error": str(e)}
                 continue
-            per_config[name] = {"us": timer.fn_graph_us(lambda: cuda_impl.run_kernel(kernel, x, wg, wu, config=c))}
+            per_config[name] = {"us": graph_us(lambda x, wg, wu, w_cat: cuda_impl.run_kernel(kernel, x, wg, wu, config=c), sets, replays)}
         ok = {n: v["us"] for n, v in per_config.items() if "us" in v}
         row[f"{key}_configs"] = per_config
         if ok:
@@ -89,15 +96,17 @@ def bench_one(timer: Timer, model: str, M: int, with_compile: bool) -> dict:
             row[f"{key}_err"] = error_stats(cuda_impl.run_kernel(kernel, x, wg, wu, config=lib.configs(kernel).index(best)), ref)
     inductor_swiglu.reset_op_stats()
     op = torch.ops.inductor_swiglu.swiglu
-    row["op_us"] = timer.fn_graph_us(lambda: op(x, wg, wu))
+    row["op_us"] = graph_us(lambda x, wg, wu, w_cat: op(x, wg, wu), sets, replays)
     row["op_impl"] = inductor_swiglu.op_stats()["calls"]
     row["op_err"] = error_stats(op(x, wg, wu), ref)
     plan = dispatch.choose(M, N, K)
-    row["op_plan"] = f"{dispatch.kernel_name(plan.kernel)} ({plan.reason})"
+    row["op_plan"] = f"{dispatch.kernel_name(plan.kernel)} config {plan.config} ({plan.reason})"
     for k in ("eager_graph_us", "gemm2N_graph_us", "kernel1_us", "kernel2_us", "op_us", "compile_default_graph_us"):
         if k in row:
             row[k.replace("_us", "_tflops")] = 4.0 * M * N * K / (row[k] * 1e-6) / 1e12
             row[k.replace("_us", "_of_floor")] = row["floor_us"] / row[k]
+    del sets
+    torch.cuda.empty_cache()
     return row
 
 
@@ -122,7 +131,7 @@ def summarize(rows) -> dict:
 
 def markdown(rows, summary, meta) -> str:
     lines = [
-        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}); GPU us per call, CUDA-graph replay, cold L2, median of {meta['reps']}.",
+        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}); GPU us per call: CUDA-graph replay of back-to-back calls on rotated inputs (> 4x L2, so weights come from HBM), median of {meta['reps']} replays.",
         "",
         "| model | M | eager | eager graph | compile | cuBLAS [M,2N,K] | Kernel-1 | Kernel-2 | op | op vs eager graph | op vs GEMM | op % floor |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -162,14 +171,41 @@ def plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def write_report(out: Path, rows: list, meta: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize(rows)
+    # The dispatch rule, measured: the fastest kernel/config at each point (see ops/dispatch.py).
+    entries = []
+    for r in rows:
+        cands = [(r[f"{k}_us"], kid, r[f"{k}_best_config"]) for k, kid in (("kernel1", kl.KERNEL1), ("kernel2", kl.KERNEL2)) if f"{k}_us" in r]
+        if cands:
+            us, kid, name = min(cands)
+            entries.append({"K": r["K"], "N": r["N"], "M": r["M"], "kernel": kid, "config": name, "us": round(us, 2)})
+    (out / "dispatch_table.json").write_text(json.dumps(
+        {"device": meta["device"], "date": meta["date"], "torch": meta["torch"], "entries": entries}, indent=1))
+    (out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
+    md = markdown(rows, summary, meta)
+    (out / "bench_kernels.md").write_text(md)
+    plot(rows, out / "roofline.png")
+    print(md)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--ms", default=",".join(map(str, MS)))
-    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=20, help="graph replays per measurement (median)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column (saves minutes)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="combine bench_kernels.json files of earlier (partial) runs into one report in --out")
     args = ap.parse_args(argv)
+    if args.merge:
+        parts = [json.loads((d / "bench_kernels.json").read_text()) for d in args.merge]
+        order = {m: i for i, m in enumerate(MODELS)}
+        rows = sorted((r for part in parts for r in part["rows"]), key=lambda r: (order[r["model"]], r["M"]))
+        write_report(args.out, rows, parts[0]["meta"])
+        return 0
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 1
@@ -177,13 +213,11 @@ def main(argv=None) -> int:
     if not status["available"]:
         print(f"kernels not available: {status['reason']}", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    timer = Timer(reps=args.reps)
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     todo = [(m, M) for m in args.models.split(",") for M in map(int, args.ms.split(","))]
     for i, (model, M) in enumerate(todo, 1):
-        r = bench_one(timer, model, M, with_compile=not args.no_compile)
+        r = bench_one(model, M, with_compile=not args.no_compile, replays=args.reps)
         rows.append(r)
         print(f"[{i}/{len(todo)}] {model} M={M}: op {r['op_us']:.1f} us ({r['op_plan']}), "
               f"k1 {r.get('kernel1_us', float('nan')):.1f} k2 {r.get('kernel2_us', float('nan')):.1f} "
@@ -203,15 +237,10 @@ def main(argv=None) -> int:
         "torch": torch.__version__,
         "reps": args.reps,
         "kernels": status,
-        "dispatch_provisional": dispatch.PROVISIONAL,
+        "dispatch_provisional": dispatch.provisional(),
         "host_overhead_us": host,
     }
-    summary = summarize(rows)
-    (args.out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
-    md = markdown(rows, summary, meta)
-    (args.out / "bench_kernels.md").write_text(md)
-    plot(rows, args.out / "roofline.png")
-    print(md)
+    write_report(args.out, rows, meta)
     print("host overhead per eager call (us):", json.dumps(host))
     return 0
 

@@ -20,7 +20,7 @@ for step in "$@"; do
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     tests)
       log "GPU tests"
-      ISW_REPORT_DIR="$OUT" timeout 420 python3 -m pytest -q tests/gpu -p no:cacheprovider --timeout=120 --timeout-method=thread -x --maxfail=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -n 40
+      ISW_REPORT_DIR="$OUT" timeout 420 python3 -m pytest -q tests/gpu -p no:cacheprovider --timeout=120 --timeout-method=thread --maxfail=30 2>&1 | tee "$OUT/gpu_tests.log" | tail -n 40
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     cpu-tests)
       log "CPU tests (torch $(python3 -c 'import torch;print(torch.__version__)'))"
@@ -29,9 +29,20 @@ for step in "$@"; do
     bench-quick)
       log "kernel benchmark (subset)"
       python3 benchmarks/bench_kernels.py --out "$OUT" --models q0.5B,q7B,q72B --ms 1,16,512,2048,8192 --reps 30 --no-compile 2>&1 | tail -n 40 | tee "$OUT/bench.log" ;;
+    bench-a)
+      log "kernel benchmark part A (0.5B-3B)"
+      python3 benchmarks/bench_kernels.py --out "$OUT/bench_a" --models q0.5B,q1.5B,q3B 2>&1 | tail -n 40 | tee "$OUT/bench_a.log" ;;
+    bench-b)
+      log "kernel benchmark part B (7B-72B)"
+      python3 benchmarks/bench_kernels.py --out "$OUT/bench_b" --models q7B,q14B,q32B,q72B 2>&1 | tail -n 40 | tee "$OUT/bench_b.log" ;;
     bench-full)
       log "kernel benchmark (42 configurations)"
       python3 benchmarks/bench_kernels.py --out "$OUT" 2>&1 | tail -n 70 | tee "$OUT/bench.log" ;;
+    host)
+      log "host overhead"
+      python3 benchmarks/host_overhead.py 2>&1 | head -n 60 | tee "$OUT/host.log" ;;
+    freezing-graph)
+      python3 benchmarks/debug_freezing_graph.py > "$OUT/freezing_graph.txt" 2>&1 ;;
     model)
       log "model benchmark"
       python3 benchmarks/bench_model.py --out "$OUT" 2>&1 | tail -n 30 | tee "$OUT/model.log" ;;

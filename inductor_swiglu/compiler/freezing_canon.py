@@ -108,11 +108,18 @@ def canonicalize(graph: torch.fx.Graph) -> int:
     """Rewrite frozen SwiGLU projections into the permute + mm form; returns how many."""
     consts = None
     changed = 0
-    # (2) concatenated gate/up: split_with_sizes(mm(a, cat[K, 2N]), [N, N], 1)
-    for split in list(graph.find_nodes(op="call_function", target=aten.split_with_sizes.default)):
+    # (2) concatenated gate/up: split_with_sizes(mm(a, cat[K, 2N]), [N, N], 1), or split(mm, N, 1)
+    splits = [*graph.find_nodes(op="call_function", target=aten.split_with_sizes.default),
+              *graph.find_nodes(op="call_function", target=aten.split.Tensor)]
+    for split in splits:
         mm = split.args[0]
-        sizes = split.args[1]
         dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
+        sizes = split.args[1]
+        if split.target is aten.split.Tensor:  # equal chunks of `sizes` columns
+            total = mm.meta["val"].shape[-1] if _is_call(mm, aten.mm.default) else None
+            if not isinstance(sizes, int) or total is None or total != 2 * sizes:
+                continue
+            sizes = [sizes, sizes]
         if not (_is_call(mm, aten.mm.default) and _frozen_weight(mm.args[1]) and dim in (1, -1) and len(sizes) == 2):
             continue
         if len(mm.users) != 1:

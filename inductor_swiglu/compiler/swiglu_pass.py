@@ -167,7 +167,9 @@ def _dispatch_for(x, N, K) -> str:
     if isinstance(numel_leading, int) and isinstance(N, int) and isinstance(K, int):
         plan = dispatch.choose(numel_leading, N, K)
         return f"{dispatch.kernel_name(plan.kernel)} ({plan.reason})"
-    return f"chosen per call from M (kernel2_pairmul for M <= {dispatch.KERNEL2_MAX_M}, else kernel1_pingpong)"
+    return "chosen per call from M (dynamic shape): " + (
+        "the H200-measured dispatch table" if not dispatch.provisional() else
+        f"kernel2_pairmul for M <= {dispatch.KERNEL2_MAX_M}, else kernel1_pingpong (no measured table)")
 
 
 class SwigluFusionPass(CustomGraphPass):

@@ -80,20 +80,22 @@ def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: to
         x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
         M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
         _DTYPES[x2.dtype], config, None, 0,
-        torch.cuda.current_stream(x2.device).cuda_stream,
+        # the raw handle, without building a torch.cuda.Stream object (hot path)
+        torch._C._cuda_getCurrentRawStream(x2.device.index),
     )
 
 
 def _launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tuple[bool, str]:
-    ok, msg = lib.can_implement(kernel, p)
-    if not ok:
-        return False, msg
-    ws = lib.workspace_bytes(kernel, p)
-    if ws:
+    # isw_run validates the problem itself (returning "unsupported" with a reason), so the
+    # hot path is one ctypes call; the workspace is only queried if a kernel asks for one.
+    st = lib.run(kernel, p)
+    if st == kl.ISW_ERR_WORKSPACE:
+        ws = lib.workspace_bytes(kernel, p)
         # From torch's caching allocator: stream-ordered, and captured into the graph's pool.
         workspace = torch.empty(ws, dtype=torch.uint8, device=device)
         p.workspace, p.workspace_bytes = workspace.data_ptr(), ws
-    if lib.run(kernel, p) != kl.ISW_OK:
+        st = lib.run(kernel, p)
+    if st != kl.ISW_OK:
         return False, lib.last_error()
     return True, ""
 

@@ -28,6 +28,7 @@ KERNEL2 = 2
 
 ISW_OK = 0
 ISW_ERR_UNSUPPORTED = 1
+ISW_ERR_WORKSPACE = 5
 STATUS_NAMES = {0: "ok", 1: "unsupported", 2: "invalid argument", 3: "CUDA error", 4: "CUTLASS error", 5: "workspace too small"}
 
 DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1}
@@ -81,7 +82,7 @@ class KernelLibrary:
     def run(self, kernel: int, problem: IswProblem) -> int:
         """Launch; returns the status code (ISW_OK or ISW_ERR_UNSUPPORTED); raises KernelError on others."""
         st = self.lib.isw_run(kernel, ctypes.byref(problem))
-        if st in (ISW_OK, ISW_ERR_UNSUPPORTED):
+        if st in (ISW_OK, ISW_ERR_UNSUPPORTED, ISW_ERR_WORKSPACE):
             return st
         raise KernelError(
             f"inductor_swiglu kernel {kernel} failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}"

@@ -5,12 +5,12 @@ every element counts).  A relative error means little where the reference is
 at the level of fp32 accumulation noise (cancellation in ``x @ W^T`` leaves
 values whose last digits differ between any two summation orders), so we also
 report ``frac_over_1pct_resolved``: the same share among elements whose
-reference magnitude is at least 500x the typical fp32 accumulation noise of that
-element, i.e. where 1% is far above what the summation order alone can change.
-The noise of a K-term fp32 dot product with terms t_k is about
-``2^-24 * sqrt(K/2) * sqrt(sum_k t_k^2)`` (rounding errors of size u*|partial
-sum| accumulate as a random walk), carried through silu(g) * u; 500x keeps a 4-sigma
-tail of that noise under 0.8%, the room left by the 0.2% of the final rounding.
+reference magnitude is at least 100x their fp32 accumulation error bound, i.e.
+where an error of 1% cannot come from the summation order alone.  The bound of
+a K-term fp32 dot product with terms t_k is taken as ``sqrt(K) * 2^-24 *
+sum_k |t_k|`` (Higham's probabilistic bound; a random-walk estimate was not
+enough on the H200: tensor-core accumulation error grows faster with K),
+carried through silu(g) * u.
 ``unresolved_elements`` says how many were left out.
 ``normwise``: ||out - ref|| / ||ref||.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-_NOISE_MARGIN = 500.0
+_NOISE_MARGIN = 100.0
 
 
 @dataclass
@@ -46,9 +46,9 @@ def reference_fp64(x, w_gate, w_up, *, with_noise: bool = False):
     shape = (*x.shape[:-1], w_gate.shape[0])
     if not with_noise:
         return y.reshape(shape)
-    x2 = xd.square()
-    scale = (K / 2) ** 0.5 * 2.0**-24
-    ng, nu = scale * (x2 @ wg.square().T).sqrt(), scale * (x2 @ wu.square().T).sqrt()
+    ax = xd.abs()
+    scale = K**0.5 * 2.0**-24
+    ng, nu = scale * (ax @ wg.abs().T), scale * (ax @ wu.abs().T)
     s = torch.sigmoid(g)
     noise = (s * (1 + g * (1 - s)) * u).abs() * ng + (g * s).abs() * nu
     return Reference(y.reshape(shape), noise.reshape(shape))
