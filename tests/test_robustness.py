@@ -176,6 +176,10 @@ def test_shared_weight_between_gate_and_up():
         torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.skipif(
+    tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13),
+    reason="torch 2.11 segfaults when two threads compile at once, with any backend (plain inductor too)",
+)
 def test_two_threads_compile_and_run_different_models():
     models = [GatedMLP(32, 48), GatedMLP(64, 80).to(torch.bfloat16)]
     inputs = [torch.randn(3, 32), torch.randn(2, 5, 64, dtype=torch.bfloat16)]
@@ -184,7 +188,9 @@ def test_two_threads_compile_and_run_different_models():
     def worker(i):
         try:
             compiled = torch.compile(models[i], backend="inductor_swiglu")
-            with torch.no_grad():
+            # Inductor's config is thread-local on torch 2.13: the fixture's cache switch
+            # does not reach this thread, and a cache hit would skip the pass.
+            with torch.no_grad(), torch._inductor.config.patch(force_disable_caches=True):
                 for _ in range(5):
                     torch.testing.assert_close(compiled(inputs[i]), models[i](inputs[i]), atol=3e-2, rtol=3e-2)
         except Exception as e:  # surfaced in the main thread

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from typing import Any
 
 import torch
@@ -84,6 +85,23 @@ def _inner_compile(gm, example_inputs, **kwargs):
     return compiled
 
 
+# On torch 2.11 Inductor's config is process-global and config.patch() restores the
+# previous value on exit, so two threads compiling at once undo each other's patches
+# (our pass silently vanishes from the other thread's compile; 2.13 made the config
+# thread-local).  Compiles through this backend take turns, and the inner compile
+# (which AOTAutograd may call later, e.g. for a lazy backward) re-applies the patches
+# under the same lock.
+_COMPILE_LOCK = threading.RLock()
+
+
+def _locked_inner(patches: dict[str, Any]):
+    def inner(gm, example_inputs, **kwargs):
+        with _COMPILE_LOCK, torch._inductor.config.patch(patches):
+            return _inner_compile(gm, example_inputs, **kwargs)
+
+    return inner
+
+
 def make_backend(pass_config: PassConfig | None = None, mode: str | None = None, options: dict | None = None):
     """A backend callable with a fixed pass configuration (and optional default mode/options)."""
     cfg = pass_config or PassConfig()
@@ -94,7 +112,8 @@ def make_backend(pass_config: PassConfig | None = None, mode: str | None = None,
         cid = monitor.on_backend_call(gm)
         patches = config_patches(mode or default_mode, {**default_options, **(options or {})}, cfg)
         before = len(RECORDS.graphs_for(cid))
-        compiled = compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=patches)
+        with _COMPILE_LOCK:
+            compiled = compile_fx(gm, example_inputs, inner_compile=_locked_inner(patches), config_patches=patches)
         if len(RECORDS.graphs_for(cid)) == before:
             # AOTAutograd's cache returned a compiled graph without calling Inductor:
             # neither the pass nor our inner hook ran.  Say so rather than report 0 rewrites.

@@ -67,7 +67,7 @@ def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
 
 
 def _as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
-    x2 = x.reshape(-1, K)
+    x2 = x if x.dim() == 2 else x.reshape(-1, K)
     if x2.stride(1) != 1 or x2.stride(0) % 8 or x2.data_ptr() % 16:
         x2 = x2.contiguous()
     return x2

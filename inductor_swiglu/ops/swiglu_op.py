@@ -42,7 +42,25 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def check_inputs(x, w_gate, w_up, b_gate=None, b_up=None) -> None:
-    """Raise a clear error for inputs the op does not define; works on fake tensors."""
+    """Raise a clear error for inputs the op does not define; works on fake tensors.
+
+    The common case is decided by a few attribute reads (the op sits on the
+    decode hot path, once per layer per token); anything unusual takes the
+    thorough path, which names the offending argument."""
+    try:
+        dt, dev = x.dtype, x.device
+        if (
+            b_gate is None and b_up is None and dt in _FLOAT_DTYPES
+            and w_gate.dtype == dt and w_up.dtype == dt and w_gate.device == dev and w_up.device == dev
+            and w_gate.dim() == 2 and x.dim() >= 1 and w_gate.shape == w_up.shape and x.shape[-1] == w_gate.shape[1]
+        ):
+            return
+    except AttributeError:
+        pass
+    _check_inputs_thoroughly(x, w_gate, w_up, b_gate, b_up)
+
+
+def _check_inputs_thoroughly(x, w_gate, w_up, b_gate=None, b_up=None) -> None:
     named = [("x", x), ("w_gate", w_gate), ("w_up", w_up), ("b_gate", b_gate), ("b_up", b_up)]
     for name, t in named:
         if t is not None and not isinstance(t, torch.Tensor):
@@ -149,5 +167,21 @@ swiglu_op = torch.ops.inductor_swiglu.swiglu.default
 
 
 def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
-    """Fused ``silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring."""
+    """Fused ``silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring.
+
+    Eager CUDA calls that need no autograd go straight to the CUDA implementation:
+    the dispatcher and the Python autograd wrapper cost more host time than the
+    kernel launch itself (measured on the H200, benchmarks/host_overhead.py).
+    Traced, compiled, fake, CPU and differentiable calls take the registered op.
+    """
+    if (
+        type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
+        and not (torch.is_grad_enabled() and (x.requires_grad or w_gate.requires_grad or w_up.requires_grad
+                                              or (b_gate is not None and b_gate.requires_grad)
+                                              or (b_up is not None and b_up.requires_grad)))
+    ):
+        check_inputs(x, w_gate, w_up, b_gate, b_up)
+        from . import cuda_impl
+
+        return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)
     return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up)
