@@ -162,3 +162,17 @@ def test_fallbacks_are_recorded_and_correct(monkeypatch):
     inductor_swiglu.reset_op_stats()
     torch.ops.inductor_swiglu.swiglu(x, wg, wu)
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.FALLBACK_CUDA: 1}
+
+
+def test_python_entry_point_fast_path_and_autograd():
+    K, N = QWEN25["q0.5B"]
+    x, wg, wu = _inputs(16, K, N, torch.bfloat16, seed=21)
+    inductor_swiglu.reset_op_stats()
+    out = inductor_swiglu.swiglu(x, wg, wu)            # eager, no grad needed: bypasses the dispatcher
+    assert inductor_swiglu.op_stats()["fused_calls"] == 1
+    _check("swiglu_fast_path", "q0.5B", 16, torch.bfloat16, out, reference_fp64(x, wg, wu, with_noise=True))
+    xg = x.clone().requires_grad_(True)                  # needs autograd: takes the registered op
+    inductor_swiglu.swiglu(xg, wg, wu).float().sum().backward()
+    xr = x.float().clone().requires_grad_(True)
+    (F.silu(xr @ wg.float().T) * (xr @ wu.float().T)).sum().backward()
+    torch.testing.assert_close(xg.grad.float(), xr.grad, atol=5e-2, rtol=5e-2)
