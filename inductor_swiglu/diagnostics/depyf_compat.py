@@ -21,7 +21,9 @@ the dump:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import os
 import traceback
 import warnings
@@ -35,15 +37,21 @@ class DepyfStatus:
     version: str = ""
     ok: bool = False                      # prepare_debug entered and exited cleanly
     shim: str = ""                        # what the compatibility shim did, in words
-    errors: list[str] = field(default_factory=list)   # what failed and why, in order
+    errors: list[str] = field(default_factory=list)   # what failed and why, in order, each once
     files: int = 0
+    _repeats: dict = field(default_factory=dict, repr=False)
+
+    def add_error(self, message: str) -> None:
+        self._repeats[message] = self._repeats.get(message, 0) + 1
+        self.errors = [m if n == 1 else f"{m} (x{n})" for m, n in self._repeats.items()]
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
 
 def _short(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
+    msg = str(e).strip()
+    text = msg if msg.startswith(type(e).__name__) else f"{type(e).__name__}: {msg}"
     return text if len(text) < 400 else text[:400] + " ..."
 
 
@@ -67,29 +75,45 @@ def _make_load_by_key_path(status: DepyfStatus):
             path = write_code_to_file_template(src, os.path.join(data["dump_src_dir"], name + ".kernel_%s.py"))
         except Exception as e:
             if len(status.errors) < 20:
-                status.errors.append(f"could not copy generated code {os.path.basename(str(path))}: {_short(e)}")
+                status.add_error(f"could not copy generated code {os.path.basename(str(path))}: {_short(e)}")
         return unpatched(key, path, linemap, attrs, **kwargs)
 
     return patched_load_by_key_path
 
 
-def _wrap_bytecode_hook(status: DepyfStatus, original_call):
+def _wrap_bytecode_hook(status: DepyfStatus, original_call, last_error: list):
     @functools.wraps(original_call)
     def __call__(self, code, new_code):
+        last_error.clear()
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            # depyf prints a disassembly and a traceback for each failure: the summary says it once.
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+                warnings.simplefilter("ignore")
                 result = original_call(self, code, new_code)
         except Exception as e:
-            status.errors.append(f"decompiling {code.co_name} failed: {_short(e)}")
+            status.add_error(f"decompiling {code.co_name} failed: {_short(e)}")
             return None  # Dynamo keeps its own bytecode
         if result is None:
-            # depyf reports a DecompilationError as a warning and gives up on this code object.
-            first = next((str(w.message).splitlines()[0] for w in caught), "no reason given")
-            status.errors.append(f"decompiling {code.co_name} failed: {first}")
+            why = last_error[0] if last_error else "no reason given"
+            status.add_error(f"decompiling {code.co_name} failed ({why}); Dynamo's bytecode was used")
         return result
 
     return __call__
+
+
+def _wrap_decompile(original, last_error: list):
+    # depyf catches its own DecompilationError inside the hook; this keeps the reason.
+    def decompile_and_compile_like(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except Exception as e:
+            last_error[:] = [_short(e)]
+            raise
+
+    return staticmethod(decompile_and_compile_like)
+
+
+_active: list = []   # depyf patches process-wide state: one run at a time
 
 
 class DepyfRun:
@@ -104,18 +128,21 @@ class DepyfRun:
     def enter(self) -> None:
         if not self.status.enabled:
             return
+        if _active:
+            self.status.add_error("depyf is already recording for an enclosing diagnostics session")
+            return
         try:
             import depyf
             from depyf.explain import enable_debugging
         except Exception as e:
-            self.status.errors.append(
+            self.status.add_error(
                 f"depyf is not installed ({_short(e)}); install it with pip install 'inductor_swiglu[diagnostics]'"
             )
             return
         self.status.available = True
         self.status.version = getattr(depyf, "__version__", "?")
         if not hasattr(enable_debugging, "prepare_debug"):
-            self.status.errors.append("depyf has no prepare_debug (an API change?)")
+            self.status.add_error("depyf has no prepare_debug (an API change?)")
             return
         try:
             self._install_shims(enable_debugging)
@@ -124,10 +151,11 @@ class DepyfRun:
                 warnings.filterwarnings("ignore", message=".*You are trying to debug `torch.compile`.*")
                 self._cm = enable_debugging.prepare_debug(self.dump_dir)
                 self._cm.__enter__()
+            _active.append(self)
         except Exception as e:
             self._cm = None
             self._uninstall_shims()
-            self.status.errors.append(f"depyf.prepare_debug failed to start: {_short(e)}")
+            self.status.add_error(f"depyf.prepare_debug failed to start: {_short(e)}")
 
     def _install_shims(self, enable_debugging) -> None:
         import inspect
@@ -139,10 +167,16 @@ class DepyfRun:
         old = enable_debugging.patched_load_by_key_path
         enable_debugging.patched_load_by_key_path = _make_load_by_key_path(self.status)
         self._restore.append((enable_debugging, "patched_load_by_key_path", old))
+        from depyf.decompiler import Decompiler
+
+        last_error: list = []
         hook_cls = enable_debugging.DebuggableHook
         old_call = hook_cls.__call__
-        hook_cls.__call__ = _wrap_bytecode_hook(self.status, old_call)
+        hook_cls.__call__ = _wrap_bytecode_hook(self.status, old_call, last_error)
         self._restore.append((hook_cls, "__call__", old_call))
+        old_dec = Decompiler.__dict__["decompile_and_compile_like"]
+        Decompiler.decompile_and_compile_like = _wrap_decompile(Decompiler.decompile_and_compile_like, last_error)
+        self._restore.append((Decompiler, "decompile_and_compile_like", old_dec))
         params = inspect.signature(PyCodeCache.load_by_key_path).parameters
         new_kw = [p for p in params if p not in ("key", "path", "linemap", "attrs")]
         self.status.shim = (
@@ -164,7 +198,7 @@ class DepyfRun:
                 self._cm.__exit__(None, None, None)
             self.status.ok = not self.status.errors
         except Exception as e:
-            self.status.errors.append(
+            self.status.add_error(
                 f"depyf failed while writing its dump: {_short(e)}\n{traceback.format_exc(limit=4)}"
             )
             try:
@@ -176,7 +210,27 @@ class DepyfRun:
         finally:
             self._cm = None
             self._uninstall_shims()
+            if self in _active:
+                _active.remove(self)
+        self._scan_files()
+
+    def _scan_files(self) -> None:
+        # depyf writes a placeholder body instead of raising when it cannot decompile a
+        # function (most bytecode of Python >= 3.12): count those as failures too.
+        failed = []
         try:
-            self.status.files = sum(len(f) for _, _, f in os.walk(self.dump_dir))
+            for root, _, names in os.walk(self.dump_dir):
+                for name in names:
+                    self.status.files += 1
+                    if name.startswith("full_code_for_"):
+                        with open(os.path.join(root, name), errors="replace") as f:
+                            if "'Failed to decompile.'" in f.read():
+                                failed.append(name)
         except OSError:
-            pass
+            return
+        if failed:
+            self.status.ok = False
+            self.status.add_error(
+                f"depyf could not decompile some functions (see {', '.join(sorted(failed)[:3])}); "
+                "its decompiler does not support all bytecode of this Python"
+            )

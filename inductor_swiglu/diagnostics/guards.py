@@ -19,8 +19,9 @@ import torch
 _GUARD_LINE = re.compile(r"\+- ([A-Z_]+): (.*)$")
 
 
-def cache_entry_guards(code) -> tuple[dict[str, str], str]:
-    """{compile_id: guard tree text} for the entries Dynamo still holds for `code`, and an error ('' if none)."""
+def cache_entry_guards(code, skip: frozenset | set = frozenset()) -> tuple[dict[str, str], str]:
+    """{compile_id: guard tree text} for the entries Dynamo still holds for `code`
+    (except compile ids in `skip`: printing a large tree is not free), and an error ('' if none)."""
     if code is None:
         return {}, "the code object was not recorded"
     try:
@@ -33,6 +34,8 @@ def cache_entry_guards(code) -> tuple[dict[str, str], str]:
     for e in entries:
         try:
             cid = str(getattr(e, "compile_id", "?"))
+            if cid in skip:
+                continue
             gm = getattr(e, "guard_manager", None)
             out[cid] = str(gm).strip() if gm is not None else "(no guard manager on this cache entry)"
         except Exception as err:
@@ -46,8 +49,11 @@ def _strip_comment(expr: str) -> str:
 
 
 def _simplify_source(expr: str) -> str:
-    # L['x'] -> x, G['w'] -> w: the names users wrote.
-    return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", expr)
+    # L['x'] -> x, G['w'] -> w, self._modules['mlp']._parameters['weight'] -> self.mlp.weight:
+    # the names users wrote.
+    expr = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", expr)
+    expr = re.sub(r"^kwargs\['(\w+)'\]", r"\1", expr)  # passed as input_ids=...: the user knows it as input_ids
+    return re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", expr)
 
 
 def guard_kinds(tree: str) -> dict[str, int]:
@@ -68,8 +74,10 @@ _TENSOR_MATCH = re.compile(
 
 def specializations(tree: str) -> list[str]:
     """What this compiled frame is specialized on, one short line each: tensor
-    sizes (None = dynamic), Python values, lengths, size relations."""
+    sizes (None = dynamic), Python values, lengths, size relations.  Parameters
+    and buffers (fixed by the model) are counted on one line, not listed."""
     out: list[str] = []
+    weights = 0
     for line in tree.splitlines():
         m = _GUARD_LINE.search(line)
         if not m:
@@ -77,7 +85,9 @@ def specializations(tree: str) -> list[str]:
         kind, expr = m.group(1), _strip_comment(m.group(2))
         if kind == "TENSOR_MATCH":
             t = _TENSOR_MATCH.search(expr)
-            if t:
+            if t and re.search(r"_(?:parameters|buffers)\[", t.group("src")):
+                weights += 1
+            elif t:
                 device = "cuda" if "CUDA" in t.group("keys") else "cpu" if "CPU" in t.group("keys") else t.group("keys")
                 out.append(
                     f"tensor {_simplify_source(t.group('src'))}: size {t.group('size')} stride {t.group('stride')} "
@@ -88,6 +98,8 @@ def specializations(tree: str) -> list[str]:
             out.append(_simplify_source(expr))
         elif (kind == "LAMBDA_GUARD" and ".size()" in expr) or kind == "SYMBOLIC_SHAPE_GUARD":
             out.append(_simplify_source(expr))
+    if weights:
+        out.append(f"{weights} parameter/buffer tensor(s): their shapes, dtypes and devices")
     return out
 
 
@@ -99,7 +111,7 @@ class Cause:
     detail: str     # index, expected/actual, the failed expression
 
 
-_TENSOR_FAIL = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>[\w ]+?) mismatch(?: at index (?P<idx>\d+))?\.? ?(?P<rest>.*)")
+_TENSOR_FAIL = re.compile(r"tensor '(?P<name>.+?)' (?P<what>[\w ]+?) mismatch(?: at index (?P<idx>\d+))?\.? ?(?P<rest>.*)")
 
 
 def _head(reason: str) -> str:

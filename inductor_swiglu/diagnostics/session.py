@@ -21,6 +21,7 @@ import shutil
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import torch
@@ -54,6 +55,17 @@ def _prepare_dir(path: Path) -> None:
             shutil.rmtree(path)
     path.mkdir(parents=True, exist_ok=True)
     (path / MARKER).write_text(f"inductor_swiglu {__version__} diagnostics dump\n")
+
+
+def _seen_by_other_threads() -> bool:
+    # torch 2.13 keeps config overrides in ContextVars (torch 2.11 in module globals).
+    import threading
+
+    seen: list = []
+    t = threading.Thread(target=lambda: seen.append(bool(torch._inductor.config.force_disable_caches)))
+    t.start()
+    t.join()
+    return bool(seen and seen[0])
 
 
 class Session:
@@ -93,6 +105,10 @@ class Session:
         self._t0 = time.perf_counter()
         RECORDS.capture_text += 1
         self._cache_patch = None
+        # torch warns once that force_disable_caches turned PGO off; the summary says so instead.
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         self._start_caches()
         self._events = TorchEventCapture()
         self._events.start()
@@ -123,9 +139,13 @@ class Session:
                 "disabled while recording (force_disable_caches), so the pass ran on every graph; "
                 "this also turns off Dynamo's profile-guided dynamic shapes from earlier runs"
             )
+            if not _seen_by_other_threads():
+                # Graphs that other threads load from a cache are still counted as such.
+                d.caches_note += " (in this thread: this torch's config patches are per thread)"
         except Exception as e:
             self._cache_patch = None
-            d.caches_note = f"could not be disabled ({type(e).__name__}: {e}): graphs loaded from a cache were not seen by the pass"
+            d.caches_note = (f"could not be disabled ({type(e).__name__}: {e}): graphs loaded from a cache "
+                             "were not seen by the pass")
 
     def _snapshot_guards(self, *_args) -> None:
         try:
@@ -139,7 +159,7 @@ class Session:
             if f.code is None or id(f.code) in seen:
                 continue
             seen.add(id(f.code))
-            trees, err = guards_mod.cache_entry_guards(f.code)
+            trees, err = guards_mod.cache_entry_guards(f.code, skip=self._data.guards.keys())
             self._data.guards.update(trees)
             if err and err not in self._data.guard_errors:
                 self._data.guard_errors.append(err)
@@ -184,6 +204,7 @@ class Session:
             d.cudagraph_reasons = self._events.cudagraph_skip_reasons()
             if self._cache_patch is not None:
                 self._cache_patch.__exit__(None, None, None)
+            self._warnings.__exit__(None, None, None)
             RECORDS.capture_text = max(0, RECORDS.capture_text - 1)
         d.duration_s = time.perf_counter() - self._t0
         frames, graphs = RECORDS.frames, RECORDS.graphs

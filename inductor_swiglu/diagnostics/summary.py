@@ -36,6 +36,15 @@ def _loc(location: str) -> str:
     return head.rsplit("/", 1)[-1] + sep + rest
 
 
+def _limit_hit(m) -> bool:
+    return "recompile limit" in str(getattr(m, "fail_reason", "") or "").lower()
+
+
+def _failed(m) -> bool:
+    """A compile that failed for a reason other than the recompile limit (reported on its own)."""
+    return bool(getattr(m, "fail_reason", None)) and not _limit_hit(m)
+
+
 def _counts(d: RunData) -> dict:
     ours = {f.compile_id for f in d.frames}
     metrics = d.events.metrics
@@ -54,8 +63,8 @@ def _counts(d: RunData) -> dict:
         "graphs_from_cache": sum(1 for g in d.graphs if not g.pass_ran),
         "swiglu_ops_in_output_code": sum(g.swiglu_ops_in_output_code or 0 for g in d.graphs),
         "graph_breaks": sum(d.events.graph_breaks.values()),
-        "recompile_limit_hits": len(d.events.recompile_limit_messages),
-        "failed_compiles": sum(1 for m in metrics if getattr(m, "fail_reason", None)),
+        "recompile_limit_hits": max(len(d.events.recompile_limit_messages), sum(1 for m in metrics if _limit_hit(m))),
+        "failed_compiles": sum(1 for m in metrics if _failed(m)),
         "frames_other_backends": len(_other_backend_frames(d, ours)),
     }
 
@@ -63,7 +72,7 @@ def _counts(d: RunData) -> dict:
 def _other_backend_frames(d: RunData, ours: set) -> list:
     out = []
     for m in d.events.metrics:
-        if str(getattr(m, "compile_id", "")) in ours or getattr(m, "fail_reason", None):
+        if str(getattr(m, "compile_id", "")) in ours or getattr(m, "fail_reason", None) or not getattr(m, "co_name", None):
             continue
         if not getattr(m, "graph_op_count", None):  # frames with no graph never reach a backend
             continue
@@ -94,6 +103,9 @@ def _advise_recompiles(d: RunData, out: list) -> None:
             text = (f"dim {idx} of `{subject}` changed size and recompiled {fn} {times} (new sizes: {seen}): mark it "
                     f"dynamic before the first call, `torch._dynamo.mark_dynamic({subject}, {idx})`, or compile with "
                     "`dynamic=True`.")
+            if "1" in sizes or "0" in sizes:
+                text += (" Sizes 0 and 1 (e.g. a one-token decode step) still get a graph of their own "
+                         "(0/1 specialization).")
             if n == 1 and auto:
                 text += " Dynamo made it dynamic itself after this recompile; marking it up front saves the recompile."
             elif not auto:
@@ -175,7 +187,10 @@ def _advise_patterns(d: RunData, out: list) -> None:
         elif "not a form the patterns cover" in r:
             hint = " Please report it with this dump (the graphs are in frames/)."
         n = len(items)
-        out.append((ACTION, n, f"{n} SwiGLU-shaped product{'s' if n > 1 else ''} not fused: {reason}.{hint} At: {where}"))
+        sites = len({m.location or m.node for m in items})
+        seen = f" (seen in {n} graphs)" if n > sites else ""
+        out.append((ACTION, n, f"{sites} SwiGLU-shaped product{'s' if sites > 1 else ''}{seen} not fused: {reason}.{hint} "
+                               f"At: {where}"))
     errors = [g for g in d.graphs if g.error]
     if errors:
         out.append((ACTION, 100, f"the SwiGLU pass failed on {len(errors)} graph(s) and left them unfused "
@@ -185,10 +200,12 @@ def _advise_patterns(d: RunData, out: list) -> None:
         src = "Inductor's caches were on" if not d.caches_disabled else "a cache answered despite force_disable_caches"
         out.append((WARNING, len(cached), f"{len(cached)} graph(s) were loaded from a compile cache ({src}): the pass "
                                           "did not run on them, so their rewrites are not in this report; rerun with "
-                                          "caches disabled (the default of diagnostics, or TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)."))
+                                          "caches disabled (the diagnostics default, or "
+                                          "TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)."))
     if d.frames and not any(g.rewrites or g.near_misses for g in d.graphs) and not cached:
-        out.append((INFO, 0, f"no SwiGLU MLP was found in the {len(d.graphs)} compiled graph(s): the MLP may run outside "
-                             "the compiled function, or be written in a form the pass does not know (see frames/*/graph_*.before_pass.py)."))
+        out.append((INFO, 0, f"no SwiGLU MLP was found in the {len(d.graphs)} compiled graph(s): the MLP may run "
+                             "outside the compiled function, or be written in a form the pass does not know "
+                             "(see frames/*/graph_*.before_pass.py)."))
     fallback = d.op_calls.get("fallback_unfused_cuda", 0)
     if fallback:
         reasons = "; ".join(d.op_reasons.get("fallback_unfused_cuda", {})) or "no reason recorded"
@@ -198,7 +215,10 @@ def _advise_patterns(d: RunData, out: list) -> None:
 
 def _advise_torch(d: RunData, counts: dict, out: list) -> None:
     ev = d.events
-    for msg in ev.recompile_limit_messages:
+    messages = list(ev.recompile_limit_messages)
+    if not messages and counts["recompile_limit_hits"]:  # the log was rerouted: the metrics still tell
+        messages = ["torch._dynamo hit config.recompile_limit"]
+    for msg in messages:
         lines = [ln.strip() for ln in msg.splitlines()]
         func = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("function:")), "a function")
         limit = re.search(r"hit config\.(\w+) \((\d+)\)", msg)
@@ -213,12 +233,16 @@ def _advise_torch(d: RunData, counts: dict, out: list) -> None:
                     f"{reasons}. Those graphs launch every kernel from Python (see cudagraphs.md)."))
     if ev.graph_breaks:
         total = sum(ev.graph_breaks.values())
-        first = [r.strip().splitlines()[0] for r in ev.graph_breaks]
-        out.append((WARNING, total, f"{total} graph break(s) split the compiled code ({'; '.join(first[:3])}"
-                                    f"{'; ...' if len(first) > 3 else ''}): a SwiGLU split across a break cannot be "
+        why = [_graph_break_reason(r) for r in ev.graph_breaks]
+        # Dynamo names the code after a break torch_dynamo_resume_in_<fn>_at_<line>.
+        at = [m.group(1) + ":" + m.group(2) for f in d.frames
+              for m in [re.match(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)", f.function)] if m]
+        where = f" at {', '.join(dict.fromkeys(at))}" if at else ""
+        out.append((WARNING, total, f"{total} graph break(s){where} split the compiled code ({'; '.join(why[:3])}"
+                                    f"{'; ...' if len(why) > 3 else ''}): a SwiGLU split across a break cannot be "
                                     "fused. Find them with `torch.compile(..., fullgraph=True)` or TORCH_LOGS=graph_breaks."))
     for m in ev.metrics:
-        if getattr(m, "fail_reason", None):
+        if _failed(m):
             out.append((ACTION, 50, f"{m.co_name} ({str(m.co_filename).rsplit('/', 1)[-1]}:{m.co_firstlineno}) failed "
                                     f"to compile [{m.compile_id}]: {str(m.fail_reason).splitlines()[0]}"))
     others = _other_backend_frames(d, {f.compile_id for f in d.frames})
@@ -232,6 +256,13 @@ def _advise_torch(d: RunData, counts: dict, out: list) -> None:
         out.append((ACTION, 0, "nothing was compiled during the session. Was torch.compile called inside it? A model "
                                "compiled before the session does not compile again: use "
                                "`inductor_swiglu.diagnostics(..., reset=True)` or enter the session before the first call."))
+
+
+def _graph_break_reason(msg: str) -> str:
+    """Dynamo's graph-break text: its title, and the explanation when there is one."""
+    lines = [ln.strip() for ln in msg.strip().splitlines() if ln.strip()]
+    expl = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Explanation:")), "")
+    return f"{lines[0]}: {expl}" if lines and expl else (lines[0] if lines else "?")
 
 
 def advice(d: RunData, counts: dict) -> list[dict]:
@@ -275,7 +306,7 @@ def build(d: RunData, files: dict) -> dict:
         "near_misses": [{"reason": r, "locations": locs} for r, locs in near.items()],
         "cudagraph_skip_reasons": d.cudagraph_reasons,
         "graph_breaks": d.events.graph_breaks,
-        "failed_compiles": [metric_dict(m) for m in d.events.metrics if getattr(m, "fail_reason", None)],
+        "failed_compiles": [metric_dict(m) for m in d.events.metrics if _failed(m)],
         "op_calls": d.op_calls,
         "caches": {"disabled": d.caches_disabled, "note": d.caches_note},
         "depyf": d.depyf.as_dict(),

@@ -50,6 +50,11 @@ def _rel(d: RunData, path: Path) -> str:
     return str(path.relative_to(d.dump_dir))
 
 
+def _one_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return _md_cell(re.sub(r"\s{3,}", "  ", first))
+
+
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -108,10 +113,10 @@ def _frame_section(d: RunData, f: FrameRecord, cdir: Path, files: dict) -> list[
     out = [f"## compile {f.compile_id}" + (f" (recompile #{f.recompile_index})" if f.recompile_index else " (first compile)"), ""]
     if f.recompile_index:
         cause = guards_mod.classify(f.recompile_reason)
-        out.append(f"- recompiled because: `{_md_cell(f.recompile_reason)}` ({cause.kind})")
+        out.append(f"- recompiled because: `{_one_line(f.recompile_reason)}` ({cause.kind})")
         if len(f.guard_failures) > 1:
             out.append("- every cached graph Dynamo tried, and the guard that failed on it:")
-            out += [f"  - `{_md_cell(r.strip().splitlines()[0])}`" for r in f.guard_failures]
+            out += [f"  - `{_one_line(r)}`" for r in f.guard_failures]
     guard_note = f"{f.guard_count if f.guard_count is not None else '?'} guards"
     if f.shape_guard_count:
         guard_note += f" (+{f.shape_guard_count} shape guards)"
