@@ -115,6 +115,8 @@ def main(argv=None) -> int:
     for v in args.variants.split(","):
         rows.append(bench_variant(v, model, args))
         print(json.dumps(rows[-1]), flush=True)
+        # written after each variant: a run cut short still leaves what it measured
+        (args.out / "bench_model.json").write_text(json.dumps({"rows": rows}, indent=1))
     agree = agreement(model, args)
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "layers": args.layers, "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
