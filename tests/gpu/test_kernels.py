@@ -176,3 +176,52 @@ def test_python_entry_point_fast_path_and_autograd():
     xr = x.float().clone().requires_grad_(True)
     (F.silu(xr @ wg.float().T) * (xr @ wu.float().T)).sum().backward()
     torch.testing.assert_close(xg.grad.float(), xr.grad, atol=5e-2, rtol=5e-2)
+
+
+def test_non_hopper_gpu_takes_the_unfused_path(monkeypatch):
+    # An A100/L40/B200 reports another compute capability: the op must not launch sm_90a code.
+    monkeypatch.setattr(cuda_impl, "_capability", lambda index: (8, 0))
+    x, wg, wu = _inputs(7, 896, 4864, torch.bfloat16, seed=8)
+    inductor_swiglu.reset_op_stats()
+    out = torch.ops.inductor_swiglu.swiglu(x, wg, wu)
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"] == {impl_stats.FALLBACK_CUDA: 1}
+    assert "not Hopper" in next(iter(stats["reasons"][impl_stats.FALLBACK_CUDA]))
+    assert error_stats(out, reference_fp64(x, wg, wu))["normwise"] < 1e-2
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lead=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+    K=st.sampled_from([8, 16, 64, 72, 136, 896]),
+    N=st.sampled_from([8, 24, 128, 200, 1000]),
+    dtype=st.sampled_from([torch.bfloat16, torch.float16, torch.float32]),
+    strided_x=st.booleans(),
+    weight_layout=st.sampled_from(["contiguous", "transposed", "row_slice"]),
+    seed=st.integers(0, 1000),
+)
+def test_property_op_on_gpu(lead, K, N, dtype, strided_x, weight_layout, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(*lead, 2 * K if strided_x else K, device="cuda", dtype=dtype, generator=g)
+    if strided_x:
+        x = x[..., ::2]
+
+    def weight():
+        if weight_layout == "transposed":
+            return (torch.randn(K, N, device="cuda", generator=g) / K**0.5).to(dtype).t()
+        if weight_layout == "row_slice":
+            return (torch.randn(N + 8, K, device="cuda", generator=g) / K**0.5).to(dtype)[8:]
+        return (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
+
+    wg, wu = weight(), weight()
+    out = torch.ops.inductor_swiglu.swiglu(x, wg, wu)
+    assert out.shape == (*lead, N) and out.dtype == dtype
+    if out.numel():
+        s = error_stats(out, reference_fp64(x, wg, wu, with_noise=True))
+        assert s["nonfinite"] == 0 and s["normwise"] < 1e-2, s
+        if dtype != torch.float32:  # fp32 takes the unfused path (TF32 off): same bound holds
+            assert s["frac_over_1pct_resolved"] == 0.0, s
