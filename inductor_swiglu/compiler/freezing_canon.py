@@ -24,14 +24,9 @@ import operator
 
 import torch
 
-from .near_miss import as_silu
+from .near_miss import RESHAPES, as_silu, is_call, strip_reshape
 
 aten = torch.ops.aten
-_RESHAPES = (aten.reshape.default, aten.view.default)
-
-
-def _is_call(n, *targets) -> bool:
-    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
 
 
 def _fake_mode(graph: torch.fx.Graph):
@@ -78,7 +73,7 @@ def _feeds_swiglu(a: torch.fx.Node, b: torch.fx.Node) -> bool:
     def ups(n):
         outs = {n}
         for u in n.users:
-            if _is_call(u, *_RESHAPES):
+            if is_call(u, *RESHAPES):
                 outs.add(u)
         return outs
 
@@ -86,7 +81,7 @@ def _feeds_swiglu(a: torch.fx.Node, b: torch.fx.Node) -> bool:
         for xv in ups(x):
             for yv in ups(y):
                 for mul in yv.users:
-                    if _is_call(mul, aten.mul.Tensor) and len(mul.args) == 2:
+                    if is_call(mul, aten.mul.Tensor) and len(mul.args) == 2:
                         other = mul.args[0] if mul.args[1] is yv else mul.args[1]
                         s = as_silu(other)
                         if s is not None and s[0] is xv:
@@ -96,7 +91,7 @@ def _feeds_swiglu(a: torch.fx.Node, b: torch.fx.Node) -> bool:
 
 def _private_reshape(n: torch.fx.Node, graph: torch.fx.Graph) -> torch.fx.Node:
     """A reshape of x used by several projections is copied so each has its own (as unfrozen graphs do)."""
-    if _is_call(n, *_RESHAPES) and len(n.users) > 1:
+    if is_call(n, *RESHAPES) and len(n.users) > 1:
         with graph.inserting_after(n):
             copy = graph.call_function(n.target, n.args, n.kwargs)
             copy.meta = dict(n.meta)
@@ -116,11 +111,11 @@ def canonicalize(graph: torch.fx.Graph) -> int:
         dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
         sizes = split.args[1]
         if split.target is aten.split.Tensor:  # equal chunks of `sizes` columns
-            total = mm.meta["val"].shape[-1] if _is_call(mm, aten.mm.default) else None
+            total = mm.meta["val"].shape[-1] if is_call(mm, aten.mm.default) else None
             if not isinstance(sizes, int) or total is None or total != 2 * sizes:
                 continue
             sizes = [sizes, sizes]
-        if not (_is_call(mm, aten.mm.default) and _frozen_weight(mm.args[1]) and dim in (1, -1) and len(sizes) == 2):
+        if not (is_call(mm, aten.mm.default) and _frozen_weight(mm.args[1]) and dim in (1, -1) and len(sizes) == 2):
             continue
         if len(mm.users) != 1:
             continue
@@ -154,8 +149,8 @@ def canonicalize(graph: torch.fx.Graph) -> int:
             silu = as_silu(act_side)
             if silu is None:
                 continue
-            mms = [_strip_reshape(silu[0]), _strip_reshape(up_side)]
-            if not all(_is_call(m, aten.mm.default) and _frozen_weight(m.args[1]) for m in mms):
+            mms = [strip_reshape(silu[0]), strip_reshape(up_side)]
+            if not all(is_call(m, aten.mm.default) and _frozen_weight(m.args[1]) for m in mms):
                 continue
             consts = consts or _Constants(graph)
             if consts.fake_mode is None:
@@ -173,6 +168,3 @@ def canonicalize(graph: torch.fx.Graph) -> int:
         graph.lint()
     return changed
 
-
-def _strip_reshape(n):
-    return n.args[0] if _is_call(n, *_RESHAPES) else n

@@ -19,7 +19,7 @@ from .records import GraphRecord, NearMiss
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-_RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
+RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
 
 
 @dataclass
@@ -31,12 +31,13 @@ class Projection:
     nodes: list                  # intermediate nodes: reshape(s), mm, permute
 
 
-def _call(n, *targets) -> bool:
+def is_call(n, *targets) -> bool:
+    """n is a call_function node of one of `targets`."""
     return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
 
 
-def _strip_reshape(n):
-    while _call(n, *_RESHAPES):
+def strip_reshape(n):
+    while is_call(n, *RESHAPES):
         n = n.args[0]
     return n
 
@@ -45,45 +46,45 @@ def as_projection(n) -> Projection | None:
     """reshape?(mm|addmm(reshape?(x), permute?(w))) -> Projection."""
     nodes = []
     core = n
-    if _call(core, *_RESHAPES):
+    if is_call(core, *RESHAPES):
         nodes.append(core)
         core = core.args[0]
-    if _call(core, aten.mm.default):
+    if is_call(core, aten.mm.default):
         bias, a, b = None, core.args[0], core.args[1]
-    elif _call(core, aten.addmm.default):
+    elif is_call(core, aten.addmm.default):
         bias, a, b = core.args[0], core.args[1], core.args[2]
     else:
         return None
     nodes.append(core)
     w = b
-    if _call(b, aten.permute.default, aten.t.default):
+    if is_call(b, aten.permute.default, aten.t.default):
         nodes.append(b)
         w = b.args[0]
-    return Projection(node=n, x=_strip_reshape(a), weight=w, bias=bias, nodes=nodes)
+    return Projection(node=n, x=strip_reshape(a), weight=w, bias=bias, nodes=nodes)
 
 
 def as_silu(n):
     """Returns (gate_value, activation_nodes) if n computes silu(gate) in any spelling we know."""
     nodes = [n]
     core = n
-    if _call(core, prims.convert_element_type.default):
+    if is_call(core, prims.convert_element_type.default):
         core = core.args[0]
         nodes.append(core)
-    if _call(core, aten.silu.default):
+    if is_call(core, aten.silu.default):
         return core.args[0], nodes
-    if _call(core, aten.div.Tensor):
+    if is_call(core, aten.div.Tensor):
         g, den = core.args
-        if _call(den, aten.add.Tensor) and _call(den.args[0], aten.exp.default) and _call(den.args[0].args[0], aten.neg.default):
+        if is_call(den, aten.add.Tensor) and is_call(den.args[0], aten.exp.default) and is_call(den.args[0].args[0], aten.neg.default):
             if den.args[0].args[0].args[0] is g:
                 nodes += [den, den.args[0], den.args[0].args[0]]
-                if _call(g, prims.convert_element_type.default):
+                if is_call(g, prims.convert_element_type.default):
                     nodes.append(g)
                     g = g.args[0]
                 return g, nodes
-    if _call(core, aten.mul.Tensor):
+    if is_call(core, aten.mul.Tensor):
         a, b = core.args
         for g, s in ((a, b), (b, a)):
-            if _call(s, aten.sigmoid.default) and s.args[0] is g:
+            if is_call(s, aten.sigmoid.default) and s.args[0] is g:
                 return g, nodes + [s]
     return None
 
@@ -100,7 +101,7 @@ def _extra_users(node, allowed) -> list:
 
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
-    if not _call(mul, aten.mul.Tensor) or len(mul.args) != 2:
+    if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
         return None
     for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
         silu = as_silu(act_side)

@@ -7,7 +7,7 @@ M in {1, 16, 128, 512, 2048, 8192} and writes the fastest per point to
 entry of the nearest measured shape (distance in log K, log N), then the
 nearest measured M (in log M).  Without a table the fallback rule is the
 paper's crossover (Kernel-2 up to M = 2048) with each kernel's default config,
-and ``PROVISIONAL`` says so.
+and ``provisional()`` says so.
 
 Override for experiments: ``INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|unfused``.
 """
@@ -50,8 +50,6 @@ def _table() -> tuple:
 def provisional() -> bool:
     return not _table()
 
-
-PROVISIONAL = provisional()
 
 
 @functools.cache
