@@ -48,7 +48,7 @@ def run(prompt: str = DEFAULT_PROMPT, tokens: int = 24, device: str = "cpu", dty
     _say("[4/4] done\n")
     _say(f"prompt     : {prompt!r}")
     _say(f"generated  : {text!r}")
-    _say(f"rewrites   : {c['swiglu_rewrites']} SwiGLU MLPs fused (model has {NUM_LAYERS}), "
+    _say(f"rewrites   : {c['swiglu_rewrites']} SwiGLU MLPs rewritten into the op (model has {NUM_LAYERS}), "
          f"{c['swiglu_ops_in_output_code']} op calls in the generated code, {c['near_misses']} near misses")
     _say(f"op ran     : {c['op']['calls']}")
     _say(f"compiles   : {c['frames']} frame(s), {c['recompiles']} recompile(s), {c['guards']} guards; "
