@@ -58,9 +58,6 @@ class FrameRecord:
     recompile_index: int         # 0 = first compile of this frame
     recompile_reason: str
     guard_count: int | None
-    graph_breaks: int | None
-    cudagraph_skip_reason: str
-    fail_reason: str
     graphs: list[GraphRecord] = field(default_factory=list)
     shape_guard_count: int | None = None
     # Every guard that failed before this recompile, one per cached graph Dynamo

@@ -72,10 +72,6 @@ class KernelLibrary:
     def last_error(self) -> str:
         return self.lib.isw_last_error().decode(errors="replace")
 
-    def can_implement(self, kernel: int, problem: IswProblem) -> tuple[bool, str]:
-        st = self.lib.isw_can_implement(kernel, ctypes.byref(problem))
-        return st == ISW_OK, ("" if st == ISW_OK else self.last_error())
-
     def workspace_bytes(self, kernel: int, problem: IswProblem) -> int:
         return int(self.lib.isw_workspace_bytes(kernel, ctypes.byref(problem)))
 
