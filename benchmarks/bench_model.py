@@ -2,12 +2,18 @@
 
     python benchmarks/bench_model.py --out results/ [--layers 24] [--tokens 256]
 
-For eager, torch.compile inductor reduce-overhead (no pass) and our backend in
-reduce-overhead: decode tokens/s at batch 1 and 8 (static KV cache, greedy,
-256 tokens), prefill tokens/s at 512 and 2048 tokens, compile time, recompiles
-and CUDA graphs recorded after warm-up (both must stay 0 during the timed
-decode), and greedy-token agreement of our backend with eager bf16 and eager
-fp32 (first divergent position over the decode, several prompts).
+Variants: eager; torch.compile(backend="inductor", mode="reduce-overhead") (no pass);
+torch.compile(backend="inductor_swiglu", mode="reduce-overhead"). Each runs in its own
+process (a crash in one is reported, not fatal to the others; compile times are cold: each
+gets an empty Inductor cache directory) and measures:
+- decode tokens/s at batch 1 and 8: greedy, transformers StaticCache, `--tokens` tokens after
+  a 32-token prompt, median of `--reps` generations, after `inductor_swiglu.warmup()` settled;
+  Dynamo graphs and CUDA graphs added during the timed generations (both must stay 0);
+- prefill tokens/s at 512 and 2048 tokens (one forward, no cache, logits of the last
+  position only, as generate() does), CUDA-synchronized wall time, median of `--reps`;
+- compile/warm-up time, Dynamo graphs, CUDA graphs recorded, recompiles, cudagraph skips.
+Our variant also decodes `--prompts` prompts and reports the first greedy token where it
+diverges from eager bf16 and from eager fp32 (seed 003: agreement, not bitwise equality).
 Writes bench_model.json and bench_model.md.
 """
 
@@ -17,84 +23,188 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-import inductor_swiglu
-from inductor_swiglu.models.decode import greedy_static
-from inductor_swiglu.models.greedy import first_divergence
-from inductor_swiglu.models.qwen2 import build_qwen25_05b
-
 PROMPT_LEN = 32
+VARIANTS = ("eager", "inductor-ro", "swiglu-ro")
 
 
 def _graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
-def bench_variant(name: str, model, args) -> dict:
-    torch._dynamo.reset()
-    inductor_swiglu.reset_counters()
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _median_time(fn, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        _sync()
+        t = time.perf_counter()
+        fn()
+        _sync()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _small(args) -> dict:
+    # --device cpu is a smoke test of this script (tiny vocabulary), not a measurement
+    return {} if args.device == "cuda" else {"vocab_size": 1024}
+
+
+@torch.no_grad()
+def run_variant(name: str, args) -> dict:
+    import inductor_swiglu
+    from inductor_swiglu.models.decode import StaticDecoder
+    from inductor_swiglu.models.qwen2 import build_qwen25_05b
+
+    model = build_qwen25_05b(torch.bfloat16, args.device, num_layers=args.layers, **_small(args))
     if name == "eager":
-        fwd = model.forward
+        step = model.forward
     else:
-        backend = "inductor" if name == "inductor-ro" else "inductor_swiglu"
-        fwd = torch.compile(model.forward, backend=backend, mode="reduce-overhead")
-    row = {"variant": name}
-    gen = torch.Generator(device="cuda").manual_seed(0)
+        step = torch.compile(model, backend="inductor" if name == "inductor-ro" else "inductor_swiglu",
+                             mode="reduce-overhead")
+    row: dict = {"variant": name}
+
+    def save(r: dict) -> None:  # after each measurement: a process killed later still leaves these
+        (args.out / f"variant_{name}.json").write_text(json.dumps(dict(r, partial="total_warmup_s" not in r), indent=1))
+    gen = torch.Generator(device=args.device).manual_seed(0)
+    vocab = model.config.vocab_size
+    decoders = {}
+    t_start = time.perf_counter()
     for batch in (1, 8):
-        prompt = torch.randint(0, model.config.vocab_size, (batch, PROMPT_LEN), device="cuda", generator=gen)
-        t0 = time.perf_counter()
-        greedy_static(fwd, model, prompt, args.tokens)  # round 1: compile + cudagraph warm-up
-        greedy_static(fwd, model, prompt, args.tokens)  # round 2: record
-        row[f"warmup_b{batch}_s"] = time.perf_counter() - t0
+        # the prompt runs eagerly, as transformers' generate() does with a static cache: decode
+        # speed is what this measures, and it saves two compilations per variant
+        dec = decoders[batch] = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
+        prompt = torch.randint(0, vocab, (batch, PROMPT_LEN), device=args.device, generator=gen)
+        # eager needs no warm-up beyond one call; compiled: until no graph and no CUDA graph is added
+        rep = inductor_swiglu.warmup(lambda p: dec.generate(p, args.tokens), [(prompt,)],
+                                     min_rounds=1 if name == "eager" else 2, max_rounds=1 if name == "eager" else 4)
+        row[f"warmup_b{batch}_s"] = round(rep.seconds, 2)
+        row[f"warmup_b{batch}_settled"] = rep.settled
+        print(f"[{name}] decode b{batch} warm-up: {rep}", flush=True)
         g0, c0 = _graphs(), inductor_swiglu.cudagraphs_recorded()
-        res = greedy_static(fwd, model, prompt, args.tokens)
-        row[f"decode_b{batch}_tok_s"] = batch * (args.tokens - 1) / res.decode_s
+        reps = 1 if name == "eager" else args.reps_decode
+        times = [dec.generate(prompt, args.tokens).decode_s for _ in range(reps)]
+        row[f"decode_b{batch}_tok_s"] = batch * (args.tokens - 1) / statistics.median(times)
         row[f"decode_b{batch}_new_graphs"] = _graphs() - g0
         row[f"decode_b{batch}_new_cudagraphs"] = inductor_swiglu.cudagraphs_recorded() - c0
+        print(f"[{name}] decode b{batch}: {row[f'decode_b{batch}_tok_s']:.1f} tok/s", flush=True)
+        save(row)
     for length in (512, 2048):
-        ids = torch.randint(0, model.config.vocab_size, (1, length), device="cuda", generator=gen)
-        t0 = time.perf_counter()
-        for _ in range(3):
-            fwd(input_ids=ids, use_cache=False)
-        torch.cuda.synchronize()
-        row[f"prefill_{length}_warmup_s"] = time.perf_counter() - t0
-        times = []
-        for _ in range(args.reps):
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            fwd(input_ids=ids, use_cache=False)
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - t)
-        row[f"prefill_{length}_tok_s"] = length / statistics.median(times)
+        ids = torch.randint(0, vocab, (1, length), device=args.device, generator=gen)
+        fwd = lambda: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
+        rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if name == "eager" else 2)
+        row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
+        g0, c0 = _graphs(), inductor_swiglu.cudagraphs_recorded()
+        row[f"prefill_{length}_tok_s"] = length / _median_time(fwd, args.reps)
+        row[f"prefill_{length}_new_graphs"] = _graphs() - g0 + inductor_swiglu.cudagraphs_recorded() - c0
+        print(f"[{name}] prefill {length}: {row[f'prefill_{length}_tok_s']:.0f} tok/s", flush=True)
+        save(row)
+    row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
     c = inductor_swiglu.counters()
-    row.update(graphs=_graphs(), cudagraphs=inductor_swiglu.cudagraphs_recorded(), swiglu_rewrites=c["swiglu_rewrites"],
-               recompiles_ours=c["recompiles"], cudagraph_skips=c["cudagraph_skips"], op_calls=c["op"]["calls"])
+    row.update(graphs=_graphs(), cudagraphs=inductor_swiglu.cudagraphs_recorded(),
+               cudagraph_skips=int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
+               swiglu_rewrites=c["swiglu_rewrites"], swiglu_ops_in_code=c["swiglu_ops_in_output_code"],
+               recompiles_ours=c["recompiles"], op=c["op"])
+    save(row)
+    if name == "swiglu-ro" and args.prompts:
+        row["agreement"] = agreement(model, decoders[1], args)
     return row
 
 
-def agreement(model, args) -> list[dict]:
-    """First divergence of our reduce-overhead backend from eager bf16 and eager fp32, per prompt."""
-    torch._dynamo.reset()
-    fwd = torch.compile(model.forward, backend="inductor_swiglu", mode="reduce-overhead")
-    model32 = build_qwen25_05b(torch.float32, "cuda", num_layers=args.layers)
+def agreement(model, ours, args) -> list[dict]:
+    """First greedy token where our compiled model diverges from eager bf16 and eager fp32."""
+    from inductor_swiglu.models.decode import StaticDecoder
+    from inductor_swiglu.models.greedy import first_divergence
+    from inductor_swiglu.models.qwen2 import build_qwen25_05b
+
+    eager = StaticDecoder(model, model.forward, 1, PROMPT_LEN + args.tokens)  # ours: eager prompt too
+    model32 = build_qwen25_05b(torch.float32, args.device, num_layers=args.layers, **_small(args))  # same seed: same weights, before rounding
+    eager32 = StaticDecoder(model32, model32.forward, 1, PROMPT_LEN + args.tokens)
     out = []
     for seed in range(args.prompts):
-        g = torch.Generator(device="cuda").manual_seed(100 + seed)
-        prompt = torch.randint(0, model.config.vocab_size, (1, PROMPT_LEN), device="cuda", generator=g)
-        ours = greedy_static(fwd, model, prompt, args.tokens).tokens[0].tolist()
-        eager = greedy_static(model.forward, model, prompt, args.tokens).tokens[0].tolist()
-        eager32 = greedy_static(model32.forward, model32, prompt, args.tokens).tokens[0].tolist()
-        out.append({"prompt_seed": 100 + seed, "vs_eager_bf16": first_divergence(ours, eager),
-                    "vs_eager_fp32": first_divergence(ours, eager32),
-                    "eager_bf16_vs_fp32": first_divergence(eager, eager32)})
-    del model32
+        g = torch.Generator(device=args.device).manual_seed(100 + seed)
+        prompt = torch.randint(0, model.config.vocab_size, (1, PROMPT_LEN), device=args.device, generator=g)
+        a = ours.generate(prompt, args.tokens).tokens[0].tolist()
+        b = eager.generate(prompt, args.tokens).tokens[0].tolist()
+        c = eager32.generate(prompt, args.tokens).tokens[0].tolist()
+        out.append({"prompt_seed": 100 + seed, "ours_vs_eager_bf16": first_divergence(a, b),
+                    "ours_vs_eager_fp32": first_divergence(a, c), "eager_bf16_vs_eager_fp32": first_divergence(b, c)})
+        print(f"[agreement] {out[-1]}", flush=True)
     return out
+
+
+def _child(name: str, args) -> dict:
+    """Run one variant in a fresh process with a cold Inductor cache; survive its crash."""
+    out = args.out / f"variant_{name}.json"
+    out.unlink(missing_ok=True)
+    cmd = [sys.executable, "-X", "faulthandler", __file__, "--variant", name, "--out", str(args.out),
+           "--layers", str(args.layers), "--tokens", str(args.tokens), "--reps", str(args.reps),
+           "--reps-decode", str(args.reps_decode), "--prompts", str(args.prompts), "--device", args.device]
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix=f"isw_{name}_"))
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, env=env, timeout=args.timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    if out.exists():
+        row = json.loads(out.read_text())
+        if row.get("partial"):
+            row["failed_after"] = f"exit status {rc}"
+    else:
+        why = f"killed by {signal.Signals(-rc).name}" if isinstance(rc, int) and rc < 0 else f"exit status {rc}"
+        row = {"variant": name, "failed": why}
+    row["process_s"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _fmt(r: dict, key: str, spec: str = ".0f") -> str:
+    return format(r[key], spec) if key in r else "-"
+
+
+def report(rows: list[dict], meta: dict) -> str:
+    lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), Qwen2.5-0.5B shapes "
+             f"({meta['layers']} layers, hidden 896, FFN 4864), bf16, random weights; decode: {meta['tokens']} greedy "
+             "tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache.", "",
+             "| variant | decode b1 tok/s | decode b8 tok/s | prefill 512 tok/s | prefill 2048 tok/s | compile + warm-up s "
+             "| Dynamo graphs | CUDA graphs | cudagraph skips | new graphs / CUDA graphs in timed decode |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['variant']} | failed: {r['failed']} | | | | | | | | |")
+            continue
+        new = (f"{r['decode_b1_new_graphs'] + r['decode_b8_new_graphs']} / {r['decode_b1_new_cudagraphs'] + r['decode_b8_new_cudagraphs']}"
+               if "decode_b8_new_graphs" in r else "-")
+        name = r["variant"] + (" (cut short)" if r.get("partial") else "")
+        lines.append(f"| {name} | {_fmt(r, 'decode_b1_tok_s')} | {_fmt(r, 'decode_b8_tok_s')} | "
+                     f"{_fmt(r, 'prefill_512_tok_s')} | {_fmt(r, 'prefill_2048_tok_s')} | {r.get('total_warmup_s', '-')} | "
+                     f"{r.get('graphs', '-')} | {r.get('cudagraphs', '-')} | {r.get('cudagraph_skips', '-')} | {new} |")
+    by = {r["variant"]: r for r in rows if "failed" not in r and not r.get("partial")}
+    if "inductor-ro" in by and "swiglu-ro" in by:
+        a, b = by["inductor-ro"], by["swiglu-ro"]
+        ratio = {k: b[k] / a[k] for k in ("decode_b1_tok_s", "decode_b8_tok_s", "prefill_512_tok_s", "prefill_2048_tok_s")}
+        lines += ["", "inductor_swiglu vs inductor reduce-overhead (target: decode >= 1.05x, prefill 2048 >= 1.15x): "
+                  f"decode b1 {ratio['decode_b1_tok_s']:.3f}x, b8 {ratio['decode_b8_tok_s']:.3f}x, "
+                  f"prefill 512 {ratio['prefill_512_tok_s']:.3f}x, prefill 2048 {ratio['prefill_2048_tok_s']:.3f}x."]
+        lines.append(f"SwiGLU rewrites: {b['swiglu_rewrites']} over {b['graphs']} graphs; op calls: {b['op']}")
+        if b.get("agreement"):
+            lines += ["", "Greedy agreement, first divergent token over the decode (None: identical):", "",
+                      "| prompt seed | ours vs eager bf16 | ours vs eager fp32 | eager bf16 vs eager fp32 |", "|---|---|---|---|"]
+            for g in b["agreement"]:
+                lines.append(f"| {g['prompt_seed']} | {g['ours_vs_eager_bf16']} | {g['ours_vs_eager_fp32']} | {g['eager_bf16_vs_eager_fp32']} |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
@@ -102,45 +212,51 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--tokens", type=int, default=256)
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--prompts", type=int, default=3)
-    ap.add_argument("--variants", default="eager,inductor-ro,swiglu-ro")
+    ap.add_argument("--reps", type=int, default=20, help="prefill repetitions")
+    ap.add_argument("--reps-decode", type=int, default=3, help="timed generations per batch size (compiled variants)")
+    ap.add_argument("--prompts", type=int, default=3, help="prompts for the greedy-agreement check (0: skip)")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
+    ap.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # internal: run one variant here
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="DIR",
+                    help="only write the report from variant_*.json files in these directories (runs split over calls)")
+    ap.add_argument("--timeout", type=float, default=420, help="seconds per variant process")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("needs a CUDA GPU", file=sys.stderr)
+    if args.device == "cuda" and not torch.cuda.is_available() and not args.merge:
+        print("bench_model.py needs a CUDA GPU (or --device cpu for a smoke test)", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    model = build_qwen25_05b(torch.bfloat16, "cuda", num_layers=args.layers)
+    if args.merge:
+        found = {}
+        for d in args.merge:
+            meta = json.loads((d / "bench_model.json").read_text())["meta"]
+            for f in sorted(d.glob("variant_*.json")):
+                found[f.stem.removeprefix("variant_")] = json.loads(f.read_text())
+        rows = [found[v] for v in VARIANTS if v in found]
+        (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows, "merged_from": [str(d) for d in args.merge]}, indent=1))
+        md = report(rows, meta)
+        (args.out / "bench_model.md").write_text(md)
+        print(md)
+        return 0
+    if args.variant:
+        row = run_variant(args.variant, args)
+        (args.out / f"variant_{args.variant}.json").write_text(json.dumps(row, indent=1))
+        return 0
+    import inductor_swiglu
+
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
+    meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
+            "layers": args.layers, "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
     rows = []
     for v in args.variants.split(","):
-        rows.append(bench_variant(v, model, args))
-        print(json.dumps(rows[-1]), flush=True)
+        print(f"== variant {v}", flush=True)
+        rows.append(_child(v, args))
         # written after each variant: a run cut short still leaves what it measured
-        (args.out / "bench_model.json").write_text(json.dumps({"rows": rows}, indent=1))
-    agree = agreement(model, args)
-    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "layers": args.layers, "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
-    (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows, "agreement": agree}, indent=1))
-    by = {r["variant"]: r for r in rows}
-    lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), Qwen2.5-0.5B shapes, {args.layers} layers, bf16, random weights.", "",
-             "| variant | decode b1 tok/s | decode b8 tok/s | prefill 512 tok/s | prefill 2048 tok/s | warm-up (b1) s | graphs | CUDA graphs | new graphs during decode |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['variant']} | {r['decode_b1_tok_s']:.0f} | {r['decode_b8_tok_s']:.0f} | {r['prefill_512_tok_s']:.0f} | "
-                     f"{r['prefill_2048_tok_s']:.0f} | {r['warmup_b1_s']:.1f} | {r['graphs']} | {r['cudagraphs']} | "
-                     f"{r['decode_b1_new_graphs'] + r['decode_b8_new_graphs']} / {r['decode_b1_new_cudagraphs'] + r['decode_b8_new_cudagraphs']} |")
-    if "inductor-ro" in by and "swiglu-ro" in by:
-        a, b = by["inductor-ro"], by["swiglu-ro"]
-        lines.append("")
-        lines.append(f"Ours vs inductor reduce-overhead: decode b1 {b['decode_b1_tok_s'] / a['decode_b1_tok_s']:.3f}x, "
-                     f"b8 {b['decode_b8_tok_s'] / a['decode_b8_tok_s']:.3f}x, prefill 512 {b['prefill_512_tok_s'] / a['prefill_512_tok_s']:.3f}x, "
-                     f"prefill 2048 {b['prefill_2048_tok_s'] / a['prefill_2048_tok_s']:.3f}x")
-    lines.append("")
-    lines.append("Greedy agreement (first divergent token over the decode; None = identical): " + json.dumps(agree))
-    md = "\n".join(lines)
+        (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    md = report(rows, meta)
     (args.out / "bench_model.md").write_text(md)
     print(md)
-    return 0
+    return 0 if all("failed" not in r for r in rows) else 1
 
 
 if __name__ == "__main__":

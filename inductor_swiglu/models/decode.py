@@ -1,5 +1,20 @@
-"""Greedy decoding with a static KV cache: fixed shapes per step, so a compiled
-model replays one CUDA graph per step instead of recompiling as the sequence grows."""
+"""Greedy decoding with a static KV cache, the way a compiled model wants it.
+
+    dec = StaticDecoder(model, torch.compile(model.forward, backend="inductor_swiglu",
+                                             mode="reduce-overhead"), batch=1, max_len=512)
+    out = dec.generate(prompt_ids, new_tokens=256)
+
+Why a class that owns one cache:
+- The cache is allocated and filled once, **eagerly**, at construction. transformers marks the
+  cache tensors as static addresses (`torch._dynamo.mark_static_address`) only when they are
+  created outside a compiled region; created inside one, they become ordinary graph inputs that
+  the graph mutates, and CUDA graphs are skipped ("mutated inputs").
+- The same cache object is reset in place and reused for every generation: Dynamo guards on
+  the identity of static-address tensors, so a fresh cache per generation would recompile.
+- Every step has a fixed shape ([batch, 1] tokens, one cache position), so after warm-up a
+  compiled step replays one CUDA graph; only the prompt length varies, and each distinct prompt
+  length is one more graph under reduce-overhead (use a fixed set of lengths, see warmup()).
+"""
 
 from __future__ import annotations
 
@@ -16,36 +31,63 @@ class DecodeResult:
     decode_s: float               # wall time of the decode steps (synchronized)
 
 
-def _static_cache(model, batch: int, max_len: int):
+def _new_static_cache(model, batch: int, max_len: int):
     from transformers import StaticCache
 
-    try:  # transformers >= 4.56 / 5.x: batch size and device are taken from the first update
+    try:  # transformers >= 4.56 / 5.x: batch size, dtype and device come from the first update
         return StaticCache(config=model.config, max_cache_len=max_len)
     except TypeError:  # older releases
         return StaticCache(config=model.config, max_batch_size=batch, max_cache_len=max_len,
                            device=model.device, dtype=model.dtype)
 
 
-@torch.no_grad()
-def greedy_static(forward, model, prompt: torch.Tensor, new_tokens: int) -> DecodeResult:
-    """`forward` is model.forward or a compiled version of it; `model` supplies the config."""
-    batch, plen = prompt.shape
-    cache = _static_cache(model, batch, plen + new_tokens)
-    sync = torch.cuda.synchronize if prompt.is_cuda else (lambda: None)
-    sync()
-    t0 = time.perf_counter()
-    pos = torch.arange(plen, device=prompt.device)
-    out = forward(input_ids=prompt, past_key_values=cache, cache_position=pos, use_cache=True)
-    nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-    sync()
-    t1 = time.perf_counter()
-    toks = [nxt]
-    for i in range(new_tokens - 1):
-        pos = torch.tensor([plen + i], device=prompt.device)
-        out = forward(input_ids=nxt, past_key_values=cache, cache_position=pos, use_cache=True)
+class StaticDecoder:
+    """Greedy decode of a Hugging Face causal LM with one reusable transformers StaticCache.
+
+    ``step`` is ``model.forward`` or a compiled version of it; it runs the one-token decode
+    steps and, unless ``prefill`` is given (e.g. ``model.forward``, as transformers' generate()
+    does with a static cache), the prompt too."""
+
+    def __init__(self, model, step, batch: int, max_len: int, prefill=None):
+        self.model, self.step, self.batch, self.max_len = model, step, batch, max_len
+        self.prefill = prefill or step
+        self.cache = _new_static_cache(model, batch, max_len)
+        device = next(model.parameters()).device
+        # Eager first update: allocates the cache and marks it static (see the module docstring).
+        with torch.no_grad():
+            model(input_ids=torch.zeros(batch, 1, dtype=torch.long, device=device), past_key_values=self.cache,
+                  cache_position=torch.zeros(1, dtype=torch.long, device=device), use_cache=True)
+        self.cache.reset()
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, new_tokens: int) -> DecodeResult:
+        batch, plen = prompt.shape
+        if batch != self.batch:
+            raise ValueError(f"this decoder was built for batch {self.batch}, got a prompt of batch {batch}")
+        if plen + new_tokens > self.max_len:
+            raise ValueError(f"prompt ({plen}) + new tokens ({new_tokens}) exceed the cache length {self.max_len}")
+        self.cache.reset()
+        dev = prompt.device
+        sync = torch.cuda.synchronize if prompt.is_cuda else (lambda: None)
+        sync()
+        t0 = time.perf_counter()
+        out = self.prefill(input_ids=prompt, past_key_values=self.cache, cache_position=torch.arange(plen, device=dev),
+                           use_cache=True, logits_to_keep=1)
         # clone: under CUDA graphs the logits buffer is overwritten by the next replay
         nxt = out.logits[:, -1].argmax(-1, keepdim=True).clone()
-        toks.append(nxt)
-    sync()
-    t2 = time.perf_counter()
-    return DecodeResult(torch.cat(toks, dim=1), t1 - t0, t2 - t1)
+        sync()
+        t1 = time.perf_counter()
+        toks = [nxt]
+        for i in range(new_tokens - 1):
+            pos = torch.full((1,), plen + i, dtype=torch.long, device=dev)
+            out = self.step(input_ids=nxt, past_key_values=self.cache, cache_position=pos, use_cache=True, logits_to_keep=1)
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True).clone()
+            toks.append(nxt)
+        sync()
+        t2 = time.perf_counter()
+        return DecodeResult(torch.cat(toks, dim=1), t1 - t0, t2 - t1)
+
+
+def greedy_static(forward, model, prompt: torch.Tensor, new_tokens: int) -> DecodeResult:
+    """One-off greedy decode (builds a new cache: under torch.compile prefer a reused StaticDecoder)."""
+    return StaticDecoder(model, forward, prompt.shape[0], prompt.shape[1] + new_tokens).generate(prompt, new_tokens)
