@@ -9,8 +9,10 @@ Why a class that owns one cache:
   cache tensors as static addresses (`torch._dynamo.mark_static_address`) only when they are
   created outside a compiled region; created inside one, they become ordinary graph inputs that
   the graph mutates, and CUDA graphs are skipped ("mutated inputs").
-- The same cache object is reset in place and reused for every generation: Dynamo guards on
-  the identity of static-address tensors, so a fresh cache per generation would recompile.
+- The same cache object is reset in place and reused for every generation: the addresses of
+  static inputs are baked into the recorded CUDA graphs, so a fresh cache per generation would
+  make cudagraph trees record again (transformers marks the cache "unguarded": Dynamo itself
+  does not recompile for a new cache, the CUDA graphs are what would be redone).
 - Every step has a fixed shape ([batch, 1] tokens, one cache position), so after warm-up a
   compiled step replays one CUDA graph; only the prompt length varies, and each distinct prompt
   length is one more graph under reduce-overhead (use a fixed set of lengths, see warmup()).
@@ -64,6 +66,8 @@ class StaticDecoder:
         batch, plen = prompt.shape
         if batch != self.batch:
             raise ValueError(f"this decoder was built for batch {self.batch}, got a prompt of batch {batch}")
+        if new_tokens < 1:
+            raise ValueError(f"new_tokens must be at least 1, got {new_tokens}")
         if plen + new_tokens > self.max_len:
             raise ValueError(f"prompt ({plen}) + new tokens ({new_tokens}) exceed the cache length {self.max_len}")
         self.cache.reset()
