@@ -22,7 +22,7 @@ import torch
 from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
 from ..ops import swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
-from . import monitor
+from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
 from .records import RECORDS
 from .swiglu_pass import SwigluFusionPass, compose, current_compile_id
@@ -109,6 +109,7 @@ def make_backend(pass_config: PassConfig | None = None, mode: str | None = None,
 
     def backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict | None = None, **_ignored):
         monitor.install()
+        cudagraph_watch.install()
         cid = monitor.on_backend_call(gm)
         patches = config_patches(mode or default_mode, {**default_options, **(options or {})}, cfg)
         before = len(RECORDS.graphs_for(cid))

@@ -78,6 +78,7 @@ class Records:
         self.graphs: list[GraphRecord] = []
         self.frames: list[FrameRecord] = []
         self.pass_errors = 0
+        self.cudagraph_skips: list[tuple[str, bool]] = []   # (reason, caused by our op)
         self.capture_text = 0     # >0 while a diagnostics session records graph text
 
     def new_graph(self, compile_id: str) -> GraphRecord:
@@ -95,10 +96,15 @@ class Records:
         with self._lock:
             self.frames.append(frame)
 
+    def add_cudagraph_skip(self, reason: str, ours: bool) -> None:
+        with self._lock:
+            self.cudagraph_skips.append((reason, ours))
+
     def reset(self) -> None:
         with self._lock:
             self.graphs.clear()
             self.frames.clear()
+            self.cudagraph_skips.clear()
             self.pass_errors = 0
 
 

@@ -13,7 +13,8 @@ def counters() -> dict:
     """Counts since the last reset, plus one entry per compiled frame.
 
     Keys: frames, recompiles, graphs, graphs_from_cache, guards, swiglu_rewrites,
-    swiglu_ops_in_output_code, near_misses, pass_errors, cudagraph_skips, op
+    swiglu_ops_in_output_code, near_misses, pass_errors, cudagraph_skips (torch's process-wide
+    counter), cudagraph_skip_reasons, op
     (which implementation of the op ran, see op_stats()), per_frame.
     """
     monitor.flush()
@@ -30,6 +31,8 @@ def counters() -> dict:
         "near_misses": sum(len(g.near_misses) for g in graphs),
         "pass_errors": RECORDS.pass_errors,
         "cudagraph_skips": int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
+        # reasons seen while our backend was installed; "ours": the reason names our op
+        "cudagraph_skip_reasons": [{"reason": r, "caused_by_inductor_swiglu": o} for r, o in RECORDS.cudagraph_skips],
         "op": op_stats(),
         "per_frame": [
             {

@@ -13,6 +13,7 @@ import re
 
 import torch
 
+from ..compiler.cudagraph_watch import caused_by_our_op
 from . import guards as guards_mod
 from .data import RunData, frame_id
 from .writer import metric_dict, normalize_reason
@@ -226,6 +227,11 @@ def _advise_torch(d: RunData, counts: dict, out: list) -> None:
         out.append((ACTION, 1000, f"{func} hit {lim}: from then on it runs eagerly, without compilation or SwiGLU "
                                   "fusion. Fix the recompile causes listed here; raise the limit only if the "
                                   "variants are intended."))
+    ours = [r for r in d.cudagraph_reasons if caused_by_our_op(r)]
+    if ours:
+        out.append((ACTION, 2000, f"CUDA graphs were skipped BECAUSE OF THE inductor_swiglu OP ({'; '.join(ours)}): "
+                                  "a bug in inductor_swiglu, please report it with this dump; PassConfig(enabled=False) "
+                                  "or backend='inductor' keeps CUDA graphs meanwhile."))
     if counts["cudagraph_skips"]:
         reasons = "; ".join(d.cudagraph_reasons) or "Inductor gave no reason"
         out.append((ACTION, counts["cudagraph_skips"],

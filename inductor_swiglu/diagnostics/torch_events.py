@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-# The artifact logger of torch/_inductor/cudagraph_utils.py (getArtifactLogger
-# appends "__<artifact>"); it does not propagate unless TORCH_LOGS enables it,
-# so the handler sits on it directly.
-CUDAGRAPH_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
+# CUDAGRAPH_LOGGER: torch's artifact logger for CUDA-graph skips; it does not propagate
+# unless TORCH_LOGS enables it, so the handler sits on it directly.
+from ..compiler.cudagraph_watch import CUDAGRAPH_LOGGER
+
 DYNAMO_LOGGER = "torch._dynamo.convert_frame"
 
 
