@@ -201,10 +201,16 @@ def main(argv=None) -> int:
                     help="combine bench_kernels.json files of earlier (partial) runs into one report in --out")
     args = ap.parse_args(argv)
     if args.merge:
+        # A later run's row replaces the earlier one's measurements key by key; columns the later
+        # run skipped (e.g. --no-compile) keep the earlier run's values.
         parts = [json.loads((d / "bench_kernels.json").read_text()) for d in args.merge]
         order = {m: i for i, m in enumerate(MODELS)}
-        rows = sorted((r for part in parts for r in part["rows"]), key=lambda r: (order[r["model"]], r["M"]))
-        write_report(args.out, rows, parts[0]["meta"])
+        merged: dict = {}
+        for part in parts:
+            for r in part["rows"]:
+                merged[(r["model"], r["M"])] = {**merged.get((r["model"], r["M"]), {}), **r}
+        rows = sorted(merged.values(), key=lambda r: (order[r["model"]], r["M"]))
+        write_report(args.out, rows, dict(parts[-1]["meta"], merged_from=[str(d) for d in args.merge]))
         return 0
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)

@@ -56,6 +56,19 @@
       0: k2_64x128x64_c1x1   Pingpong     64 x 128 x 64   default, M <= 64
       1: k2_64x64x64_c1x1    Pingpong     64 x  64 x 64   twice the CTAs for tiny M / small N
       2: k2_128x128x64_c1x1  Cooperative 128 x 128 x 64   M in (64, ~512]
+      3: k2_64x80x64_c1x1    Pingpong     64 x  80 x 64   \  N tiles sized against wave
+      4: k2_64x96x64_c1x1    Pingpong     64 x  96 x 64    > quantization: at small M every
+      5: k2_64x144x64_c1x1   Pingpong     64 x 144 x 64   /  CTA streams weights, so an idle SM is
+                                                              lost bandwidth (e.g. 2N = 9728: 76 tiles
+                                                              of 128 leave 56 of 132 SMs idle, 122 of
+                                                              80 leave 10)
+      6: k2_128x128x64_sk    Cooperative 128 x 128 x 64   stream-K: K split across CTAs so all
+                                                              SMs stream weights whatever the tile
+                                                              count; partial sums reduced in the
+                                                              workspace before the epilogue (the
+                                                              SiLU needs the full sum)
+    Tiles whose N is not a multiple of 32 use a 64x16 epilogue subtile (one gate/up group of 16
+    columns per subtile, which PairMulStore's pairing needs; checked at compile time).
 */
 
 #include <cuda_runtime.h>
@@ -247,7 +260,8 @@ struct PairedWeightMainloop : StockMainloop {
 // One kernel instantiation = (element type, CTA tile, schedule).
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
-template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_>
+template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
+          class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
@@ -261,7 +275,7 @@ struct PairMulGemm {
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
       TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto,
+      EpilogueTile_,
       ElementAccumulator, ElementAccumulator,
       void, cutlass::layout::RowMajor, kAlign,                     // no C
       void, cutlass::layout::RowMajor, kAlign,                     // no D: PairMulStore writes out
@@ -281,7 +295,8 @@ struct PairMulGemm {
   using CollectiveMainloop = PairedWeightMainloop<StockMainloop>;
 
   using ProblemShape = Shape<int, int, int, int>;                  // (M, 2N, K, L=1)
-  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue,
+                                                          TileScheduler_>;
 };
 
 // Element type from the ABI dtype.
@@ -295,13 +310,26 @@ template <int Dtype> using Cfg1 = PairMulGemm<typename ElementOf<Dtype>::type, S
     cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
 template <int Dtype> using Cfg2 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_128, _128, _64>,
     cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>;
+template <int Dtype> using Cfg3 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _80, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized, Shape<_64, _16>>;
+template <int Dtype> using Cfg4 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _96, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
+template <int Dtype> using Cfg5 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _144, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized, Shape<_64, _16>>;
+template <int Dtype> using Cfg6 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_128, _128, _64>,
+    cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+    cutlass::epilogue::collective::EpilogueTileAuto, cutlass::gemm::StreamKScheduler>;
 
 static const char* const kConfigNames[] = {
     "k2_64x128x64_c1x1",
     "k2_64x64x64_c1x1",
     "k2_128x128x64_c1x1",
+    "k2_64x80x64_c1x1",
+    "k2_64x96x64_c1x1",
+    "k2_64x144x64_c1x1",
+    "k2_128x128x64_sk",
 };
-constexpr int kNumConfigs = 3;
+constexpr int kNumConfigs = 7;
 constexpr int kDefaultConfig = 0;
 
 /////////////////////////////////////////////////////////////////////////////////////////////////
@@ -391,18 +419,20 @@ static int sm_count_of(int device) {
   return v;
 }
 
-// can_implement / workspace touch no device: the SM count only sizes the grid (persistent
-// scheduler, no workspace), so a nominal 132 is used.
+// can_implement touches no device: the SM count only sizes the grid, so a nominal 132 is used.
 template <class Gemm>
 static int can_implement_impl(const isw_problem* p) {
   typename Gemm::GemmKernel::Arguments args{};
   return make_arguments<Gemm>(p, 132, args);
 }
 
+// The stream-K workspace depends on the SM count: size it for the device run_impl will use.
 template <class Gemm>
 static size_t workspace_impl(const isw_problem* p) {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) sms = sm_count_of(device);
   typename Gemm::GemmKernel::Arguments args{};
-  if (make_arguments<Gemm>(p, 132, args) != ISW_OK) return 0;
+  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args) != ISW_OK) return 0;
   return Gemm::GemmKernel::get_workspace_size(args);
 }
 
@@ -476,6 +506,10 @@ static const Ops kOps[kNumConfigs][2] = {
     {ops_of<Cfg0<ISW_BF16>>(), ops_of<Cfg0<ISW_FP16>>()},
     {ops_of<Cfg1<ISW_BF16>>(), ops_of<Cfg1<ISW_FP16>>()},
     {ops_of<Cfg2<ISW_BF16>>(), ops_of<Cfg2<ISW_FP16>>()},
+    {ops_of<Cfg3<ISW_BF16>>(), ops_of<Cfg3<ISW_FP16>>()},
+    {ops_of<Cfg4<ISW_BF16>>(), ops_of<Cfg4<ISW_FP16>>()},
+    {ops_of<Cfg5<ISW_BF16>>(), ops_of<Cfg5<ISW_FP16>>()},
+    {ops_of<Cfg6<ISW_BF16>>(), ops_of<Cfg6<ISW_FP16>>()},
 };
 
 static const Ops* select(const isw_problem* p) {

@@ -121,6 +121,44 @@ def test_3d_input_and_strided_x():
     _check("op_strided", "q0.5B", 10, torch.bfloat16, out, reference_fp64(x3, wg, wu, with_noise=True))
 
 
+@pytest.mark.parametrize("config", ["k2_64x80x64_c1x1", "k2_64x96x64_c1x1", "k2_64x144x64_c1x1", "k2_128x128x64_sk"])
+@pytest.mark.parametrize("model", ["q0.5B", "q1.5B", "q7B", "q72B"])
+def test_wave_sized_and_stream_k_configs(config, model):
+    """The N tiles that are not a power of two (64x16 epilogue subtile) and stream-K (partial
+    sums reduced in a workspace before the SiLU) on shapes whose tile counts differ."""
+    lib = kl.get_library()
+    index = lib.configs(kl.KERNEL2).index(config)
+    K, N = QWEN25[model]
+    for M in (1, 16, 300):
+        x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M + index)
+        out = _poisoned(M, N, torch.bfloat16)
+        cuda_impl.run_kernel(kl.KERNEL2, x, wg, wu, config=index, out=out)
+        torch.cuda.synchronize()
+        _check(f"kernel2.{config}", model, M, torch.bfloat16, out, reference_fp64(x, wg, wu, with_noise=True))
+
+
+def test_stream_k_inside_a_cuda_graph():
+    """Stream-K takes a workspace from torch's allocator and zeroes it on the stream: both must
+    be captured, and every replay must reduce afresh."""
+    lib = kl.get_library()
+    index = lib.configs(kl.KERNEL2).index("k2_128x128x64_sk")
+    K, N = QWEN25["q0.5B"]
+    x, wg, wu = _inputs(8, K, N, torch.bfloat16, seed=5)
+    static_x = x.clone()
+    out = _poisoned(8, N, torch.bfloat16)
+    cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)  # warm up
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)
+    for seed in (21, 22, 23):
+        new_x, _, _ = _inputs(8, K, N, torch.bfloat16, seed=seed)
+        static_x.copy_(new_x)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check("kernel2.sk_cudagraph", "q0.5B", 8, torch.bfloat16, out, reference_fp64(new_x, wg, wu, with_noise=True))
+
+
 def test_cuda_graph_capture_and_replay_with_new_inputs():
     K, N = QWEN25["q1.5B"]
     for M in (1, 16, 2048):
