@@ -228,6 +228,11 @@ def main(argv=None) -> int:
         print(f"[{i}/{len(todo)}] {model} M={M}: op {r['op_us']:.1f} us ({r['op_plan']}), "
               f"k1 {r.get('kernel1_us', float('nan')):.1f} k2 {r.get('kernel2_us', float('nan')):.1f} "
               f"gemm2N {r['gemm2N_graph_us']:.1f} eager-graph {r['eager_graph_us']:.1f}", flush=True)
+        # rows so far, in case the run is cut short (the final report below overwrites this)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_kernels.json").write_text(json.dumps({"meta": {
+            "partial": True, "date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
+            "torch": torch.__version__, "reps": args.reps}, "rows": rows}, indent=1))
     K, N = MODELS["q0.5B"]
     x1 = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)
     wg1 = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
