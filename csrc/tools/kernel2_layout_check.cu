@@ -454,6 +454,14 @@ int main() {
   check_config<Cfg0<ISW_FP16>>(kConfigNames[0], false);
   check_config<Cfg1<ISW_FP16>>(kConfigNames[1], false);
   check_config<Cfg2<ISW_FP16>>(kConfigNames[2], false);
+  check_config<Cfg3<ISW_BF16>>(kConfigNames[3], true);
+  check_config<Cfg4<ISW_BF16>>(kConfigNames[4], true);
+  check_config<Cfg5<ISW_BF16>>(kConfigNames[5], true);
+  check_config<Cfg6<ISW_BF16>>(kConfigNames[6], true);
+  check_config<Cfg3<ISW_FP16>>(kConfigNames[3], false);
+  check_config<Cfg4<ISW_FP16>>(kConfigNames[4], false);
+  check_config<Cfg5<ISW_FP16>>(kConfigNames[5], false);
+  check_config<Cfg6<ISW_FP16>>(kConfigNames[6], false);
   printf("== can_implement / make_arguments (bf16, config 0)\n");
   check_rejections<Cfg0<ISW_BF16>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
