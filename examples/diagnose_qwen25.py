@@ -2,7 +2,9 @@
 
 A Qwen2.5-0.5B-shaped model (24 layers, hidden 896, FFN 4864; random weights, built
 offline) compiled with the inductor_swiglu backend, prefilled at two prompt lengths
-and decoded greedily with a static KV cache: the way a serving loop calls it.
+and decoded greedily with one reusable static KV cache (StaticDecoder), twice: the
+way a serving loop calls it.  The second round should compile nothing; the dump says
+what compiled in the first and why each recompile happened.
 
     python -m inductor_swiglu diagnose --out qwen25_dump examples/diagnose_qwen25.py
     python -m inductor_swiglu diagnose --out qwen25_dump examples/diagnose_qwen25.py --device cpu --layers 2
@@ -17,7 +19,7 @@ import argparse
 
 import torch
 
-from inductor_swiglu.models.decode import greedy_static
+from inductor_swiglu.models.decode import StaticDecoder
 from inductor_swiglu.models.qwen2 import build_qwen25_05b
 
 
@@ -37,12 +39,15 @@ def main(argv: list[str] | None = None) -> int:
 
     model = build_qwen25_05b(dtype, a.device, num_layers=a.layers)
     forward = torch.compile(model.forward, backend="inductor_swiglu", mode=mode)
+    lengths = [int(n) for n in a.prompts.split(",")]
+    decoder = StaticDecoder(model, forward, batch=1, max_len=max(lengths) + a.tokens)
     gen = torch.Generator().manual_seed(0)
-    for plen in (int(n) for n in a.prompts.split(",")):
-        prompt = torch.randint(0, model.config.vocab_size, (1, plen), generator=gen).to(a.device)
-        r = greedy_static(forward, model, prompt, a.tokens)
-        print(f"prompt {plen} tokens: prefill {r.prefill_s * 1e3:.1f} ms, {a.tokens - 1} decode steps "
-              f"{r.decode_s * 1e3:.1f} ms, tokens {r.tokens[0].tolist()}")
+    prompts = [torch.randint(0, model.config.vocab_size, (1, n), generator=gen).to(a.device) for n in lengths]
+    for round_ in (1, 2):
+        for prompt in prompts:
+            r = decoder.generate(prompt, a.tokens)
+            print(f"round {round_}, prompt {prompt.shape[1]} tokens: prefill {r.prefill_s * 1e3:.1f} ms, "
+                  f"{a.tokens - 1} decode steps {r.decode_s * 1e3:.1f} ms, tokens {r.tokens[0].tolist()}")
     return 0
 
 

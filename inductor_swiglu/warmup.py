@@ -68,6 +68,8 @@ def warmup(fn: Callable, inputs: Iterable[Sequence[Any]], *, max_rounds: int = 4
 
     Pass every shape the model will see in production (decode batch sizes, the prompt
     lengths or buckets): a shape first seen later compiles or records inside the hot path."""
+    if max_rounds < max(min_rounds, 1):
+        raise ValueError(f"max_rounds ({max_rounds}) must be at least min_rounds ({min_rounds}) and 1")
     inputs = list(inputs)
     t0 = time.perf_counter()
     before, recompiles0 = _state(), counters()["recompiles"]

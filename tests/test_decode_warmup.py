@@ -178,3 +178,10 @@ def test_static_decoder_rejects_bad_batch_and_overlong_requests(qwen2):
     # the limit itself is accepted, and a rejected request left the decoder usable
     assert dec.generate(prompts[8], 8).tokens.shape == (1, 8)
     assert dec.generate(prompts[12], 4).tokens.shape == (1, 4)
+
+
+def test_warmup_rejects_rounds_that_can_never_settle():
+    with pytest.raises(ValueError, match="max_rounds"):
+        inductor_swiglu.warmup(lambda: None, [()], max_rounds=1, min_rounds=2)
+    with pytest.raises(ValueError, match="max_rounds"):
+        inductor_swiglu.warmup(lambda: None, [()], max_rounds=0, min_rounds=0)
