@@ -37,10 +37,6 @@ PROMPT_LEN = 32
 VARIANTS = ("eager", "inductor-ro", "swiglu-ro")
 
 
-def _graphs() -> int:
-    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
-
-
 def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -93,11 +89,11 @@ def run_variant(name: str, args) -> dict:
         row[f"warmup_b{batch}_s"] = round(rep.seconds, 2)
         row[f"warmup_b{batch}_settled"] = rep.settled
         print(f"[{name}] decode b{batch} warm-up: {rep}", flush=True)
-        g0, c0 = _graphs(), inductor_swiglu.cudagraphs_recorded()
+        g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
         reps = 1 if name == "eager" else args.reps_decode
         times = [dec.generate(prompt, args.tokens).decode_s for _ in range(reps)]
         row[f"decode_b{batch}_tok_s"] = batch * (args.tokens - 1) / statistics.median(times)
-        row[f"decode_b{batch}_new_graphs"] = _graphs() - g0
+        row[f"decode_b{batch}_new_graphs"] = inductor_swiglu.dynamo_graphs() - g0
         row[f"decode_b{batch}_new_cudagraphs"] = inductor_swiglu.cudagraphs_recorded() - c0
         print(f"[{name}] decode b{batch}: {row[f'decode_b{batch}_tok_s']:.1f} tok/s", flush=True)
         save(row)
@@ -106,14 +102,14 @@ def run_variant(name: str, args) -> dict:
         fwd = lambda: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
         rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if name == "eager" else 2)
         row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
-        g0, c0 = _graphs(), inductor_swiglu.cudagraphs_recorded()
+        g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
         row[f"prefill_{length}_tok_s"] = length / _median_time(fwd, args.reps)
-        row[f"prefill_{length}_new_graphs"] = _graphs() - g0 + inductor_swiglu.cudagraphs_recorded() - c0
+        row[f"prefill_{length}_new_graphs"] = inductor_swiglu.dynamo_graphs() - g0 + inductor_swiglu.cudagraphs_recorded() - c0
         print(f"[{name}] prefill {length}: {row[f'prefill_{length}_tok_s']:.0f} tok/s", flush=True)
         save(row)
     row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
     c = inductor_swiglu.counters()
-    row.update(graphs=_graphs(), cudagraphs=inductor_swiglu.cudagraphs_recorded(),
+    row.update(graphs=inductor_swiglu.dynamo_graphs(), cudagraphs=inductor_swiglu.cudagraphs_recorded(),
                cudagraph_skips=int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
                swiglu_rewrites=c["swiglu_rewrites"], swiglu_ops_in_code=c["swiglu_ops_in_output_code"],
                recompiles_ours=c["recompiles"], op=c["op"])

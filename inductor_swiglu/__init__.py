@@ -31,7 +31,7 @@ from .compiler.backend import make_backend as backend, register as _register_bac
 from .compiler.decorator import compile
 from .compiler.stats import counters, reset_counters
 from . import diagnostics  # a callable package: inductor_swiglu.diagnostics("dump_dir")
-from .warmup import WarmupReport, cudagraphs_recorded, warmup
+from .warmup import WarmupReport, cudagraphs_recorded, dynamo_graphs, warmup
 
 _register_backend()
 
@@ -44,6 +44,6 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
 
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
-    "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded",
+    "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
     "diagnostics",
 ]

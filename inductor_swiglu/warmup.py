@@ -22,6 +22,11 @@ from .compiler.stats import counters
 log = logging.getLogger("inductor_swiglu.warmup")
 
 
+def dynamo_graphs() -> int:
+    """Graphs Dynamo has compiled in this process, by any backend (survives torch._dynamo.reset())."""
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
 def cudagraphs_recorded() -> int:
     """CUDA graphs recorded by Inductor's cudagraph trees on the current device (0 without CUDA)."""
     if not torch.cuda.is_available():
@@ -58,7 +63,7 @@ class WarmupReport:
 
 def _state() -> tuple[int, int]:
     # Dynamo's own graph counter sees every backend (also plain inductor baselines).
-    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"]), cudagraphs_recorded()
+    return dynamo_graphs(), cudagraphs_recorded()
 
 
 def warmup(fn: Callable, inputs: Iterable[Sequence[Any]], *, max_rounds: int = 4, min_rounds: int = 2) -> WarmupReport:

@@ -12,10 +12,6 @@ import inductor_swiglu
 from mlp_models import GatedMLP
 
 
-def _dynamo_graphs() -> int:
-    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
-
-
 # ------------------------------------------------------------------- warmup --
 
 
@@ -23,7 +19,7 @@ def test_warmup_settles_over_two_shapes(isw_logs):
     model = GatedMLP(32, 48)
     compiled = torch.compile(model, backend="inductor_swiglu")
     inputs = [(torch.randn(4, 32),), (torch.randn(6, 32),)]
-    graphs0 = _dynamo_graphs()
+    graphs0 = inductor_swiglu.dynamo_graphs()
     with torch.no_grad():
         report = inductor_swiglu.warmup(compiled, inputs)
         # settled means settled: the same shapes again compile nothing
@@ -35,7 +31,7 @@ def test_warmup_settles_over_two_shapes(isw_logs):
     assert report.per_round[-1] == (0, 0)
     assert len(report.per_round) == report.rounds
     assert report.per_round[0][0] == report.graphs       # all compiling happened in round 1
-    assert report.graphs == _dynamo_graphs() - graphs0   # and it is what Dynamo counted
+    assert report.graphs == inductor_swiglu.dynamo_graphs() - graphs0   # and it is what Dynamo counted
     assert report.cudagraphs == 0                        # CPU
     assert report.recompiles == inductor_swiglu.counters()["recompiles"]
     assert inductor_swiglu.counters()["swiglu_rewrites"] >= 1
@@ -116,10 +112,10 @@ def test_static_decoder_compiled_matches_eager_and_settles(qwen2):
         assert t.shape == (1, NEW_TOKENS)
     assert not torch.equal(eager[8], eager[12])  # the prompt matters (a sanity check of the oracle)
 
-    graphs0 = _dynamo_graphs()  # Dynamo's counters survive torch._dynamo.reset(): use deltas
+    graphs0 = inductor_swiglu.dynamo_graphs()  # Dynamo's counters survive torch._dynamo.reset(): use deltas
     compiled = torch.compile(model.forward, backend="inductor_swiglu")
     dec = StaticDecoder(model, compiled, 1, MAX_LEN)
-    assert _dynamo_graphs() == graphs0  # construction runs the model eagerly
+    assert inductor_swiglu.dynamo_graphs() == graphs0  # construction runs the model eagerly
 
     # round 1: compiles the prompt and the decode step; greedy tokens equal eager's
     for n, p in prompts.items():
@@ -127,14 +123,14 @@ def test_static_decoder_compiled_matches_eager_and_settles(qwen2):
         assert torch.equal(out.tokens, eager[n]), (n, out.tokens, eager[n])
         assert out.prefill_s > 0 and out.decode_s > 0
     c = inductor_swiglu.counters()
-    graphs, frames = _dynamo_graphs(), c["frames"]
+    graphs, frames = inductor_swiglu.dynamo_graphs(), c["frames"]
     assert graphs - graphs0 >= 2 and frames >= 2
 
     # round 2: the same lengths compile nothing (the reset cache is reused) and decode the same
     for n, p in prompts.items():
         assert torch.equal(dec.generate(p, NEW_TOKENS).tokens, eager[n])
     c = inductor_swiglu.counters()
-    assert _dynamo_graphs() == graphs
+    assert inductor_swiglu.dynamo_graphs() == graphs
     assert c["frames"] == frames, [f["recompile_reason"] for f in c["per_frame"]]
 
     # every compiled graph holds both decoder layers' MLPs, both rewritten
@@ -154,13 +150,13 @@ def test_static_decoder_compiled_matches_eager_and_settles(qwen2):
         return model.forward(**kw)
 
     split = StaticDecoder(model, step, 1, MAX_LEN, prefill=prefill)
-    graphs = _dynamo_graphs()
+    graphs = inductor_swiglu.dynamo_graphs()
     for n, p in prompts.items():
         assert torch.equal(split.generate(p, NEW_TOKENS).tokens, eager[n]), n
     assert prefill_shapes == [(1, n) for n in PROMPT_LENGTHS]
     assert step_shapes == [(1, 1)] * (len(PROMPT_LENGTHS) * (NEW_TOKENS - 1))
     # a new cache object means a new decode-step graph, but no prompt graph: at most one
-    assert _dynamo_graphs() - graphs <= 1
+    assert inductor_swiglu.dynamo_graphs() - graphs <= 1
 
 
 def test_static_decoder_rejects_bad_batch_and_overlong_requests(qwen2):

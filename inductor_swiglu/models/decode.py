@@ -91,7 +91,3 @@ class StaticDecoder:
         t2 = time.perf_counter()
         return DecodeResult(torch.cat(toks, dim=1), t1 - t0, t2 - t1)
 
-
-def greedy_static(forward, model, prompt: torch.Tensor, new_tokens: int) -> DecodeResult:
-    """One-off greedy decode (builds a new cache: under torch.compile prefer a reused StaticDecoder)."""
-    return StaticDecoder(model, forward, prompt.shape[0], prompt.shape[1] + new_tokens).generate(prompt, new_tokens)
