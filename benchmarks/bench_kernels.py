@@ -1,15 +1,21 @@
-"""Kernel benchmark on the H200: the SwiGLU projection of the Qwen2.5 MLPs, 7 shapes x 6 M.
+"""Kernel benchmark: the op against what a user could run instead, Qwen2.5 MLP shapes x M.
 
-    python benchmarks/bench_kernels.py --out results/   [--models q0.5B,q7B] [--ms 1,2048] [--quick]
+    python benchmarks/bench_kernels.py --out results/   [--models q0.5B,q7B] [--ms 1,2048]
 
-Columns (GPU microseconds, CUDA-graph replay, cold L2, median): eager (host
-launches, events), eager under a CUDA graph, torch.compile default (stock
-Inductor, captured in a graph), one cuBLAS GEMM [M, 2N, K] (the bare-GEMM
-bound), Kernel-1 and Kernel-2 (best config, and every config), the dispatched
-op.  TFLOP/s and the fraction of the roofline floor max(4MNK / 790 TFLOP/s,
-bytes / 4.3 TB/s), both ceilings measured on this H200.  Also the numerics of
-each path against an fp64 reference, and the host overhead of one eager op call.
-Writes bench_kernels.json, bench_kernels.md and roofline.png.
+Columns (GPU microseconds per call, CUDA-graph replay, weights from HBM, every
+column interleaved in the same run, benchmarks/timing.py):
+  op            torch.ops.inductor_swiglu.swiglu_forward: what a compiled graph calls,
+                dispatched by the measured table
+  stock         torch.compile(backend="inductor") of silu(linear) * linear: two cuBLAS
+                GEMMs + one Triton kernel
+  cuBLAS 2N     one cuBLAS GEMM [M, 2N, K] (the bare-GEMM bound of the same bytes)
+  unfused       the op's unfused path (two cuBLAS GEMMs + silu_mul), for the noise check
+  eager graph   F.silu(F.linear) * F.linear under a CUDA graph
+At M >= 2048 the figures are sustained (after 2 s of continuous load) and each also
+has a burst figure (first replay after 0.5 s idle).  Also: the op's numerics against
+fp64, which implementation it ran, the fraction of the roofline floor
+max(4MNK / 790 TFLOP/s, bytes / 4.3 TB/s) (both ceilings measured on the H200), the
+SM clock, and the host cost of one eager call.  Writes bench_kernels.json and .md.
 """
 
 from __future__ import annotations
@@ -26,20 +32,16 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import eager_us, graph_us, host_us_per_call, sets_needed  # noqa: E402
+from timing import Interleaved, SmClock, host_us_per_call, sets_needed  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.ops import cuda_impl, dispatch  # noqa: E402
-from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
+from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
+from inductor_swiglu.ops import cuda_impl, dispatch, native  # noqa: E402
 from inductor_swiglu.ops.numerics import error_stats, reference_fp64  # noqa: E402
 
 PEAK_FLOPS = 790e12    # bf16 dense GEMM measured on this H200 (8192^3, random data)
 PEAK_BYTES = 4.3e12    # device-to-device copy measured on this H200 (read + write)
-MODELS = {
-    "q0.5B": (896, 4864), "q1.5B": (1536, 8960), "q3B": (2048, 11008), "q7B": (3584, 18944),
-    "q14B": (5120, 13824), "q32B": (5120, 27648), "q72B": (8192, 29568),
-}
-MS = [1, 16, 128, 512, 2048, 8192]
+COLUMNS = ("op", "stock", "cublas_2N", "unfused", "eager_graph")
 
 
 def floor_us(M, N, K) -> float:
@@ -48,64 +50,56 @@ def floor_us(M, N, K) -> float:
     return max(flops / PEAK_FLOPS, bytes_ / PEAK_BYTES) * 1e6
 
 
-def bench_one(model: str, M: int, with_compile: bool, replays: int) -> dict:
-    K, N = MODELS[model]
+def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
+    K, N = QWEN25_MLP[model]
     g = torch.Generator(device="cuda").manual_seed(M + N)
-    per_set = 2 * (M * K + 4 * N * K + 2 * M * N)   # x, wg, wu, w_cat, out (bytes, bf16)
-    n_sets = sets_needed(per_set)
+    n_sets = sets_needed(2 * (M * K + 4 * N * K + 3 * M * N))
 
     def make_set():
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
-        # Separate gate and up tensors, as nn.Linear holds them; w_cat only feeds the bare-GEMM bound.
         wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
         wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-        return x, wg, wu, torch.cat([wg, wu])
+        return x, wg, wu, torch.cat([wg, wu]), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
 
     sets = [make_set() for _ in range(n_sets)]
-    x, wg, wu, _ = sets[0]
+    x, wg, wu, _, _ = sets[0]
     row = {"model": model, "M": M, "K": K, "N": N, "floor_us": floor_us(M, N, K), "input_sets": n_sets}
+    op = torch.ops.inductor_swiglu.swiglu_forward.default
 
-    def eager(x, wg, wu, w_cat):
+    def eager(x, wg, wu, w_cat, out):
         return F.silu(F.linear(x, wg)) * F.linear(x, wu)
 
-    row["eager_us"] = eager_us(eager, sets)
-    row["eager_graph_us"] = graph_us(eager, sets, replays)
-    row["gemm2N_graph_us"] = graph_us(lambda x, wg, wu, w_cat: torch.mm(x, w_cat.t()), sets, replays)
-    if with_compile:
-        torch._dynamo.reset()
-        compiled = torch.compile(eager, backend="inductor")
-        row["compile_default_graph_us"] = graph_us(compiled, sets, replays)
-
     ref = reference_fp64(x, wg, wu, with_noise=True)
-    row["eager_err"] = error_stats(eager(*sets[0]), ref)
-    lib = kl.get_library()
-    for kernel, key in ((kl.KERNEL1, "kernel1"), (kl.KERNEL2, "kernel2")):
-        per_config = {}
-        for c, name in enumerate(lib.configs(kernel)):
-            try:
-                cuda_impl.run_kernel(kernel, x, wg, wu, config=c)
-            except RuntimeError as e:
-                per_config[name] = {"error": str(e)}
-                continue
-            per_config[name] = {"us": graph_us(lambda x, wg, wu, w_cat: cuda_impl.run_kernel(kernel, x, wg, wu, config=c), sets, replays)}
-        ok = {n: v["us"] for n, v in per_config.items() if "us" in v}
-        row[f"{key}_configs"] = per_config
-        if ok:
-            best = min(ok, key=ok.get)
-            row[f"{key}_us"], row[f"{key}_best_config"] = ok[best], best
-            row[f"{key}_err"] = error_stats(cuda_impl.run_kernel(kernel, x, wg, wu, config=lib.configs(kernel).index(best)), ref)
     inductor_swiglu.reset_op_stats()
-    op = torch.ops.inductor_swiglu.swiglu
-    row["op_us"] = graph_us(lambda x, wg, wu, w_cat: op(x, wg, wu), sets, replays)
-    row["op_impl"] = inductor_swiglu.op_stats()["calls"]
+    torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the block the op gets next
     row["op_err"] = error_stats(op(x, wg, wu), ref)
-    plan = dispatch.choose(M, N, K)
-    row["op_plan"] = f"{dispatch.kernel_name(plan.kernel)} config {plan.config} ({plan.reason})"
-    for k in ("eager_graph_us", "gemm2N_graph_us", "kernel1_us", "kernel2_us", "op_us", "compile_default_graph_us"):
-        if k in row:
-            row[k.replace("_us", "_tflops")] = 4.0 * M * N * K / (row[k] * 1e-6) / 1e12
-            row[k.replace("_us", "_of_floor")] = row["floor_us"] / row[k]
-    del sets
+    row["op_impl"] = inductor_swiglu.op_stats()
+    row["op_plan"] = dispatch.describe(M, N, K)
+    row["eager_err"] = error_stats(eager(x, wg, wu, None, None), ref)
+
+    bench = Interleaved(sets, clock)
+    bench.add("op", lambda x, wg, wu, w_cat, out: op(x, wg, wu))
+    bench.add("cublas_2N", lambda x, wg, wu, w_cat, out: torch.mm(x, w_cat.t()))
+    bench.add("unfused", lambda x, wg, wu, w_cat, out: cuda_impl.unfused_gemms(x, wg, wu, out))
+    bench.add("eager_graph", eager)
+    if not args.no_compile:
+        torch._dynamo.reset()
+        stock = torch.compile(lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
+        bench.add("stock", lambda x, wg, wu, w_cat, out: stock(x, wg, wu))
+    large = M >= 2048
+    timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
+                        burst=("op", "stock", "cublas_2N") if large else (), idle_s=0.5)
+    for name, t in timings.items():
+        row[f"{name}_us"] = t.us
+        row[f"{name}_spread"] = (t.us_p75 - t.us_p25) / t.us
+        if t.burst_us is not None:
+            row[f"{name}_burst_us"] = t.burst_us
+    row["errors"] = bench.errors
+    row.update(bench.clock_summary())
+    if "op_us" in row:
+        row["op_of_floor"] = row["floor_us"] / row["op_us"]
+        row["op_tflops"] = 4.0 * M * N * K / (row["op_us"] * 1e-6) / 1e12
+    del sets, bench
     torch.cuda.empty_cache()
     return row
 
@@ -116,143 +110,93 @@ def geomean(xs):
 
 
 def summarize(rows) -> dict:
-    vs_graph = [r["eager_graph_us"] / r["op_us"] for r in rows]
-    vs_gemm = [r["gemm2N_graph_us"] / r["op_us"] for r in rows]
+    def ratio(a, b):
+        return [r[f"{a}_us"] / r[f"{b}_us"] for r in rows if f"{a}_us" in r and f"{b}_us" in r]
+
+    vs_gemm, vs_stock, unf_vs_stock = ratio("cublas_2N", "op"), ratio("stock", "op"), ratio("stock", "unfused")
+    spread = sorted(r["op_spread"] for r in rows if "op_spread" in r)
     return {
-        "geomean_speedup_vs_eager_graph": geomean(vs_graph),
-        "best_speedup_vs_eager_graph": max(vs_graph),
-        "geomean_vs_gemm2N": geomean(vs_gemm),
-        "configs_at_or_below_gemm2N": sum(1 for v in vs_gemm if v >= 1.0),
         "configs": len(rows),
-        "geomean_speedup_vs_compile_default": geomean(
-            [r["compile_default_graph_us"] / r["op_us"] for r in rows if "compile_default_graph_us" in r]),
+        "op_at_or_below_cublas_2N": sum(1 for v in vs_gemm if v >= 1.0),
+        "op_at_or_below_stock": sum(1 for v in vs_stock if v >= 1.0),
+        "op_slower_than_stock_by_more_than_2pct": sum(1 for v in vs_stock if v < 0.98),
+        "geomean_op_speedup_vs_cublas_2N": geomean(vs_gemm),
+        "geomean_op_speedup_vs_stock": geomean(vs_stock),
+        "worst_op_vs_stock": min(vs_stock) if vs_stock else float("nan"),
+        "geomean_unfused_vs_stock": geomean(unf_vs_stock),
+        "median_round_spread_of_op": spread[len(spread) // 2] if spread else float("nan"),
     }
 
 
 def markdown(rows, summary, meta) -> str:
     lines = [
-        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}); GPU us per call: CUDA-graph replay of back-to-back calls on rotated inputs (> 4x L2, so weights come from HBM), median of {meta['reps']} replays.",
+        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}); GPU us per call, CUDA-graph replay, "
+        "weights from HBM, all columns interleaved in one run; at M >= 2048 sustained (after 2 s of load), burst in "
+        "brackets (first replay after idle).",
         "",
-        "| model | M | eager | eager graph | compile | cuBLAS [M,2N,K] | Kernel-1 | Kernel-2 | op | op vs eager graph | op vs GEMM | op % floor |",
+        "| model | M | op | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | op vs stock | op vs cuBLAS | op % floor | op ran | SM MHz |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        f = lambda k: f"{r[k]:.1f}" if k in r else "-"  # noqa: E731
-        lines.append(
-            f"| {r['model']} | {r['M']} | {f('eager_us')} | {f('eager_graph_us')} | {f('compile_default_graph_us')} | "
-            f"{f('gemm2N_graph_us')} | {f('kernel1_us')} | {f('kernel2_us')} | {f('op_us')} | "
-            f"{r['eager_graph_us'] / r['op_us']:.2f}x | {r['gemm2N_graph_us'] / r['op_us']:.2f}x | {100 * r['op_of_floor']:.0f}% |"
-        )
+        def f(k):
+            if f"{k}_us" not in r:
+                return "-"
+            b = r.get(f"{k}_burst_us")
+            return f"{r[f'{k}_us']:.1f}" + (f" ({b:.1f})" if b is not None else "")
+        ran = ", ".join(f"{k}" + (f" [{next(iter(v))}]" if v else "") for k, v in r["op_impl"].get("configs", {}).items()) \
+            or ", ".join(r["op_impl"]["calls"])
+        vs = lambda a: f"{r[f'{a}_us'] / r['op_us']:.2f}x" if f"{a}_us" in r and "op_us" in r else "-"  # noqa: E731
+        lines.append(f"| {r['model']} | {r['M']} | {f('op')} | {f('stock')} | {f('cublas_2N')} | {f('unfused')} | "
+                     f"{f('eager_graph')} | {vs('stock')} | {vs('cublas_2N')} | {100 * r.get('op_of_floor', float('nan')):.0f}% | "
+                     f"{ran} | {r.get('sm_mhz_median')} |")
     lines += ["", "Summary: " + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in summary.items())]
     return "\n".join(lines)
-
-
-def plot(rows, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    ai = [4.0 * r["M"] * r["N"] * r["K"] / (2.0 * (r["M"] * r["K"] + 2 * r["N"] * r["K"] + r["M"] * r["N"])) for r in rows]
-    xs = [10 ** (i / 20) for i in range(-20, 100)]
-    ax.plot(xs, [min(PEAK_FLOPS, PEAK_BYTES * a) / 1e12 for a in xs], "k-", lw=1, label="roofline (790 TFLOP/s, 4.3 TB/s)")
-    for key, marker, label in (("op", "o", "fused op"), ("gemm2N_graph", "x", "cuBLAS [M,2N,K]"), ("eager_graph", "^", "eager (CUDA graph)")):
-        ax.scatter(ai, [r[f"{key}_tflops"] for r in rows], marker=marker, label=label, s=22)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte, fused op's minimal traffic)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title("SwiGLU projection on H200, Qwen2.5 shapes")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
-def write_report(out: Path, rows: list, meta: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(rows)
-    # The dispatch rule, measured: the fastest kernel/config at each point (see ops/dispatch.py).
-    entries = []
-    for r in rows:
-        cands = [(r[f"{k}_us"], kid, r[f"{k}_best_config"]) for k, kid in (("kernel1", kl.KERNEL1), ("kernel2", kl.KERNEL2)) if f"{k}_us" in r]
-        if cands:
-            us, kid, name = min(cands)
-            entries.append({"K": r["K"], "N": r["N"], "M": r["M"], "kernel": kid, "config": name, "us": round(us, 2)})
-    (out / "dispatch_table.json").write_text(json.dumps(
-        {"device": meta["device"], "date": meta["date"], "torch": meta["torch"], "entries": entries}, indent=1))
-    (out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
-    md = markdown(rows, summary, meta)
-    (out / "bench_kernels.md").write_text(md)
-    plot(rows, out / "roofline.png")
-    print(md)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
-    ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--ms", default=",".join(map(str, MS)))
-    ap.add_argument("--reps", type=int, default=20, help="graph replays per measurement (median)")
-    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column (saves minutes)")
-    ap.add_argument("--merge", type=Path, nargs="+", default=None,
-                    help="combine bench_kernels.json files of earlier (partial) runs into one report in --out")
+    ap.add_argument("--models", default=",".join(QWEN25_MLP))
+    ap.add_argument("--ms", default=",".join(map(str, REPORT_MS)))
+    ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     args = ap.parse_args(argv)
-    if args.merge:
-        # A later run's row replaces the earlier one's measurements key by key; columns the later
-        # run skipped (e.g. --no-compile) keep the earlier run's values.
-        parts = [json.loads((d / "bench_kernels.json").read_text()) for d in args.merge]
-        order = {m: i for i, m in enumerate(MODELS)}
-        merged: dict = {}
-        for part in parts:
-            for r in part["rows"]:
-                merged[(r["model"], r["M"])] = {**merged.get((r["model"], r["M"]), {}), **r}
-        rows = sorted(merged.values(), key=lambda r: (order[r["model"]], r["M"]))
-        write_report(args.out, rows, dict(parts[-1]["meta"], merged_from=[str(d) for d in args.merge]))
-        return 0
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 1
-    status = inductor_swiglu.kernel_status()
-    if not status["available"]:
-        print(f"kernels not available: {status['reason']}", file=sys.stderr)
-        return 1
     torch.backends.cuda.matmul.allow_tf32 = False
+    clock = SmClock(torch.cuda.current_device())
+    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "kernels": inductor_swiglu.kernel_status(), "native": native.status(),
+            "dispatch_table": json.loads(dispatch.TABLE_PATH.read_text()).get("method") if dispatch.TABLE_PATH.exists() else None}
     rows = []
     todo = [(m, M) for m in args.models.split(",") for M in map(int, args.ms.split(","))]
+    args.out.mkdir(parents=True, exist_ok=True)
     for i, (model, M) in enumerate(todo, 1):
-        r = bench_one(model, M, with_compile=not args.no_compile, replays=args.reps)
+        r = bench_one(model, M, args, clock)
         rows.append(r)
-        print(f"[{i}/{len(todo)}] {model} M={M}: op {r['op_us']:.1f} us ({r['op_plan']}), "
-              f"k1 {r.get('kernel1_us', float('nan')):.1f} k2 {r.get('kernel2_us', float('nan')):.1f} "
-              f"gemm2N {r['gemm2N_graph_us']:.1f} eager-graph {r['eager_graph_us']:.1f}", flush=True)
-        # rows so far, in case the run is cut short (the final report below overwrites this)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_kernels.json").write_text(json.dumps({"meta": {
-            "partial": True, "date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
-            "torch": torch.__version__, "reps": args.reps}, "rows": rows}, indent=1))
-    K, N = MODELS["q0.5B"]
+        print(f"[{i}/{len(todo)}] {model} M={M}: op {r.get('op_us', float('nan')):.1f} stock {r.get('stock_us', float('nan')):.1f} "
+              f"cuBLAS2N {r.get('cublas_2N_us', float('nan')):.1f} unfused {r.get('unfused_us', float('nan')):.1f} "
+              f"SM {r.get('sm_mhz_median')} MHz ({r['op_plan']})", flush=True)
+        (args.out / "bench_kernels.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    K, N = QWEN25_MLP["q0.5B"]
     x1 = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)
     wg1 = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     wu1 = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
-    host = {
-        "op_us": host_us_per_call(lambda: torch.ops.inductor_swiglu.swiglu(x1, wg1, wu1)),
-        "F_linear_us": host_us_per_call(lambda: F.linear(x1, wg1)),
-        "eager_swiglu_us": host_us_per_call(lambda: F.silu(F.linear(x1, wg1)) * F.linear(x1, wu1)),
+    meta["host_overhead_us"] = {
+        "swiglu_forward (C++ op, what compiled graphs call)": host_us_per_call(
+            lambda: torch.ops.inductor_swiglu.swiglu_forward.default(x1, wg1, wu1)),
+        "inductor_swiglu.swiglu (eager entry point)": host_us_per_call(lambda: inductor_swiglu.swiglu(x1, wg1, wu1)),
+        "torch.ops.inductor_swiglu.swiglu (differentiable op)": host_us_per_call(
+            lambda: torch.ops.inductor_swiglu.swiglu(x1, wg1, wu1)),
+        "F.linear": host_us_per_call(lambda: F.linear(x1, wg1)),
+        "eager silu(linear) * linear": host_us_per_call(lambda: F.silu(F.linear(x1, wg1)) * F.linear(x1, wu1)),
     }
-    meta = {
-        "date": datetime.date.today().isoformat(),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "reps": args.reps,
-        "kernels": status,
-        "dispatch_provisional": dispatch.provisional(),
-        "host_overhead_us": host,
-    }
-    write_report(args.out, rows, meta)
-    print("host overhead per eager call (us):", json.dumps(host))
+    summary = summarize(rows)
+    (args.out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
+    md = markdown(rows, summary, meta)
+    (args.out / "bench_kernels.md").write_text(md)
+    print(md)
+    print("host overhead per call (us):", json.dumps(meta["host_overhead_us"], indent=1))
     return 0
 
 

@@ -1,17 +1,24 @@
-"""GPU timing the way the project reports it: CUDA-graph replay after warm-up, CUDA events,
-median of many replays, and cold caches by rotating inputs.
+"""GPU timing the way the project reports it.
 
-One CUDA graph holds `n` back-to-back calls, each on its own input set; the sets
-together are several times the H200's 60 MB L2, so every call reads its weights
-from HBM as a model layer would.  Time per call = replay time / n, which also
-amortizes the graph-launch latency that a single short replay would add
-(several microseconds, comparable to a decode-size kernel).
+* Weights from HBM: one CUDA graph holds `n` back-to-back calls, each on its own
+  input set; the sets together exceed 4x the H200's 60 MB L2, so every call
+  reads its weights from HBM as a model layer would.  Time per call = replay
+  time / n, which also amortizes the graph-launch latency.
+* Interleaved: every candidate of a comparison is captured first, then the
+  graphs are replayed round-robin (rotating the order each round), so a clock
+  that drifts under load drifts for all of them alike.  The H200 throttles by
+  13-16% under sustained load (SM clock 1980 -> ~1450 MHz), enough to turn a
+  burst-vs-sustained difference into a fake 10% "win".
+* Burst and sustained: `sustained` = medians after `warm_s` seconds of
+  continuous load; `burst` = the first replay of a graph after the GPU sat idle.
+* The SM clock is read through NVML around the timed rounds and reported.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass, field
 
 import torch
 
@@ -23,8 +30,40 @@ def sets_needed(bytes_per_set: int, min_sets: int = 2, max_sets: int = 64) -> in
     return max(min_sets, min(max_sets, -(-ROTATE_BYTES // max(bytes_per_set, 1))))
 
 
-def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:
-    """Median microseconds per call of fn(*s), over CUDA-graph replays of one call per set."""
+class SmClock:
+    """The GPU's current SM clock in MHz through NVML (None where NVML is missing)."""
+
+    def __init__(self, device: int = 0) -> None:
+        self.handle = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+        except Exception:  # noqa: BLE001  (no NVML: clocks are simply not reported)
+            self.handle = None
+
+    def mhz(self) -> int | None:
+        if self.handle is None:
+            return None
+        try:
+            return int(self._nvml.nvmlDeviceGetClockInfo(self.handle, self._nvml.NVML_CLOCK_SM))
+        except Exception:  # noqa: BLE001
+            return None
+
+
+@dataclass
+class Timing:
+    us: float                       # median per call, interleaved rounds (sustained when warmed)
+    us_p25: float
+    us_p75: float
+    burst_us: float | None = None   # first replay after the GPU was idle
+    samples: list[float] = field(default_factory=list)
+
+
+def capture(fn, sets, warmup: int = 2) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of fn(*s) for every input set s, back to back."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -37,6 +76,79 @@ def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:
         for args in sets:
             fn(*args)
     g.replay()
+    torch.cuda.synchronize()
+    return g
+
+
+class Interleaved:
+    """Candidates of one comparison, timed round-robin on the same rotated input sets."""
+
+    def __init__(self, sets, clock: SmClock | None = None) -> None:
+        self.sets = sets
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self.errors: dict[str, str] = {}
+        self.clock = clock or SmClock()
+        self.clocks: list[int] = []
+
+    def add(self, name: str, fn) -> bool:
+        try:
+            self.graphs[name] = capture(fn, self.sets)
+            return True
+        except Exception as e:  # noqa: BLE001  (a candidate that cannot run is reported, not fatal)
+            torch.cuda.synchronize()
+            self.errors[name] = f"{type(e).__name__}: {e}"
+            return False
+
+    def _replay_timed(self, names) -> dict[str, float]:
+        events = []
+        for name in names:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            self.graphs[name].replay()
+            b.record()
+            events.append((name, a, b))
+        torch.cuda.synchronize()
+        n = len(self.sets)
+        return {name: a.elapsed_time(b) * 1e3 / n for name, a, b in events}
+
+    def run(self, rounds: int = 15, warm_s: float = 0.0, burst: tuple[str, ...] = (), idle_s: float = 0.5) -> dict[str, Timing]:
+        names = list(self.graphs)
+        bursts: dict[str, float] = {}
+        for name in burst:
+            if name in self.graphs:
+                torch.cuda.synchronize()
+                time.sleep(idle_s)
+                bursts[name] = self._replay_timed([name])[name]
+        if warm_s > 0:
+            t_end = time.perf_counter() + warm_s
+            while time.perf_counter() < t_end:
+                for name in names:
+                    self.graphs[name].replay()
+                torch.cuda.synchronize()
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for r in range(rounds):
+            order = names[r % len(names):] + names[:r % len(names)] if names else []
+            for name, us in self._replay_timed(order).items():
+                samples[name].append(us)
+            mhz = self.clock.mhz()
+            if mhz is not None:
+                self.clocks.append(mhz)
+        out = {}
+        for name, xs in samples.items():
+            q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+            out[name] = Timing(statistics.median(xs), q[0], q[2], bursts.get(name), xs)
+        return out
+
+    def clock_summary(self) -> dict[str, int | None]:
+        if not self.clocks:
+            return {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None}
+        return {"sm_mhz_min": min(self.clocks), "sm_mhz_median": int(statistics.median(self.clocks)),
+                "sm_mhz_max": max(self.clocks)}
+
+
+def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:
+    """Median microseconds per call of fn(*s), over CUDA-graph replays of one call per set."""
+    g = capture(fn, sets, warmup)
     times = []
     for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

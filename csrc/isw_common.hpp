@@ -8,7 +8,7 @@
 
 namespace isw {
 
-// What one kernel (Kernel-1 or Kernel-2) exposes to swiglu_api.cpp.
+// What one kernel exposes to swiglu_api.cu.
 struct KernelEntry {
   int (*can_implement)(const isw_problem*);
   size_t (*workspace_bytes)(const isw_problem*);
@@ -17,9 +17,10 @@ struct KernelEntry {
   const char* const* config_names;
 };
 
-// Defined in kernel1_pingpong.cu and kernel2_pairmul.cu.
+// Defined in kernel1_pingpong.cu, kernel2_pairmul.cu and kernel3_skinny.cu.
 extern const KernelEntry kernel1_entry;
 extern const KernelEntry kernel2_entry;
+extern const KernelEntry kernel3_entry;
 
 // Records a message for isw_last_error() and returns `code`, so call sites can
 // `return fail(ISW_ERR_UNSUPPORTED, "K=%lld is not a multiple of 8", K);`

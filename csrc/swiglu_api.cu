@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <cuda_runtime.h>
+
+#include <atomic>
+
 #include "cutlass/version.h"
 #include "isw_common.hpp"
 
@@ -27,6 +31,7 @@ static const KernelEntry* entry(int kernel) {
   switch (kernel) {
     case ISW_KERNEL1_PINGPONG: return &kernel1_entry;
     case ISW_KERNEL2_PAIRMUL: return &kernel2_entry;
+    case ISW_KERNEL3_SKINNY: return &kernel3_entry;
     default: return nullptr;
   }
 }
@@ -82,6 +87,24 @@ ISW_EXPORT const char* isw_config_name(int kernel, int config) {
 }
 
 ISW_EXPORT const char* isw_last_error(void) { return isw::g_last_error; }
+
+ISW_EXPORT int isw_device_sm(int device) {
+  // Cached: the op asks on every call, and the answer never changes for a device.
+  static std::atomic<int> cache[64] = {};
+  if (device >= 0 && device < 64) {
+    int v = cache[device].load(std::memory_order_relaxed);
+    if (v > 0) return v;
+  }
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so it does not surface in a later launch check
+    return -1;
+  }
+  int v = 10 * major + minor;
+  if (device >= 0 && device < 64) cache[device].store(v, std::memory_order_relaxed);
+  return v;
+}
 
 ISW_EXPORT int isw_abi_version(void) { return ISW_ABI_VERSION; }
 

@@ -16,10 +16,11 @@
 extern "C" {
 #endif
 
-#define ISW_ABI_VERSION 1
+#define ISW_ABI_VERSION 2
 
-// Element types of x, the weights and out (all the same type).
-enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1 };
+// Element types of x, the weights and out (all the same type).  The GEMM kernels take bf16 and
+// fp16; isw_silu_mul also takes fp32.
+enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1, ISW_FP32 = 2 };
 
 // Return codes.
 enum isw_status {
@@ -52,7 +53,8 @@ typedef struct isw_problem {
 // Kernel ids.
 enum isw_kernel {
   ISW_KERNEL1_PINGPONG = 1,     // large M: warp-specialized pingpong, gate then up per tile
-  ISW_KERNEL2_PAIRMUL = 2       // small M: one GEMM over gate/up interleaved by 8 + PairMulStore
+  ISW_KERNEL2_PAIRMUL = 2,      // small M: one GEMM over gate/up interleaved by 8 + PairMulStore
+  ISW_KERNEL3_SKINNY = 3        // decode: weights as the MMA's M operand, tokens as its N (swap-AB)
 };
 
 // ISW_OK if `kernel` with `p->config` can run this problem, ISW_ERR_UNSUPPORTED
@@ -70,6 +72,15 @@ int isw_run(int kernel, const isw_problem* p);
 // each (e.g. "k2_bf16_64x128x64_c1x1").  Names are static strings.
 int isw_num_configs(int kernel);
 const char* isw_config_name(int kernel, int config);
+
+// out[m, n] = silu(gate[m, n]) * up[m, n] in fp32, rounded once: the epilogue of the unfused
+// path (two GEMMs, then this).  Row-major with the given leading dimensions (elements); dtype
+// bf16, fp16 or fp32.  Runs on sm_80 and newer.
+int isw_silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, void* out,
+                 int64_t ld_out, int64_t M, int64_t N, int32_t dtype, void* stream);
+
+// Compute capability of `device` as 10 * major + minor (90 for Hopper), -1 if it cannot be read.
+int isw_device_sm(int device);
 
 // Message describing the last failure on this thread ("" if none).
 const char* isw_last_error(void);

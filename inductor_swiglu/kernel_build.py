@@ -1,14 +1,21 @@
-"""Build the CUTLASS SM90 kernels in ``csrc/`` into one torch-independent shared library.
+"""Build ``csrc/`` into two shared libraries, on a machine with ``nvcc`` and no GPU.
 
-This module imports nothing from torch (``setup.py`` loads it by path), so the
-library can be built on a machine with ``nvcc`` and no GPU, and the result loads
-under any torch version: the kernels talk to Python through the C ABI in
-``csrc/swiglu_api.h`` only.
+1. ``libinductor_swiglu_sm90.so``: the kernels (CUTLASS SM90 Kernels 1 and 2, the
+   decode Kernel-3, the elementwise epilogue of the unfused path) behind the C
+   ABI of ``csrc/swiglu_api.h``.  No torch in it: it loads under any torch.
+2. ``libinductor_swiglu_op.so``: the op ``inductor_swiglu::swiglu_forward`` in
+   C++ (``csrc/op/``), built against torch's Stable ABI headers with
+   ``TORCH_TARGET_VERSION`` = 2.11, so one build serves torch 2.11 and later.  It
+   links the kernel library and needs torch's headers at build time (the
+   installed torch, found without importing it); without them it is skipped and
+   the op runs its Python implementation, which says so.
 
-Each ``csrc/*.cu`` file is one translation unit, compiled in parallel (nvcc's
-front end is single-threaded and takes 1.5-2 minutes per CUTLASS kernel), with
-objects cached under ``build/kernels/`` by a hash of the sources and flags, so a
-rebuild only recompiles what changed.
+This module imports nothing from torch (``setup.py`` loads it by path).  Each
+``csrc/*.cu`` file is one translation unit, compiled in parallel (nvcc's front
+end is single-threaded and takes 1-2 minutes per CUTLASS kernel), with objects
+cached under ``build/kernels/`` by a hash of the sources and flags, so a rebuild
+only recompiles what changed.  Kernel-3's configurations are generated from the
+table in ``kernel_configs.py`` into ``build/generated/``.
 
 Command line::
 
@@ -20,18 +27,21 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
+OP_LIB_NAME = "libinductor_swiglu_op.so"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CSRC = REPO_ROOT / "csrc"
+GEN_DIR = REPO_ROOT / "build" / "generated"
 
-# sm_90a, not sm_90: wgmma and setmaxnreg only exist on the "a" target.
 # No --use_fast_math: SiLU uses expf and a true division, which is what keeps the
 # fused kernels within rounding of the fp32 reference.
 NVCC_FLAGS = [
@@ -40,12 +50,22 @@ NVCC_FLAGS = [
     "-DNDEBUG",
     "--expt-relaxed-constexpr",
     "-ftemplate-backtrace-limit=0",
-    "-gencode=arch=compute_90a,code=sm_90a",
     "-Xcompiler=-fPIC",
     "-Xcompiler=-fvisibility=hidden",
     "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1",
     "-Xptxas=--warn-on-spills",
 ]
+# sm_90a, not sm_90: wgmma, setmaxnreg and griddepcontrol only exist on the "a" target.  The
+# epilogue of the unfused path runs wherever the op does (sm_80 and newer, PTX for later GPUs).
+SM90A = ["-gencode=arch=compute_90a,code=sm_90a"]
+PORTABLE = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+            "-gencode=arch=compute_90,code=compute_90"]
+ARCH_FLAGS = {"silu_mul.cu": PORTABLE}   # every other translation unit: SM90A
+
+# The op library targets the oldest torch whose Stable ABI it needs (torch_call_dispatcher and
+# torch_library_impl are 2.10; 2.11 is the oldest torch the package supports).
+TORCH_TARGET_VERSION = "0x020b000000000000"   # 2.11
+CXX_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
 
 
 class BuildError(RuntimeError):
@@ -92,12 +112,52 @@ def find_cutlass() -> Path | None:
     return None
 
 
+def find_torch() -> Path | None:
+    """The installed torch package (headers under include/, libraries under lib/), not imported."""
+    candidates = []
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]))
+    for key in ("purelib", "platlib"):   # under pip's build isolation, as for CUTLASS
+        candidates.append(Path(sysconfig.get_paths()[key]) / "torch")
+    for pkg in candidates:
+        if (pkg / "include" / "torch" / "csrc" / "stable" / "library.h").exists() and (pkg / "lib").is_dir():
+            return pkg
+    return None
+
+
+def _load_configs():
+    """kernel_configs.py by path (this module must not import the package, which imports torch)."""
+    name = "_isw_kernel_configs"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "kernel_configs.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod   # dataclasses look their module up while the class is built
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def generate() -> list[Path]:
+    """Write the generated includes (only when their text changes, so objects stay cached)."""
+    GEN_DIR.mkdir(parents=True, exist_ok=True)
+    path = GEN_DIR / "kernel3_configs.inc"
+    text = _load_configs().kernel3_include()
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return [path]
+
+
 def _sources() -> list[Path]:
     return sorted(p for p in CSRC.glob("*.cu")) + sorted(CSRC.glob("*.cpp"))
 
 
 def _headers() -> list[Path]:
-    return sorted(list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh")))
+    found = list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh"))
+    return sorted(found + list(GEN_DIR.glob("*.inc")))
 
 
 def _key(src: Path, flags: list[str], nvcc_version: str) -> str:
@@ -124,9 +184,13 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     sources = _sources()
     if not sources:
         raise BuildError(f"no kernel sources in {CSRC}")
+    generate()
     nvcc_version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
-    includes = [f"-I{CSRC}", f"-I{cutlass / 'include'}", f"-I{cutlass / 'tools' / 'util' / 'include'}"]
+    includes = [f"-I{CSRC}", f"-I{GEN_DIR}", f"-I{cutlass / 'include'}", f"-I{cutlass / 'tools' / 'util' / 'include'}"]
     flags = NVCC_FLAGS + includes
+
+    def flags_of(src: Path) -> list[str]:
+        return flags + ARCH_FLAGS.get(src.name, SM90A)
     obj_dir = REPO_ROOT / "build" / "kernels"
     obj_dir.mkdir(parents=True, exist_ok=True)
     out_dir = Path(out_dir) if out_dir else REPO_ROOT / "inductor_swiglu" / "_lib"
@@ -139,7 +203,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
 
     todo, objects = [], []
     for src in sources:
-        obj = obj_dir / f"{src.stem}-{_key(src, flags, nvcc_version)}.o"
+        obj = obj_dir / f"{src.stem}-{_key(src, flags_of(src), nvcc_version)}.o"
         objects.append(obj)
         if not obj.exists():
             todo.append((src, obj))
@@ -149,7 +213,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     def compile_one(src: Path, obj: Path) -> tuple[Path, float]:
         t0 = time.time()
         tmp = obj.with_suffix(".o.tmp")
-        cmd = [nvcc, *flags, "-c", str(src), "-o", str(tmp)]
+        cmd = [nvcc, *flags_of(src), "-c", str(src), "-o", str(tmp)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
@@ -168,13 +232,60 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
                 f"({time.time() - t_start:.0f} s elapsed)")
     lib = out_dir / LIB_NAME
     tmp = lib.with_suffix(".so.tmp")
-    cmd = [nvcc, "-shared", "-cudart=static", "-gencode=arch=compute_90a,code=sm_90a",
-           *[str(o) for o in objects], "-o", str(tmp)]
+    cmd = [nvcc, "-shared", "-cudart=static", *SM90A, *[str(o) for o in objects], "-o", str(tmp)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise BuildError(f"linking failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
     tmp.replace(lib)
     log(f"wrote {lib} ({lib.stat().st_size / 1e6:.1f} MB)")
+    return lib
+
+
+def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
+    """Compile csrc/op/ against torch's Stable ABI and link it to the kernel library in out_dir."""
+    out_dir = Path(out_dir) if out_dir else REPO_ROOT / "inductor_swiglu" / "_lib"
+    kernel_lib = out_dir / LIB_NAME
+    if not kernel_lib.exists():
+        raise BuildError(f"{kernel_lib} does not exist: build the kernels first")
+    torch_dir = find_torch()
+    if torch_dir is None:
+        raise BuildError("torch's headers were not found (install torch >= 2.11 first)")
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise BuildError("no C++ compiler (set CXX)")
+    src = CSRC / "op" / "swiglu_forward.cpp"
+    flags = CXX_FLAGS + [f"-I{CSRC}", f"-I{torch_dir / 'include'}"]
+    version = (torch_dir / "include" / "torch" / "headeronly" / "version.h")
+    h = hashlib.sha256()
+    for part in (" ".join(flags), subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout):
+        h.update(part.encode())
+    for f in [src, *_headers(), version]:
+        if f.exists():
+            h.update(f.read_bytes())
+    obj_dir = REPO_ROOT / "build" / "kernels"
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    obj = obj_dir / f"{src.stem}-{h.hexdigest()[:16]}.o"
+    t0 = time.time()
+    if not obj.exists():
+        tmp = obj.with_suffix(".o.tmp")
+        cmd = [cxx, *flags, "-c", str(src), "-o", str(tmp)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+        tmp.replace(obj)
+    lib = out_dir / OP_LIB_NAME
+    tmp = lib.with_suffix(".so.tmp")
+    # DT_NEEDED on the kernel library (found next to this one through $ORIGIN) and on
+    # libtorch_cpu (already loaded by `import torch`, matched by its soname at load time).
+    cmd = [cxx, "-shared", str(obj), f"-L{out_dir}", "-l:" + LIB_NAME, f"-L{torch_dir / 'lib'}", "-ltorch_cpu",
+           "-Wl,-rpath,$ORIGIN", "-o", str(tmp)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise BuildError(f"linking {OP_LIB_NAME} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+    tmp.replace(lib)
+    if verbose:
+        print(f"[inductor_swiglu build] wrote {lib} against torch headers in {torch_dir} "
+              f"(Stable ABI, target 2.11) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return lib
 
 
@@ -185,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs)
+        build_op(args.out)
     except BuildError as e:
         print(f"[inductor_swiglu build] error: {e}", file=sys.stderr)
         return 1

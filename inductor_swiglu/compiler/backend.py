@@ -29,7 +29,8 @@ from .swiglu_pass import SwigluFusionPass, compose, current_compile_id
 
 BACKEND_NAME = "inductor_swiglu"
 _PASS_SLOT = "post_grad_custom_pre_pass"
-_OP_IN_CODE = re.compile(r"torch\.ops\.inductor_swiglu\.swiglu\.default\(")  # call sites only
+# call sites only: swiglu (CPU graphs, GPUs other than Hopper) or swiglu_forward (its C++ form)
+_OP_IN_CODE = re.compile(r"torch\.ops\.inductor_swiglu\.swiglu(?:_forward)?\.default\(")
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 """The Inductor post-grad pass that rewrites ``silu(x @ Wg) * (x @ Wu)`` into
-``torch.ops.inductor_swiglu.swiglu``.
+``torch.ops.inductor_swiglu.swiglu``, and on Hopper into its C++ form
+``swiglu_forward`` (no autograd wrapper, no Python per call: post-grad graphs
+need neither).
 
 One class, one job (vLLM's pass convention): ``SwigluFusionPass`` owns a
 ``PatternMatcherPass`` with the patterns of ``inductor_swiglu.patterns.swiglu``
@@ -29,8 +31,8 @@ from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..version import __version__
-from ..ops import dispatch
-from ..ops.swiglu_op import SCHEMA, QUALNAME
+from ..ops import dispatch, native
+from ..ops.swiglu_op import SCHEMA, QUALNAME, native_serves
 from . import freezing_canon, near_miss, pattern_registry
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
@@ -158,18 +160,43 @@ def _location(node: torch.fx.Node) -> str:
         return head
 
 
-def _dispatch_for(x, N, K) -> str:
+def _hopper(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+
+
+def _dispatch_for(x, N, K, biased: bool) -> str:
     if x.device.type == "cpu":
         return "reference_fp32_cpu (CPU graph)"
+    if not _hopper(x.device):
+        return "triton_fused (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
+    if biased or x.dtype == torch.float32:
+        return "unfused: " + ("biases are not fused by the kernels" if biased else "fp32 (the fused kernels take bf16/fp16)")
     numel_leading = 1
     for s in x.shape[:-1]:
         numel_leading = numel_leading * s
     if isinstance(numel_leading, int) and isinstance(N, int) and isinstance(K, int):
-        plan = dispatch.choose(numel_leading, N, K)
-        return f"{dispatch.kernel_name(plan.kernel)} ({plan.reason})"
+        return dispatch.describe(numel_leading, N, K)
     return "chosen per call from M (dynamic shape): " + (
-        "the H200-measured dispatch table" if not dispatch.provisional() else
-        f"kernel2_pairmul for M <= {dispatch.KERNEL2_MAX_M}, else kernel1_pingpong (no measured table)")
+        "the measured dispatch table" if not dispatch.provisional() else "the default rule (no measured table)")
+
+
+def use_native_op(graph: torch.fx.Graph) -> int:
+    """Point CUDA rewrites on Hopper at swiglu_forward, whose kernel is C++; returns how many.
+
+    After the patterns are applied, not in the replacement itself: the replacement is traced
+    once, device-free, and only here is the device known.  Elsewhere (CPU, other GPUs, fp64)
+    the rewrite keeps calling swiglu, whose Python implementation chooses the path.
+    """
+    public = torch.ops.inductor_swiglu.swiglu.default
+    moved = 0
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not public:
+            continue
+        x = _val(node.args[0])
+        if x is not None and _hopper(x.device) and native_serves(x):
+            node.target = torch.ops.inductor_swiglu.swiglu_forward.default
+            moved += 1
+    return moved
 
 
 class SwigluFusionPass(CustomGraphPass):
@@ -229,7 +256,7 @@ class SwigluFusionPass(CustomGraphPass):
                         k=int(K) if isinstance(K, int) else str(K),
                         dtype=str(x.dtype).replace("torch.", ""),
                         device=x.device.type,
-                        dispatch=_dispatch_for(x, N, K),
+                        dispatch=_dispatch_for(x, N, K, spec.projection.bias),
                     )
                 )
 
@@ -250,6 +277,7 @@ class SwigluFusionPass(CustomGraphPass):
             if any(n.op == "get_attr" for n in graph.nodes):  # freezing=True: weights are constants
                 freezing_canon.canonicalize(graph)
             self.pm.apply(graph)
+            use_native_op(graph)
             # A variant whose check declined may have been rewritten by another variant.
             live = {n.name for n in graph.nodes}
             rec.near_misses = [m for m in rec.near_misses if m.node in live]
@@ -282,6 +310,7 @@ class SwigluFusionPass(CustomGraphPass):
         h.update(__version__.encode())
         h.update(QUALNAME.encode() + SCHEMA.encode())
         h.update(self.config.to_json().encode())
+        h.update(b"native" if native.enabled() else b"python")  # decides swiglu vs swiglu_forward
         return h.hexdigest()
 
 

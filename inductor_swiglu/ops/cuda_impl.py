@@ -1,16 +1,22 @@
-"""The CUDA implementation of ``inductor_swiglu::swiglu``.
+"""The Python CUDA implementation of the op: the reference for the C++ one, and the path
+for GPUs other than Hopper.
 
-Rules, in order (each fallback is recorded with its reason by ``impl_stats``):
+On Hopper with the C++ library loaded (``native``), calls never come here: the
+dispatcher runs ``csrc/op/swiglu_forward.cpp``, which follows the same rules.
+This path serves the rest, and says which, through ``impl_stats``:
 
 1. ``M == 0``: an empty ``[..., N]`` result, no launch.
-2. The fused CUTLASS kernels run when all of these hold: the kernel library
-   loaded; the GPU is Hopper (compute capability 9.0); dtype is bf16 or fp16;
-   no biases; both weights have unit stride along K (``[N, K]`` row-major, or a
-   row slice of one); K and N are multiples of 8 and the pointers 16-byte
-   aligned; the kernel's own ``can_implement`` accepts the problem.  ``x`` of any
-   layout is used as a ``[M, K]`` view when it has one with unit stride along K,
-   else copied once to contiguous (activations only, never weights).
-3. Otherwise the unfused path: two cuBLAS GEMMs in the input dtype (eager's
+2. A GPU other than Hopper (sm_80 and newer): the fused Triton kernel
+   (``triton_swiglu``) when Triton is importable and there are no biases.
+3. On Hopper, the fused kernels (Kernel-3 for decode sizes, Kernels 1 and 2
+   above) when the kernel library loaded, dtype is bf16 or fp16, there are no
+   biases, both weights have unit stride along K (``[N, K]`` row-major, or a
+   row slice of one), K and N are multiples of 8 and the pointers 16-byte
+   aligned, and the kernel's own ``can_implement`` accepts the problem.  Which
+   kernel, or the unfused path, is the measured choice of ``dispatch``.  ``x`` of
+   any layout is used as an ``[M, K]`` view when it has one with unit stride
+   along K, else copied once to contiguous (activations only, never weights).
+4. Otherwise the unfused path: two cuBLAS GEMMs in the input dtype (eager's
    numerics), SiLU and the product in fp32, one rounding.  Correct on any CUDA GPU.
 
 No path synchronises with the host or allocates outside torch's caching
@@ -24,10 +30,13 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from . import dispatch, impl_stats
+from . import dispatch, impl_stats, triton_swiglu
 from . import kernel_library as kl
 
-_DTYPES = {torch.bfloat16: 0, torch.float16: 1}
+# The C ABI's element types (isw_dtype in csrc/swiglu_api.h).
+ISW_DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
+_FUSED_DTYPES = (torch.bfloat16, torch.float16)
+_IMPL = {kl.KERNEL1: impl_stats.KERNEL1, kl.KERNEL2: impl_stats.KERNEL2, kl.KERNEL3: impl_stats.KERNEL3}
 
 
 @functools.cache
@@ -35,8 +44,25 @@ def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
 
+def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor) -> None:
+    """out = silu(x2 w_gate^T) * (x2 w_up^T) as stock Inductor computes it: two cuBLAS GEMMs
+    in the input dtype, then one silu_mul pass (fp32 math, one rounding).  Needs the kernel
+    library (for silu_mul); x2 [M, K], out [M, N] contiguous."""
+    gate = torch.mm(x2, w_gate.t())
+    up = torch.mm(x2, w_up.t())
+    M, N = out.shape
+    kl.get_library().silu_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), N, M, N,
+                              ISW_DTYPES[out.dtype], torch._C._cuda_getCurrentRawStream(out.device.index))
+
+
 def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str) -> torch.Tensor:
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
+    if b_gate is None and b_up is None and x.dtype in ISW_DTYPES and kl.get_library() is not None:
+        K, N = x.shape[-1], w_gate.shape[0]
+        x2 = x.reshape(-1, K)
+        out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
+        unfused_gemms(x2, w_gate, w_up, out)
+        return out.view(*x.shape[:-1], N)
     gate = F.linear(x, w_gate, b_gate)
     up = F.linear(x, w_up, b_up)
     return (F.silu(gate.float()) * up.float()).to(x.dtype).contiguous()
@@ -46,18 +72,22 @@ def _k_major(w: torch.Tensor) -> bool:
     return w.stride(1) == 1 and w.stride(0) % 8 == 0 and w.data_ptr() % 16 == 0
 
 
+def is_hopper(device: torch.device) -> bool:
+    return _capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+
+
 def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
-    """'' if the fused kernels may serve these inputs, else why not (in user words)."""
-    if x.dtype not in _DTYPES:
+    """'' if the Hopper kernels may serve these inputs, else why not (in user words)."""
+    if x.dtype not in _FUSED_DTYPES:
         return f"dtype {x.dtype} (the fused kernels take bf16/fp16)"
     if b_gate is not None or b_up is not None:
         return "biases are not fused by the kernels"
-    major, minor = _capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
-    if (major, minor) != (9, 0):
+    if not is_hopper(x.device):
+        major, minor = _capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
         return f"GPU compute capability {major}.{minor} is not Hopper (9.0)"
     lib = kl.get_library()
     if lib is None:
-        return kl._load()[1]
+        return kl.unavailable_reason()
     K = x.shape[-1]
     if K % 8 or w_gate.shape[0] % 8:
         return f"K={K}, N={w_gate.shape[0]} must be multiples of 8"
@@ -79,7 +109,7 @@ def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: to
     return kl.IswProblem(
         x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
         M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
-        _DTYPES[x2.dtype], config, None, 0,
+        ISW_DTYPES[x2.dtype], config, None, 0,
         # the raw handle, without building a torch.cuda.Stream object (hot path)
         torch._C._cuda_getCurrentRawStream(x2.device.index),
     )
@@ -109,7 +139,7 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
     """
     lib = kl.get_library()
     if lib is None:
-        raise RuntimeError(kl._load()[1])
+        raise RuntimeError(kl.unavailable_reason())
     K, N = x.shape[-1], w_gate.shape[0]
     x2 = _as_rows(x, K)
     if out is None:
@@ -122,17 +152,31 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
     return out.view(*x.shape[:-1], N)
 
 
+def _triton(x, w_gate, w_up, b_gate, b_up) -> torch.Tensor | None:
+    """The fused Triton kernel, for GPUs other than Hopper; None where it does not apply."""
+    if b_gate is not None or b_up is not None or x.dtype not in ISW_DTYPES or not triton_swiglu.available()[0]:
+        return None
+    out = triton_swiglu.swiglu_triton(x, w_gate, w_up)
+    impl_stats.record(impl_stats.TRITON, "", detail="GPU is not Hopper: the Triton kernel is the fused path")
+    return out
+
+
 def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
     K, N = x.shape[-1], w_gate.shape[0]
     out_shape = (*x.shape[:-1], N)
     if x.numel() == 0:
         impl_stats.record(impl_stats.FALLBACK_CUDA, "empty input: nothing to compute")
         return x.new_empty(out_shape)
+    if not is_hopper(x.device):
+        out = _triton(x, w_gate, w_up, b_gate, b_up)
+        if out is not None:
+            return out
     reason = fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up)
     if reason:
         return _unfused(x, w_gate, w_up, b_gate, b_up, reason)
-    plan = dispatch.choose(x.numel() // K, N, K)
-    if plan.kernel == 0:
+    M = x.numel() // K
+    plan = dispatch.choose(M, N, K)
+    if plan.kernel == kl.UNFUSED:
         return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason)
 
     lib = kl.get_library()
@@ -140,14 +184,17 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     p = _problem(x2, w_gate, w_up, out, plan.config)
     why_not = []
-    for kernel in [plan.kernel] + [k for k in (kl.KERNEL2, kl.KERNEL1) if k != plan.kernel]:
+    # Kernel-3 is a decode kernel: never a fallback for more than 32 tokens.
+    fallbacks = [k for k in (kl.KERNEL2, kl.KERNEL1, kl.KERNEL3) if k != plan.kernel and (k != kl.KERNEL3 or M <= 32)]
+    for kernel in [plan.kernel] + fallbacks:
         if kernel != plan.kernel:
             p.config = -1  # the plan's config index belongs to the planned kernel
         ok, msg = _launch(lib, kernel, p, x.device)
         if ok:
-            impl = impl_stats.KERNEL1 if kernel == kl.KERNEL1 else impl_stats.KERNEL2
             detail = plan.reason if kernel == plan.kernel else "preferred kernel declined: " + "; ".join(why_not)
-            impl_stats.record(impl, "", detail=detail)
+            names = lib.configs(kernel)
+            config = names[p.config] if 0 <= p.config < len(names) else (names[0] if names else "")
+            impl_stats.record(_IMPL[kernel], "", detail=detail, config=config)
             return out.view(out_shape)
         why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
     return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not))

@@ -1,15 +1,19 @@
-"""Which fused kernel, and which tile configuration, serves a problem of size (M, N, K).
+"""Which implementation serves a problem of size (M, N, K): a measured table, not a guess.
 
-The rule is a measurement, not a guess: ``benchmarks/bench_kernels.py`` times
-every configuration of both kernels on the H200 for the Qwen2.5 MLP shapes at
-M in {1, 16, 128, 512, 2048, 8192} and writes the fastest per point to
-``dispatch_table.json`` (kept next to this file).  A problem is served by the
-entry of the nearest measured shape (distance in log K, log N), then the
-nearest measured M (in log M).  Without a table the fallback rule is the
-paper's crossover (Kernel-2 up to M = 2048) with each kernel's default config,
-and ``provisional()`` says so.
+``benchmarks/sweep_dispatch.py`` times every candidate on the GPU (every
+configuration of Kernels 1, 2 and 3 and the unfused path of two cuBLAS GEMMs +
+silu_mul, interleaved with one cuBLAS GEMM [M, 2N, K] and stock torch.compile)
+for the Qwen2.5 MLP shapes at one representative M per bucket below, and writes
+the fastest per (K, N, M bucket) to ``dispatch_table.json`` (next to this file).
+A problem is served by the entry of the nearest measured shape (distance in
+log K, log N), then the bucket that holds its M, so a model with dynamic M picks
+per call.  The unfused path is a candidate like any kernel: where two cuBLAS
+GEMMs measure faster, the op runs them, and says so in ``op_stats()``.
 
-Override for experiments: ``INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|unfused``.
+The same rows drive both implementations of the op: ``plan_rows()`` hands them
+to the C++ one (``native.set_plans``) and ``choose()`` serves the Python one.
+
+Override for experiments: ``INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused``.
 """
 
 from __future__ import annotations
@@ -24,14 +28,30 @@ from pathlib import Path
 from . import kernel_library as kl
 
 TABLE_PATH = Path(__file__).resolve().parent / "dispatch_table.json"
-KERNEL2_MAX_M = 2048  # fallback rule only
+
+# (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine
+# buckets (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.
+M_BUCKETS: tuple[tuple[int, int, int], ...] = (
+    (1, 1, 1), (2, 8, 8), (9, 16, 16), (17, 32, 32), (33, 64, 64), (65, 256, 128),
+    (257, 1024, 512), (1025, 4096, 2048), (4097, 1 << 62, 8192),
+)
 
 
 @dataclass(frozen=True)
 class Plan:
-    kernel: int          # kl.KERNEL1 / kl.KERNEL2, or 0 for the unfused path
+    kernel: int          # kl.UNFUSED, kl.KERNEL1, kl.KERNEL2 or kl.KERNEL3
     config: int          # index into the kernel's config table; -1 = its default
     reason: str          # why, in words
+
+
+@dataclass(frozen=True)
+class Entry:
+    K: int
+    N: int
+    m_lo: int
+    m_hi: int
+    kernel: str          # "kernel1" | "kernel2" | "kernel3" | "unfused"
+    config: str          # the kernel's config name ("" for unfused)
 
 
 def forced() -> str:
@@ -39,55 +59,70 @@ def forced() -> str:
 
 
 @functools.cache
-def _table() -> tuple:
-    """((K, N, M, kernel, config_name), ...) from dispatch_table.json, or () if absent."""
+def table() -> tuple[Entry, ...]:
+    """The measured entries, or () without a table."""
     if not TABLE_PATH.exists():
         return ()
     data = json.loads(TABLE_PATH.read_text())
-    return tuple((e["K"], e["N"], e["M"], e["kernel"], e["config"]) for e in data["entries"])
+    return tuple(Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"], e.get("config", "")) for e in data["entries"])
 
 
 def provisional() -> bool:
-    return not _table()
-
+    return not table()
 
 
 @functools.cache
-def _config_index(kernel: int, name: str) -> int:
+def config_index(kernel: int, name: str) -> int:
     lib = kl.get_library()
-    if lib is None:
+    if lib is None or not name:
         return -1
     names = lib.configs(kernel)
     return names.index(name) if name in names else -1
 
 
+def plan_rows() -> list[tuple[int, int, int, int, int, int]]:
+    """The table as (K, N, m_lo, m_hi, kernel id, config index) rows, for the C++ op."""
+    return [(e.K, e.N, e.m_lo, e.m_hi, kl.KERNEL_IDS[e.kernel], config_index(kl.KERNEL_IDS[e.kernel], e.config))
+            for e in table()]
+
+
 @functools.lru_cache(maxsize=4096)
 def _measured(M: int, N: int, K: int) -> Plan | None:
-    table = _table()
-    if not table:
+    rows = table()
+    if not rows:
         return None
     lk, ln = math.log(K), math.log(N)
-    shape = min({(k, n) for k, n, *_ in table}, key=lambda s: (math.log(s[0]) - lk) ** 2 + (math.log(s[1]) - ln) ** 2)
-    points = [e for e in table if (e[0], e[1]) == shape]
-    k, n, m, kernel, name = min(points, key=lambda e: abs(math.log(e[2]) - math.log(max(M, 1))))
-    return Plan(kernel, _config_index(kernel, name), f"measured best at K={k} N={n} M={m}: {name}")
+    shape = min({(e.K, e.N) for e in rows}, key=lambda s: (math.log(s[0]) - lk) ** 2 + (math.log(s[1]) - ln) ** 2)
+    points = [e for e in rows if (e.K, e.N) == shape]
+    e = min(points, key=lambda e: 0 if e.m_lo <= M <= e.m_hi else min(abs(M - e.m_lo), abs(M - e.m_hi)))
+    kid = kl.KERNEL_IDS[e.kernel]
+    what = "two cuBLAS GEMMs + silu_mul" if kid == kl.UNFUSED else f"{e.kernel} {e.config}"
+    return Plan(kid, config_index(kid, e.config), f"measured best at K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]: {what}")
+
+
+def default_plan(M: int) -> Plan:
+    """Without a table: the rule the C++ op uses too (swiglu_forward.cpp, default_plan)."""
+    if M <= 16:
+        return Plan(kl.KERNEL3, -1, f"no measured table; M={M} <= 16: kernel3")
+    if M <= 512:
+        return Plan(kl.KERNEL2, -1, f"no measured table; M={M} <= 512: kernel2")
+    return Plan(kl.KERNEL1, -1, f"no measured table; M={M} > 512: kernel1")
 
 
 def choose(M: int, N: int, K: int) -> Plan:
     f = forced()
-    if f == "1":
-        return Plan(kl.KERNEL1, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=1")
-    if f == "2":
-        return Plan(kl.KERNEL2, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=2")
+    if f in ("1", "2", "3"):
+        return Plan(int(f), -1, f"forced by INDUCTOR_SWIGLU_FORCE_KERNEL={f}")
     if f == "unfused":
-        return Plan(0, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=unfused")
-    plan = _measured(M, N, K)
-    if plan is not None:
-        return plan
-    if M <= KERNEL2_MAX_M:
-        return Plan(kl.KERNEL2, -1, f"no measured table; M={M} <= {KERNEL2_MAX_M}")
-    return Plan(kl.KERNEL1, -1, f"no measured table; M={M} > {KERNEL2_MAX_M}")
+        return Plan(kl.UNFUSED, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=unfused")
+    return _measured(M, N, K) or default_plan(M)
 
 
 def kernel_name(kernel: int) -> str:
-    return {kl.KERNEL1: "kernel1_pingpong", kl.KERNEL2: "kernel2_pairmul"}.get(kernel, "unfused")
+    return kl.KERNEL_NAMES.get(kernel, "unfused")
+
+
+def describe(M: int, N: int, K: int) -> str:
+    """What a call of this size will run, in words (for rewrites in the diagnostics)."""
+    plan = choose(M, N, K)
+    return f"{kernel_name(plan.kernel)} ({plan.reason})"

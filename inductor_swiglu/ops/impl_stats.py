@@ -2,11 +2,15 @@
 can never be mistaken for a fused kernel.
 
 Every call of the op (eager, or inside a compiled graph while it is warming up
-or being recorded into a CUDA graph) records one entry.  A CUDA-graph *replay*
-runs no Python, so it records nothing: the counts are host-side calls, not
-kernel launches.  The first time each (implementation, reason) pair is seen it
-is logged on the ``inductor_swiglu.op`` logger: at INFO for the fused kernels, at
-WARNING for a fallback on a GPU.
+or being recorded into a CUDA graph) is counted once: by ``record`` on the
+Python paths, and by atomic counters inside the C++ implementation
+(``native.counts``), which ``op_stats()`` adds in.  A CUDA-graph *replay* runs
+no host code, so it counts nothing: the counts are host-side calls, not kernel
+launches.  The first time each (implementation, reason) pair is seen it is
+logged on the ``inductor_swiglu.op`` logger, at INFO for the fused kernels, at
+WARNING for a fallback on a GPU: when the call is made on the Python paths,
+when ``op_stats()`` next reads the counters on the C++ one (which runs no
+Python per call, on purpose).
 """
 
 from __future__ import annotations
@@ -15,46 +19,79 @@ import collections
 import logging
 import threading
 
+from . import kernel_library as kl
+from . import native
+
 log = logging.getLogger("inductor_swiglu.op")
 
 # Implementation names, stable: tests, diagnostics and benchmarks key on them.
 KERNEL1 = "cutlass_kernel1_pingpong"
 KERNEL2 = "cutlass_kernel2_pairmul"
+KERNEL3 = "kernel3_skinny"
+TRITON = "triton_fused"
 REFERENCE_CPU = "reference_fp32_cpu"
 FALLBACK_CUDA = "fallback_unfused_cuda"
-FUSED = frozenset({KERNEL1, KERNEL2})
+FUSED = frozenset({KERNEL1, KERNEL2, KERNEL3, TRITON})
+# native.OUTCOMES names its implementations by kernel; these are the same things.
+_NATIVE_IMPL = {"kernel1": KERNEL1, "kernel2": KERNEL2, "kernel3": KERNEL3, "unfused": FALLBACK_CUDA}
 
 _lock = threading.Lock()
 _calls: collections.Counter[str] = collections.Counter()
 _reasons: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+_configs: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 _logged: set[tuple[str, str]] = set()
 
 
-def record(impl: str, reason: str = "", *, detail: str = "") -> None:
-    """Count one call of implementation `impl`; `reason` says why it was chosen."""
+def _log_first(impl: str, reason: str, detail: str = "") -> None:
+    """Log an (implementation, reason) pair the first time it is seen; callers hold no lock."""
+    with _lock:
+        if (impl, reason) in _logged:
+            return
+        _logged.add((impl, reason))
+    level = logging.WARNING if impl == FALLBACK_CUDA else logging.INFO
+    msg = f"swiglu op ran {impl}" + (f": {reason}" if reason else "") + (f" ({detail})" if detail else "")
+    log.log(level, msg + " [logged once per implementation and reason]")
+
+
+def record(impl: str, reason: str = "", *, detail: str = "", config: str = "") -> None:
+    """Count one call of implementation `impl`; `reason` says why it was chosen, `config` which tiles."""
     with _lock:
         _calls[impl] += 1
         _reasons[impl][reason] += 1
-        first = (impl, reason) not in _logged
-        if first:
-            _logged.add((impl, reason))
-    if first:
-        level = logging.WARNING if impl == FALLBACK_CUDA else logging.INFO
-        msg = f"swiglu op ran {impl}" + (f": {reason}" if reason else "") + (f" ({detail})" if detail else "")
-        log.log(level, msg + " [logged once per implementation and reason]")
+        if config:
+            _configs[impl][config] += 1
+    _log_first(impl, reason, detail)
 
 
 def op_stats() -> dict[str, object]:
-    """{'calls': {impl: n}, 'reasons': {impl: {reason: n}}, 'fused_calls': n, 'unfused_calls': n}."""
+    """{'calls': {impl: n}, 'reasons': {impl: {reason: n}}, 'configs': {impl: {config: n}},
+    'fused_calls': n, 'unfused_calls': n, 'native': bool} over both implementations."""
     with _lock:
-        calls = dict(_calls)
-        reasons = {k: dict(v) for k, v in _reasons.items()}
+        calls = collections.Counter(_calls)
+        reasons = {k: collections.Counter(v) for k, v in _reasons.items()}
+        configs = {k: collections.Counter(v) for k, v in _configs.items()}
+    outcomes, per_config = native.counts()
+    for (kernel, reason), n in zip(native.OUTCOMES, outcomes):
+        if n:
+            impl = _NATIVE_IMPL[kernel]
+            calls[impl] += n
+            reasons.setdefault(impl, collections.Counter())[reason] += n
+            _log_first(impl, reason, "C++ implementation")
+    lib = kl.get_library()
+    if lib is not None:
+        for kid, counts in per_config.items():
+            names = lib.configs(kid)
+            for i, n in enumerate(counts):
+                if n and i < len(names):
+                    configs.setdefault(_NATIVE_IMPL[kl.KERNEL_NAMES[kid]], collections.Counter())[names[i]] += n
     fused = sum(n for k, n in calls.items() if k in FUSED)
     return {
-        "calls": calls,
-        "reasons": reasons,
+        "calls": dict(calls),
+        "reasons": {k: dict(v) for k, v in reasons.items()},
+        "configs": {k: dict(v) for k, v in configs.items()},
         "fused_calls": fused,
         "unfused_calls": sum(calls.values()) - fused,
+        "native": native.enabled(),
     }
 
 
@@ -62,4 +99,6 @@ def reset_op_stats() -> None:
     with _lock:
         _calls.clear()
         _reasons.clear()
+        _configs.clear()
         _logged.clear()
+    native.reset_counts()

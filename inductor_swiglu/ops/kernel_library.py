@@ -1,14 +1,12 @@
-"""Loads the CUTLASS kernel library (``libinductor_swiglu_sm90.so``) through ctypes.
+"""Loads the kernel library (``libinductor_swiglu_sm90.so``) through ctypes.
 
 The library has a plain C ABI (``csrc/swiglu_api.h``) and no torch dependency,
-so one build serves every torch version.  Where it is looked for, in order:
-
-1. ``$INDUCTOR_SWIGLU_LIBRARY`` (a path to the .so),
-2. ``inductor_swiglu/_lib/`` inside the installed package (``pip install .``
-   builds it there when ``nvcc`` and the CUTLASS headers are available).
-
-Nothing is loaded until the first CUDA call of the op; ``kernel_status()`` tells
-whether the library is usable and, if not, why, in words a user can act on.
+so one build serves every torch version.  It is looked for at
+``$INDUCTOR_SWIGLU_LIBRARY`` (a path to the .so), else in ``inductor_swiglu/_lib/``
+inside the installed package (``pip install .`` builds it there when ``nvcc`` and
+the CUTLASS headers are available).  Loading it starts no CUDA context (libcuda
+is opened on the first launch).  ``kernel_status()`` tells whether it is usable
+and, if not, why, in words a user can act on.
 """
 
 from __future__ import annotations
@@ -21,17 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
+# Kernel ids of the C ABI (isw_kernel) and the names tables and logs use for them; 0 is the
+# unfused path (two cuBLAS GEMMs, then silu(gate) * up).
+UNFUSED = 0
 KERNEL1 = 1
 KERNEL2 = 2
+KERNEL3 = 3
+KERNEL_NAMES = {UNFUSED: "unfused", KERNEL1: "kernel1", KERNEL2: "kernel2", KERNEL3: "kernel3"}
+KERNEL_IDS = {name: kid for kid, name in KERNEL_NAMES.items()}
 
 ISW_OK = 0
 ISW_ERR_UNSUPPORTED = 1
 ISW_ERR_WORKSPACE = 5
 STATUS_NAMES = {0: "ok", 1: "unsupported", 2: "invalid argument", 3: "CUDA error", 4: "CUTLASS error", 5: "workspace too small"}
 
-DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1}
 
 
 class IswProblem(ctypes.Structure):
@@ -75,6 +78,15 @@ class KernelLibrary:
     def workspace_bytes(self, kernel: int, problem: IswProblem) -> int:
         return int(self.lib.isw_workspace_bytes(kernel, ctypes.byref(problem)))
 
+    def silu_mul(self, gate, ld_gate: int, up, ld_up: int, out, ld_out: int, M: int, N: int, dtype: int,
+                 stream: int) -> None:
+        st = self.lib.isw_silu_mul(gate, ld_gate, up, ld_up, out, ld_out, M, N, dtype, stream)
+        if st != ISW_OK:
+            raise KernelError(f"inductor_swiglu silu_mul failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
+
+    def device_sm(self, device: int) -> int:
+        return int(self.lib.isw_device_sm(device))
+
     def run(self, kernel: int, problem: IswProblem) -> int:
         """Launch; returns the status code (ISW_OK or ISW_ERR_UNSUPPORTED); raises KernelError on others."""
         st = self.lib.isw_run(kernel, ctypes.byref(problem))
@@ -85,11 +97,10 @@ class KernelLibrary:
         )
 
 
-def _candidate_paths() -> list[Path]:
+def library_path() -> Path:
+    """Where the kernel library is looked for: $INDUCTOR_SWIGLU_LIBRARY, else the package's _lib/."""
     env = os.environ.get("INDUCTOR_SWIGLU_LIBRARY")
-    if env:
-        return [Path(env)]
-    return [Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME]
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME
 
 
 def _bind(lib: ctypes.CDLL) -> None:
@@ -110,46 +121,53 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.isw_build_info.restype = ctypes.c_char_p
     lib.isw_abi_version.argtypes = []
     lib.isw_abi_version.restype = ctypes.c_int
+    i64 = ctypes.c_int64
+    lib.isw_silu_mul.argtypes = [ctypes.c_void_p, i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64, i64,
+                                 ctypes.c_int32, ctypes.c_void_p]
+    lib.isw_silu_mul.restype = ctypes.c_int
+    lib.isw_device_sm.argtypes = [ctypes.c_int]
+    lib.isw_device_sm.restype = ctypes.c_int
 
 
 _load_lock = threading.Lock()
 
 
 @functools.cache
-def _load() -> tuple[KernelLibrary | None, str]:
+def load() -> tuple[KernelLibrary | None, str]:
+    """(the library, '') or (None, why it cannot be used, in words a user can act on); cached."""
     with _load_lock:
         if os.environ.get("INDUCTOR_SWIGLU_DISABLE_CUTLASS", "") not in ("", "0"):
             return None, "disabled by INDUCTOR_SWIGLU_DISABLE_CUTLASS"
-        tried = []
-        for path in _candidate_paths():
-            if not path.exists():
-                tried.append(str(path))
-                continue
-            try:
-                lib = ctypes.CDLL(str(path))
-                _bind(lib)
-            except OSError as e:
-                return None, f"could not load {path}: {e}"
-            except AttributeError as e:
-                return None, f"{path} is not an inductor_swiglu kernel library ({e})"
-            abi = lib.isw_abi_version()
-            if abi != ABI_VERSION:
-                return None, f"{path} has ABI {abi}, this package expects {ABI_VERSION}: rebuild the kernels"
-            return KernelLibrary(str(path), lib, lib.isw_build_info().decode()), ""
-        return None, (
-            "the CUTLASS kernel library was not built (looked for "
-            + ", ".join(tried)
-            + "); reinstall where nvcc and `nvidia-cutlass` are available, or set INDUCTOR_SWIGLU_LIBRARY"
-        )
+        path = library_path()
+        if not path.exists():
+            return None, (
+                f"the CUTLASS kernel library was not built (looked for {path}); reinstall where nvcc and "
+                "`nvidia-cutlass` are available, or set INDUCTOR_SWIGLU_LIBRARY"
+            )
+        try:
+            lib = ctypes.CDLL(str(path))
+            _bind(lib)
+        except OSError as e:
+            return None, f"could not load {path}: {e}"
+        except AttributeError as e:
+            return None, f"{path} is not an inductor_swiglu kernel library of this version ({e}): rebuild the kernels"
+        abi = lib.isw_abi_version()
+        if abi != ABI_VERSION:
+            return None, f"{path} has ABI {abi}, this package expects {ABI_VERSION}: rebuild the kernels"
+        return KernelLibrary(str(path), lib, lib.isw_build_info().decode()), ""
 
 
 def get_library() -> KernelLibrary | None:
-    return _load()[0]
+    return load()[0]
+
+
+def unavailable_reason() -> str:
+    return load()[1]
 
 
 def kernel_status() -> dict[str, object]:
     """{'available': bool, 'reason': str, 'path': str|None, 'build_info': str, 'configs': {...}}."""
-    lib, reason = _load()
+    lib, reason = load()
     if lib is None:
         return {"available": False, "reason": reason, "path": None, "build_info": "", "configs": {}}
     return {
@@ -157,5 +175,5 @@ def kernel_status() -> dict[str, object]:
         "reason": "",
         "path": lib.path,
         "build_info": lib.build_info,
-        "configs": {"kernel1": lib.configs(KERNEL1), "kernel2": lib.configs(KERNEL2)},
+        "configs": {KERNEL_NAMES[k]: lib.configs(k) for k in (KERNEL1, KERNEL2, KERNEL3)},
     }

@@ -16,27 +16,41 @@ Contract (what every backend of the op guarantees, and what the tests check):
   in that precision, and the result is rounded once.
 * The op is functional (no mutation, no host synchronisation), so CUDA graphs
   capture it.
-* Implementations: CPU runs the fp32 reference; CUDA runs a fused CUTLASS kernel
-  on Hopper (sm_90) when the shapes, dtypes and layouts allow it, otherwise an
-  unfused cuBLAS path with SiLU and the product in fp32 (see
+* Implementations: CPU runs the fp32 reference; CUDA runs the fused kernels on
+  Hopper (sm_90) when the shapes, dtypes and layouts allow it and the measured
+  dispatch table says they are faster, the fused Triton kernel on other GPUs,
+  otherwise an unfused cuBLAS path with SiLU and the product in fp32 (see
   ``inductor_swiglu.ops.cuda_impl`` for the exact rules); meta/fake tensors get
   shapes only.  Which implementation ran is recorded by
   ``inductor_swiglu.op_stats()``.
 * Autograd: a backward is registered (recomputes gate and up in fp32); the
   gradients match eager's within dtype tolerance.
+
+Two operators share this contract:
+
+* ``inductor_swiglu::swiglu`` is the public one, differentiable.
+* ``inductor_swiglu::swiglu_forward`` is the same function without autograd,
+  what compiled graphs call after the pass (post-grad graphs need no backward)
+  and what ``swiglu()`` calls when no gradient is needed.  Its CUDA kernel is
+  C++ (``native``), so a call costs a few microseconds of host time: no Python
+  runs per call, not even an autograd wrapper.  Without the C++ library it gets
+  the Python implementation, and ``native.status()`` says why.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import impl_stats
+from . import dispatch, impl_stats, native
 from .reference import compute_dtype, swiglu_reference
 
 OP_NAMESPACE = "inductor_swiglu"
 OP_NAME = "swiglu"
 QUALNAME = f"{OP_NAMESPACE}::{OP_NAME}"
+FORWARD_QUALNAME = f"{OP_NAMESPACE}::swiglu_forward"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_up, Tensor? b_gate=None, Tensor? b_up=None) -> Tensor"
+# What the C++ implementation takes; fp64 on CUDA stays on the Python path.
+_NATIVE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -101,28 +115,52 @@ def _check_inputs_thoroughly(x, w_gate, w_up, b_gate=None, b_up=None) -> None:
 
 
 torch.library.define(QUALNAME, SCHEMA)
+torch.library.define(FORWARD_QUALNAME, SCHEMA)
 
 
-@torch.library.register_fake(QUALNAME)
 def _swiglu_fake(x, w_gate, w_up, b_gate=None, b_up=None):
     check_inputs(x, w_gate, w_up, b_gate, b_up)
     # Must equal what the real implementations return (Inductor asserts size and stride).
     return x.new_empty((*x.shape[:-1], w_gate.shape[0]))
 
 
-@torch.library.impl(QUALNAME, "cpu")
 def _swiglu_cpu(x, w_gate, w_up, b_gate=None, b_up=None):
     check_inputs(x, w_gate, w_up, b_gate, b_up)
     impl_stats.record(impl_stats.REFERENCE_CPU)
     return swiglu_reference(x, w_gate, w_up, b_gate, b_up)
 
 
-@torch.library.impl(QUALNAME, "cuda")
-def _swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None):
+def _swiglu_cuda_python(x, w_gate, w_up, b_gate=None, b_up=None):
     check_inputs(x, w_gate, w_up, b_gate, b_up)
-    from . import cuda_impl  # imported lazily: CPU-only users never load ctypes or the library
+    from . import cuda_impl  # imported lazily: ctypes and Triton only when a GPU is used
 
     return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)
+
+
+for _name in (QUALNAME, FORWARD_QUALNAME):
+    torch.library.register_fake(_name)(_swiglu_fake)
+    torch.library.impl(_name, "cpu")(_swiglu_cpu)
+
+# The C++ library registers swiglu_forward's CUDA kernel when it loads; only without it does the
+# Python implementation take that place (a key cannot have two kernels).
+if native.load():
+    native.set_plans(dispatch.plan_rows())
+else:
+    torch.library.impl(FORWARD_QUALNAME, "cuda")(_swiglu_cuda_python)
+
+swiglu_forward_op = torch.ops.inductor_swiglu.swiglu_forward.default
+
+
+def native_serves(x: torch.Tensor) -> bool:
+    """Whether swiglu_forward's CUDA kernel is the C++ one for inputs like x."""
+    return x.dtype in _NATIVE_DTYPES and native.enabled()
+
+
+@torch.library.impl(QUALNAME, "cuda")
+def _swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None):
+    if native_serves(x):
+        return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up)
+    return _swiglu_cuda_python(x, w_gate, w_up, b_gate, b_up)
 
 
 def _setup_context(ctx, inputs, output):
@@ -163,16 +201,14 @@ def _backward(ctx, grad):
 
 torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context)
 
-swiglu_op = torch.ops.inductor_swiglu.swiglu.default
 
 
 def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
     """Fused ``silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring.
 
-    Eager CUDA calls that need no autograd go straight to the CUDA implementation:
-    the dispatcher and the Python autograd wrapper cost more host time than the
-    kernel launch itself (measured on the H200, benchmarks/host_overhead.py).
-    Traced, compiled, fake, CPU and differentiable calls take the registered op.
+    Eager CUDA calls that need no autograd skip the Python autograd wrapper (it costs
+    more host time than the kernel launch): they call swiglu_forward, whose CUDA kernel
+    is C++.  Traced, compiled, fake, CPU and differentiable calls take the registered op.
     """
     if (
         type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
@@ -181,6 +217,8 @@ def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
                                               or (b_up is not None and b_up.requires_grad)))
     ):
         check_inputs(x, w_gate, w_up, b_gate, b_up)
+        if native_serves(x):
+            return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up)
         from . import cuda_impl
 
         return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)

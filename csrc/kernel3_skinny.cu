@@ -1,0 +1,387 @@
+/*! \file kernel3_skinny.cu
+    \brief Kernel-3 (decode, M <= 32): out = silu(x Wg^T) * (x Wu^T) with the WEIGHTS as the MMA's
+           M operand (swap-AB) and the few tokens as its N operand, streamed straight from HBM.
+
+    Why a separate kernel for decode
+    --------------------------------
+    At M <= 32 the SwiGLU projection is a pure weight stream: 2 N K bytes of weights against
+    2 M K bytes of activations.  What decides its speed is how many weight bytes every SM keeps
+    in flight and how little fixed cost a launch pays, not tensor-core throughput.  Kernel-2 puts
+    the tokens on the wgmma M side, so a 64-row x tile is mostly zero padding, and it pays the
+    persistent scheduler and TMA set-up of a large-M GEMM.  Kernel-3 does what cuBLAS's skinny
+    kernels do: the weight rows are the MMA's M operand (mma.sync m16n8k16) and the tokens its
+    N operand (8 per MMA), so nothing is padded but the token columns.
+
+    Data flow (one CTA = TILES x 8 outputs, all tokens up to 8 * TOK8)
+    -----------------------------------------------------------------
+    * Each 16-row A tile stacks 8 gate rows on the 8 up rows of the SAME outputs: rows g and
+      g + 8 of the accumulator sit in one thread (mma.sync's C layout), so silu(gate) * up is
+      computed in registers with no shuffle: the row-pairing twin of Kernel-2's PairMulStore.
+    * The MMA's K order is free (a dot product does not care), so every thread reads 16
+      CONTIGUOUS elements of its weight row (two 16-byte loads) and of its token, and the four
+      m16n8k16 steps of a 64-wide chunk consume them in the permuted order that matches the
+      fragment layout.  Weights go straight from global memory to registers: no shared-memory
+      staging, no ldmatrix, every byte used once.  Four lanes cover 128 contiguous bytes of a
+      row, so each load instruction reads whole sectors.
+    * K is split across the warps of a CTA (each warp a contiguous range of 64-wide chunks,
+      UNROLL chunks of loads in flight per thread); the warps' partial sums are added in shared
+      memory, then silu(gate) * up is stored.  No split-K across CTAs and no workspace: with the
+      weights on the M side there are N / (8 TILES) CTAs, enough to fill the GPU for every
+      Qwen2.5/Llama shape.
+    * Programmatic dependent launch (sm_90): the first chunks of weights are requested BEFORE
+      `griddepcontrol.wait`; only x depends on the previous kernel.  With a predecessor that
+      triggers its dependents (Inductor's `triton.enable_pdl`, our own kernels), the weight
+      stream starts while that kernel drains.  `griddepcontrol.launch_dependents` is issued
+      once this CTA's loads are out, so the next layer's kernel can do the same.
+
+    Numerics: fp32 accumulation, SiLU as g / (1 + expf(-g)) and the product in fp32, one
+    rounding at the store; the same contract as Kernels 1 and 2.
+
+    Assumptions (can_implement rejects the rest with a reason)
+    -----------------------------------------------------------
+    * bf16 or fp16; K % 8 == 0, N % 8 == 0; x, w_gate, w_up 16-byte aligned and their leading
+      dimensions multiples of 8 elements (16-byte vector loads); out 2-byte aligned.
+    * Any M >= 1 works (grid.y covers blocks of 8 * TOK8 tokens), but the kernel is meant for
+      M <= 8 * TOK8: every token block re-reads all weights.
+
+    Configurations come from the table in inductor_swiglu/kernel_configs.py, generated into
+    kernel3_configs.inc by the build: (name, TILES, TOK8, UNROLL, WARPS, PDL).
+*/
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "isw_common.hpp"
+
+namespace isw::k3 {
+
+constexpr int kChunk = 64;  // K elements per chunk: 4 lanes x 16 contiguous elements
+
+template <typename T>
+struct Mma;
+
+template <>
+struct Mma<__nv_bfloat16> {
+  __device__ static void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                             uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  __device__ static __nv_bfloat16 cvt(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <>
+struct Mma<__half> {
+  __device__ static void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                             uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  __device__ static __half cvt(float v) { return __float2half_rn(v); }
+};
+
+// Weights are read once per call: keep them out of L1, and ask L2 for 256-byte fetches so a
+// row's neighbouring chunk (the next lanes' or warp's) arrives with this one.  A coherent load,
+// not ld.global.nc: ptxas schedules griddepcontrol.wait above non-coherent loads (seen in the
+// SASS: ACQBULK before every LDG.CONSTANT), which would undo the weights-first order below.
+__device__ __forceinline__ uint4 load_weight(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// x is small and re-read by every CTA: an ordinary cached load.
+__device__ __forceinline__ uint4 load_x(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+struct Params {
+  const void* x;
+  const void* wg;
+  const void* wu;
+  void* out;
+  int M, N, K;
+  int64_t ld_x, ld_wg, ld_wu, ld_out;
+};
+
+// The 16 elements of one lane's slice of a chunk, as 8 packed pairs r[0..7].
+struct Slice {
+  uint4 lo, hi;
+  __device__ uint32_t pair(int i) const {
+    const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    return v[i];
+  }
+};
+
+template <typename T, int TILES, int TOK8, int UNROLL, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Params p) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int g = lane >> 2;    // row of the 8-row group / token column of the MMA
+  const int tig = lane & 3;   // which 16-element slice of the 64-wide chunk
+  const int n_base = blockIdx.x * (8 * TILES);
+  const int tok_base = blockIdx.y * (8 * TOK8);
+
+  // This warp's contiguous range of chunks.
+  const int num_chunks = (p.K + kChunk - 1) / kChunk;
+  const int c_begin = (num_chunks * warp) / WARPS;
+  const int c_end = (num_chunks * (warp + 1)) / WARPS;
+
+  const T* wg_rows[TILES];
+  const T* wu_rows[TILES];
+  bool row_ok[TILES];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const int n = n_base + 8 * t + g;
+    row_ok[t] = n < p.N;
+    const int nn = row_ok[t] ? n : 0;
+    wg_rows[t] = static_cast<const T*>(p.wg) + int64_t(nn) * p.ld_wg;
+    wu_rows[t] = static_cast<const T*>(p.wu) + int64_t(nn) * p.ld_wu;
+  }
+  const T* x_rows[TOK8];
+  bool tok_ok[TOK8];
+#pragma unroll
+  for (int j = 0; j < TOK8; ++j) {
+    const int tok = tok_base + 8 * j + g;
+    tok_ok[j] = tok < p.M;
+    x_rows[j] = static_cast<const T*>(p.x) + int64_t(tok_ok[j] ? tok : 0) * p.ld_x;
+  }
+
+  float acc[TILES][TOK8][4];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int j = 0; j < TOK8; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][j][i] = 0.f;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  Slice wgs[UNROLL][TILES], wus[UNROLL][TILES], xs[UNROLL][TOK8];
+
+  auto load_weights = [&](int c0) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int k = (c0 + u) * kChunk + 16 * tig;
+      const bool in_range = c0 + u < c_end;
+      const bool ok_lo = in_range && k < p.K;       // K % 8 == 0: a vector is all in or all out
+      const bool ok_hi = in_range && k + 8 < p.K;
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) {
+        wgs[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wg_rows[t] + k) : zero;
+        wgs[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wg_rows[t] + k + 8) : zero;
+        wus[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wu_rows[t] + k) : zero;
+        wus[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wu_rows[t] + k + 8) : zero;
+      }
+    }
+  };
+  auto load_tokens = [&](int c0) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int k = (c0 + u) * kChunk + 16 * tig;
+      const bool in_range = c0 + u < c_end;
+      const bool ok_lo = in_range && k < p.K;
+      const bool ok_hi = in_range && k + 8 < p.K;
+#pragma unroll
+      for (int j = 0; j < TOK8; ++j) {
+        xs[u][j].lo = (ok_lo && tok_ok[j]) ? load_x(x_rows[j] + k) : zero;
+        xs[u][j].hi = (ok_hi && tok_ok[j]) ? load_x(x_rows[j] + k + 8) : zero;
+      }
+    }
+  };
+  auto compute = [&]() {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int t = 0; t < TILES; ++t)
+#pragma unroll
+          for (int j = 0; j < TOK8; ++j)
+            // A rows g / g+8 = gate / up row of output n; k-pairs 2s and 2s+1 of this lane's slice
+            // stand for MMA k-columns {2 tig, 2 tig + 1} and {2 tig + 8, 2 tig + 9}.
+            Mma<T>::run(acc[t][j], wgs[u][t].pair(2 * s), wus[u][t].pair(2 * s),
+                        wgs[u][t].pair(2 * s + 1), wus[u][t].pair(2 * s + 1),
+                        xs[u][j].pair(2 * s), xs[u][j].pair(2 * s + 1));
+  };
+
+  // The weights do not depend on the previous kernel: request them before waiting for it.
+  int c = c_begin;
+  load_weights(c);
+  pdl_wait();
+  pdl_launch_dependents();
+  load_tokens(c);
+  compute();
+  for (c += UNROLL; c < c_end; c += UNROLL) {
+    load_weights(c);
+    load_tokens(c);
+    compute();
+  }
+
+  // Add the warps' partial sums: red[warp][t][j][i][lane], lanes contiguous (no bank conflicts).
+  static_assert(WARPS * TILES * TOK8 * 4 * 32 * 4 <= 48 * 1024, "reduction buffer over static smem");
+  __shared__ float red[WARPS * TILES * TOK8 * 4 * 32];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int j = 0; j < TOK8; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[(((warp * TILES + t) * TOK8 + j) * 4 + i) * 32 + lane] = acc[t][j][i];
+  __syncthreads();
+
+  T* out = static_cast<T*>(p.out);
+  for (int idx = threadIdx.x; idx < TILES * TOK8 * 32; idx += WARPS * 32) {
+    const int l = idx & 31;
+    const int tj = idx >> 5;  // t * TOK8 + j
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] += red[((w * TILES * TOK8 + tj) * 4 + i) * 32 + l];
+    const int t = tj / TOK8, j = tj % TOK8;
+    const int n = n_base + 8 * t + (l >> 2);
+    const int tok = tok_base + 8 * j + 2 * (l & 3);
+    if (n >= p.N) continue;
+    // v = gate(n, tok), gate(n, tok + 1), up(n, tok), up(n, tok + 1)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (tok + h < p.M) {
+        const float gt = v[h], up = v[2 + h];
+        out[int64_t(tok + h) * p.ld_out + n] = Mma<T>::cvt(gt / (1.0f + expf(-gt)) * up);
+      }
+    }
+  }
+}
+
+///////////////////////////////////////////////////////////////////////////////////////////////////
+// Configuration table (generated from inductor_swiglu/kernel_configs.py)
+///////////////////////////////////////////////////////////////////////////////////////////////////
+
+struct Config {
+  const char* name;
+  int tiles, tok8, unroll, warps, pdl;
+};
+
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) {name, tiles, tok8, unroll, warps, pdl},
+static const Config kConfigs[] = {
+#include "kernel3_configs.inc"
+};
+#undef ISW_K3_CONFIG
+
+constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) name,
+static const char* const kConfigNames[] = {
+#include "kernel3_configs.inc"
+};
+#undef ISW_K3_CONFIG
+
+using KernelFn = void (*)(const Params);
+
+template <typename T>
+static KernelFn kernel_for(int index) {
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) &skinny_kernel<T, tiles, tok8, unroll, warps>,
+  static const KernelFn fns[] = {
+#include "kernel3_configs.inc"
+  };
+#undef ISW_K3_CONFIG
+  return fns[index];
+}
+
+static bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+static int check(const isw_problem* p, const Config** cfg) {
+  const int index = p->config < 0 ? 0 : p->config;
+  if (index >= kNumConfigs)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: config %d out of range (0..%d)", p->config, kNumConfigs - 1);
+  *cfg = &kConfigs[index];
+  if (p->M > INT32_MAX || p->N > INT32_MAX || p->K > INT32_MAX)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: sizes over 2^31 (M=%lld N=%lld K=%lld)", (long long)p->M,
+                (long long)p->N, (long long)p->K);
+  if (p->K % 8 || p->N % 8)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: K=%lld and N=%lld must be multiples of 8", (long long)p->K,
+                (long long)p->N);
+  if (p->ld_x % 8 || p->ld_w_gate % 8 || p->ld_w_up % 8)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: leading dimensions of x and the weights must be multiples of 8");
+  if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_w_up < p->K || p->ld_out < p->N)
+    return fail(ISW_ERR_INVALID, "kernel3: a leading dimension is smaller than its row");
+  if (!p->x || !p->w_gate || !p->w_up || !p->out)
+    return fail(ISW_ERR_INVALID, "kernel3: null pointer");
+  if (!aligned16(p->x) || !aligned16(p->w_gate) || !aligned16(p->w_up))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: x and the weights must be 16-byte aligned");
+  if (reinterpret_cast<uintptr_t>(p->out) & 1u) return fail(ISW_ERR_UNSUPPORTED, "kernel3: out is not 2-byte aligned");
+  if (p->M > 65535LL * 8 * (*cfg)->tok8)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3: M=%lld is far past what a decode kernel is for", (long long)p->M);
+  return ISW_OK;
+}
+
+static int can_implement(const isw_problem* p) {
+  const Config* cfg = nullptr;
+  return check(p, &cfg);
+}
+
+static size_t workspace_bytes(const isw_problem*) { return 0; }
+
+// PDL can be switched off without a rebuild (INDUCTOR_SWIGLU_PDL=0), e.g. to measure what it
+// buys; read per launch (a few tens of ns) so a benchmark can compare both in one process.
+static bool pdl_enabled() {
+  const char* v = getenv("INDUCTOR_SWIGLU_PDL");
+  return !(v && v[0] == '0');
+}
+
+static int run(const isw_problem* p) {
+  const Config* cfg = nullptr;
+  int st = check(p, &cfg);
+  if (st != ISW_OK) return st;
+  const int index = p->config < 0 ? 0 : p->config;
+  KernelFn fn = p->dtype == ISW_FP16 ? kernel_for<__half>(index) : kernel_for<__nv_bfloat16>(index);
+
+  Params params{p->x, p->w_gate, p->w_up, p->out, int(p->M), int(p->N), int(p->K),
+                p->ld_x, p->ld_w_gate, p->ld_w_up, p->ld_out};
+  const int rows_per_cta = 8 * cfg->tiles;
+  const int toks_per_cta = 8 * cfg->tok8;
+  dim3 grid(unsigned((p->N + rows_per_cta - 1) / rows_per_cta), unsigned((p->M + toks_per_cta - 1) / toks_per_cta));
+  dim3 block(unsigned(cfg->warps * 32));
+
+  cudaLaunchConfig_t launch = {};
+  launch.gridDim = grid;
+  launch.blockDim = block;
+  launch.dynamicSmemBytes = 0;
+  launch.stream = static_cast<cudaStream_t>(p->stream);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  launch.attrs = attr;
+  launch.numAttrs = (cfg->pdl && pdl_enabled()) ? 1 : 0;
+  ISW_CUDA_CHECK(cudaLaunchKernelEx(&launch, fn, params));
+  return ISW_OK;
+}
+
+}  // namespace isw::k3
+
+namespace isw {
+const KernelEntry kernel3_entry = {
+    &k3::can_implement, &k3::workspace_bytes, &k3::run, k3::kNumConfigs, k3::kConfigNames,
+};
+}  // namespace isw

@@ -1,0 +1,308 @@
+"""A fused SwiGLU projection in Triton: ``silu(x @ w_gate^T) * (x @ w_up^T)`` in one kernel.
+
+Why it exists: the CUTLASS kernels only run on Hopper (sm_90).  On the other CUDA
+GPUs this kernel is the fused path (sm_80 and newer: ``tl.dot`` on tensor cores),
+and on Hopper it is a reference candidate that the dispatch sweep measures
+against the CUTLASS kernels, so a table entry can say how much the hand-written
+kernels win by.
+
+Tiling: each program computes one ``BLOCK_M x BLOCK_N`` tile of ``out``.  For
+every ``BLOCK_K`` step it loads one ``x`` tile and the matching gate and up
+weight tiles (``BLOCK_N`` weight rows each) and feeds two fp32 accumulators, so
+``x`` is read once for both products and the ``[M, N]`` intermediates never
+reach memory.  The grid is ``(cdiv(N, BLOCK_N), cdiv(M, BLOCK_M))`` with N
+first: in decode (M of a few rows) consecutive programs then stream
+consecutive weight rows, which is the access pattern that bounds the kernel.
+Loads vectorise (and, for 16-bit inputs, pipeline through shared memory) when
+the pointers are 16-byte aligned and K and the row strides are multiples of
+16, which Triton detects per launch and model weights satisfy; other shapes
+run correctly, only slower.  There is no split-K, no atomics and no
+workspace: a launch is a pure function of its inputs and can be captured in a
+CUDA graph.
+
+Numerics (the contract of ``reference.swiglu_reference``): both products
+accumulate in fp32 (fp32 inputs use ``input_precision="ieee"``, never tf32),
+SiLU is ``g / (1 + exp(-g))`` and the product is taken in fp32, and the result
+is rounded once to ``x.dtype`` at the store.
+
+Triton is optional: this module imports without it, and ``available()`` says
+whether the kernel can run and why not.  The kernel is jitted at its first
+launch, not at import, and once per interpreter mode, so ``TRITON_INTERPRET=1``
+(CPU tensors, used by the tests) takes effect whenever it is set before a launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except Exception as exc:  # noqa: BLE001 - a broken install must not break the package
+    triton = tl = None
+    _IMPORT_ERROR = ("triton is not installed" if isinstance(exc, ModuleNotFoundError)
+                     else f"triton failed to import: {exc}")
+else:
+    _IMPORT_ERROR = ""
+
+_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+# Every sm_80+ GPU gives a block at least ~99 KiB of shared memory (sm_86/89);
+# the default configs are trimmed to this so that they compile everywhere.
+_DEFAULT_SMEM_BUDGET = 96 * 1024
+
+# CUDA caps the second grid dimension (row tiles here) at 65535.
+_MAX_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class TritonConfig:
+    """One compile-time variant of the kernel (a point of the dispatch sweep)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def __post_init__(self):
+        for field in ("block_m", "block_n", "block_k"):
+            v = getattr(self, field)
+            # tl.arange needs powers of two; tl.dot needs every dimension >= 16.
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"TritonConfig.{field}={v}: must be a power of two >= 16")
+
+    @property
+    def name(self) -> str:
+        return (f"tr_m{self.block_m}_n{self.block_n}_k{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}")
+
+    def smem_bytes(self, element_size: int) -> int:
+        """Shared memory of the pipelined tiles (x and both weights): an upper bound.
+
+        Hopper's wgmma pipeline (block_m >= 64, 16-bit inputs) keeps ``num_stages``
+        sets of tiles, the other code paths ``num_stages - 1``.  A config over the device's
+        limit fails at its first launch (Triton's OutOfResources), so a sweep
+        should skip configs this bound puts over
+        ``torch.cuda.get_device_properties(d).shared_memory_per_block_optin``.
+        """
+        per_stage = (self.block_m + 2 * self.block_n) * self.block_k * element_size
+        return self.num_stages * per_stage
+
+
+CONFIGS: tuple[TritonConfig, ...] = (
+    # Decode (M <= 16): memory bound on the weights; the sweep trades tile width
+    # (programs in flight) against K depth (bytes per load).
+    TritonConfig(16, 32, 128, 4, 4),
+    TritonConfig(16, 64, 64, 4, 4),
+    TritonConfig(16, 64, 128, 4, 4),
+    TritonConfig(16, 64, 256, 4, 3),
+    TritonConfig(16, 128, 64, 4, 4),
+    TritonConfig(16, 128, 128, 8, 3),
+    # Prefill / batched (larger M): compute bound; bigger tiles reuse each load more.
+    TritonConfig(64, 64, 64, 4, 3),
+    TritonConfig(64, 128, 64, 4, 4),
+    TritonConfig(128, 64, 64, 4, 3),
+    TritonConfig(128, 128, 64, 8, 3),
+)
+
+
+_DEFAULTS = (TritonConfig(16, 64, 64, 4, 4), TritonConfig(64, 64, 64, 4, 3), TritonConfig(128, 64, 64, 4, 3))
+
+
+def default_config(M: int, N: int, K: int) -> TritonConfig:
+    """The config used when no measured choice exists: only the row tile follows M.
+
+    All three fit in 96 KiB of shared memory for 16-bit inputs, so they compile on
+    every sm_80+ GPU (fp32 inputs get fewer stages, see ``swiglu_triton``).
+    """
+    if M <= 16:
+        return _DEFAULTS[0]
+    if M <= 64:
+        return _DEFAULTS[1]
+    return _DEFAULTS[2]
+
+
+def _interpreting() -> bool:
+    return bool(triton.knobs.runtime.interpret)
+
+
+@functools.cache
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") if the kernel can run here, else (False, why not) in user words.
+
+    Under ``TRITON_INTERPRET=1`` it runs on CPU tensors; otherwise it needs a CUDA
+    GPU of compute capability 8.0 or newer (checked on the current device).
+    """
+    if triton is None:
+        return False, _IMPORT_ERROR
+    if _interpreting():
+        return True, ""
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU (and TRITON_INTERPRET is not set)"
+    major, minor = _capability(torch.cuda.current_device())
+    if major < 8:
+        return False, f"GPU compute capability {major}.{minor} is older than 8.0"
+    return True, ""
+
+
+def _swiglu_kernel(
+    x_ptr, wg_ptr, wu_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_wg, stride_wu, stride_om,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < M
+    mask_n = offs_n < N
+    # Row offsets in int64: M * N of a large prefill passes 2^31 elements.
+    rows_m = offs_m.to(tl.int64)
+    rows_n = offs_n.to(tl.int64)
+
+    x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+    # The [BLOCK_N, BLOCK_K] weight tiles are addressed as their transposes
+    # [BLOCK_K, BLOCK_N], which is the operand tl.dot takes; K stays the
+    # unit-stride axis, so the loads remain coalesced.
+    wg_ptrs = wg_ptr + rows_n[None, :] * stride_wg + offs_k[:, None]
+    wu_ptrs = wu_ptr + rows_n[None, :] * stride_wu + offs_k[:, None]
+
+    # tl.full and plain arithmetic rather than tl.zeros / tl.cdiv: those two are
+    # @triton.jit library functions whose compiled-or-interpreted form is fixed
+    # when triton is first imported, so they would tie the interpreter (the CPU
+    # tests) to TRITON_INTERPRET being set before anything imports triton.
+    acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+        # Zeros past the K tail add nothing to either product.
+        mask_k = offs_k < K - k0 * BLOCK_K
+        x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+        wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        acc_g = tl.dot(x, wg, acc_g, input_precision=DOT_PRECISION)
+        acc_u = tl.dot(x, wu, acc_u, input_precision=DOT_PRECISION)
+        x_ptrs += BLOCK_K
+        wg_ptrs += BLOCK_K
+        wu_ptrs += BLOCK_K
+
+    y = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@functools.cache
+def _kernel(interpret: bool):
+    # Keyed by the mode because triton.jit picks compiled or interpreted at
+    # decoration time; the argument only separates the two cache entries.
+    return triton.jit(_swiglu_kernel)
+
+
+@functools.cache
+def _fit_default(config: TritonConfig, element_size: int) -> TritonConfig:
+    per_stage = config.smem_bytes(element_size) // config.num_stages
+    stages = max(1, min(config.num_stages, _DEFAULT_SMEM_BUDGET // per_stage))
+    return config if stages == config.num_stages else dataclasses.replace(config, num_stages=stages)
+
+
+def _check(x, w_gate, w_up, out) -> None:
+    if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
+        raise ValueError(f"swiglu_triton: x must be [..., K] and the weights [N, K]; got x {tuple(x.shape)}, "
+                         f"w_gate {tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
+    if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
+        raise ValueError(f"swiglu_triton: shapes do not match: x {tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, "
+                         f"w_up {tuple(w_up.shape)} (want x [..., K], both weights [N, K])")
+    if x.dtype not in _DTYPES:
+        raise ValueError(f"swiglu_triton: dtype {x.dtype} is not supported (bf16, fp16 or fp32)")
+    if w_gate.dtype != x.dtype or w_up.dtype != x.dtype:
+        raise ValueError(f"swiglu_triton: dtypes differ: x {x.dtype}, w_gate {w_gate.dtype}, w_up {w_up.dtype}")
+    if not (x.device == w_gate.device == w_up.device):
+        raise ValueError(f"swiglu_triton: devices differ: x {x.device}, w_gate {w_gate.device}, w_up {w_up.device}")
+    if out is not None:
+        M, N = math.prod(x.shape[:-1]), w_gate.shape[0]
+        if (tuple(out.shape) != (M, N) or out.dtype != x.dtype or out.device != x.device
+                or not out.is_contiguous()):
+            raise ValueError(f"swiglu_triton: out must be a contiguous [{M}, {N}] {x.dtype} tensor on {x.device}; "
+                             f"got {tuple(out.shape)} {out.dtype} on {out.device}"
+                             f"{'' if out.is_contiguous() else ', not contiguous'}")
+
+
+def swiglu_triton(
+    x: torch.Tensor,                   # [..., K]
+    w_gate: torch.Tensor,              # [N, K]
+    w_up: torch.Tensor,                # [N, K]
+    config: TritonConfig | None = None,
+    out: torch.Tensor | None = None,   # [M, N], contiguous
+) -> torch.Tensor:                     # [..., N], x.dtype
+    """silu(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel, accumulated in fp32, rounded once.
+
+    ``x`` is used as a ``[M, K]`` view when it has one with unit stride along K
+    (any row stride), else copied once to contiguous.  Weights with unit stride
+    along K (row slices of wider tensors included) are used in place; any other
+    weight layout is copied with ``.contiguous()`` on every call, which costs a
+    full read and write of the weights: pass ``[N, K]`` row-major weights.
+
+    ``config=None`` takes ``default_config`` (with fewer pipeline stages for fp32
+    inputs, whose tiles are twice as large); an explicit config is used as given.
+    ``out`` lets tests poison the output before the run.  Raises ValueError for
+    inconsistent inputs and RuntimeError when Triton cannot run here.
+    """
+    _check(x, w_gate, w_up, out)
+    K, N = x.shape[-1], w_gate.shape[0]
+    x2 = x.reshape(-1, K)
+    M = x2.shape[0]
+    if out is None:
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out.view(*x.shape[:-1], N)
+
+    if triton is None:
+        raise RuntimeError(f"swiglu_triton: {_IMPORT_ERROR}")
+    interpret = _interpreting()
+    if not interpret:
+        if x.device.type != "cuda":
+            raise ValueError(f"swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
+                             "(CPU tensors only under TRITON_INTERPRET=1)")
+        if _capability(x.device.index) < (8, 0):
+            major, minor = _capability(x.device.index)
+            raise RuntimeError(f"swiglu_triton: GPU compute capability {major}.{minor} is older than 8.0")
+
+    if x2.stride(1) != 1:
+        x2 = x2.contiguous()
+    if w_gate.stride(1) != 1:
+        w_gate = w_gate.contiguous()
+    if w_up.stride(1) != 1:
+        w_up = w_up.contiguous()
+    if config is None:
+        config = _fit_default(default_config(M, N, K), x.element_size())
+
+    grid = (triton.cdiv(N, config.block_n), triton.cdiv(M, config.block_m))
+    if grid[1] > _MAX_GRID_Y:
+        raise ValueError(f"swiglu_triton: M={M} needs {grid[1]} row tiles of {config.block_m}, "
+                         f"more than the grid allows ({_MAX_GRID_Y}); use a larger block_m")
+    launch = _kernel(interpret)[grid]
+    args = (x2, w_gate, w_up, out, M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0))
+    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
+                # either mode, and "tf32" is Triton's own default for them.
+                DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
+                num_warps=config.num_warps, num_stages=config.num_stages)
+    if x.device.type == "cuda":
+        # Triton launches on the current device, which need not be x's.
+        with torch.cuda.device(x.device):
+            launch(*args, **meta)
+    else:
+        launch(*args, **meta)
+    return out.view(*x.shape[:-1], N)
