@@ -117,7 +117,13 @@ def bench_point(model: str, M: int, args, clock: SmClock, compiled_cache: dict) 
         except Exception as e:  # noqa: BLE001  (a config that declines the shape)
             row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"}
             continue
-        ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+        # Fused kernels round once: none of the resolvable elements may be off by 1%.  The unfused
+        # path rounds gate and up to bf16 first, exactly as stock torch.compile does, so it is held
+        # to what stock gives (norm-wise), not to the fused kernels' bound.
+        if kernel == kl.UNFUSED:
+            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
+        else:
+            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
         row["candidates"][name] = {"numerics": err, "numerics_ok": ok}
         if ok:
             bench.add(name, fn)

@@ -44,14 +44,22 @@
     * Any M >= 1 works (grid.y covers blocks of 8 * TOK8 tokens), but the kernel is meant for
       M <= 8 * TOK8: every token block re-reads all weights.
 
+    Two ways to keep weight bytes in flight, chosen per configuration (STAGES):
+    * STAGES = 0: straight to registers, UNROLL chunks per thread.  Lowest fixed cost; wins on
+      the smallest shapes (Qwen2.5-0.5B).
+    * STAGES > 0: a per-thread cp.async ring in shared memory, STAGES chunks deep (no barriers:
+      a thread only reads back what it copied).  Shared memory holds far more bytes in flight
+      than registers can, what K >= 1536 needs to stream at the rate of a pure read.
+
     Configurations come from the table in inductor_swiglu/kernel_configs.py, generated into
-    kernel3_configs.inc by the build: (name, TILES, TOK8, UNROLL, WARPS, PDL).
+    kernel3_configs.inc by the build: (name, TILES, TOK8, UNROLL, WARPS, STAGES, PDL).
 */
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 
@@ -126,7 +134,9 @@ struct Params {
   int64_t ld_x, ld_wg, ld_wu, ld_out;
 };
 
-// The 16 elements of one lane's slice of a chunk, as 8 packed pairs r[0..7].
+// The 16 elements of one lane's slice of a chunk, as 8 packed pairs: `lo` holds K elements
+// [8 tig, 8 tig + 8) of the 64-wide chunk and `hi` [32 + 8 tig, 32 + 8 tig + 8), so each load
+// instruction of a warp reads 64 contiguous bytes of a row (whole 32-byte sectors).
 struct Slice {
   uint4 lo, hi;
   __device__ uint32_t pair(int i) const {
@@ -135,12 +145,47 @@ struct Slice {
   }
 };
 
-template <typename T, int TILES, int TOK8, int UNROLL, int WARPS>
+// Four m16n8k16 steps over one chunk.  The MMA's k order is free (a dot product does not care),
+// so pairs 2s and 2s+1 of the lane's slice stand for MMA k-columns {2 tig, 2 tig + 1} and
+// {2 tig + 8, 2 tig + 9} of step s: the same permutation for A (weights) and B (tokens).
+// A rows g / g + 8 are the gate / up rows of output n_base + 8 t + g.
+template <typename T, int TILES, int TOK8>
+__device__ __forceinline__ void mma_chunk(float (&acc)[TILES][TOK8][4], const Slice (&wg)[TILES],
+                                          const Slice (&wu)[TILES], const Slice (&xs)[TOK8]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+      for (int j = 0; j < TOK8; ++j)
+        Mma<T>::run(acc[t][j], wg[t].pair(2 * s), wu[t].pair(2 * s), wg[t].pair(2 * s + 1), wu[t].pair(2 * s + 1),
+                    xs[j].pair(2 * s), xs[j].pair(2 * s + 1));
+}
+
+// 16 bytes global -> shared, asynchronously, bypassing L1; `valid` false zero-fills instead.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// STAGES == 0: loads go straight to registers (UNROLL chunks in flight per thread), which has the
+// lowest fixed cost and wins on the smallest shapes.  STAGES > 0: each thread streams its own
+// slices through a STAGES-deep cp.async ring in shared memory (no barrier: a thread only ever
+// reads back what it copied itself), which keeps far more bytes in flight per SM than registers
+// allow, what larger K needs.
+template <typename T, int TILES, int TOK8, int UNROLL, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int g = lane >> 2;    // row of the 8-row group / token column of the MMA
-  const int tig = lane & 3;   // which 16-element slice of the 64-wide chunk
+  const int tig = lane & 3;   // which 8-element vectors of each 32-element half-chunk
   const int n_base = blockIdx.x * (8 * TILES);
   const int tok_base = blockIdx.y * (8 * TOK8);
 
@@ -177,66 +222,123 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Params p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[t][j][i] = 0.f;
 
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  Slice wgs[UNROLL][TILES], wus[UNROLL][TILES], xs[UNROLL][TOK8];
-
-  auto load_weights = [&](int c0) {
+  if constexpr (STAGES == 0) {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    Slice wgs[UNROLL][TILES], wus[UNROLL][TILES], xs[UNROLL][TOK8];
+    auto load_weights = [&](int c0) {
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int k = (c0 + u) * kChunk + 16 * tig;
-      const bool in_range = c0 + u < c_end;
-      const bool ok_lo = in_range && k < p.K;       // K % 8 == 0: a vector is all in or all out
-      const bool ok_hi = in_range && k + 8 < p.K;
+      for (int u = 0; u < UNROLL; ++u) {
+        const int k = (c0 + u) * kChunk + 8 * tig;
+        const bool in_range = c0 + u < c_end;
+        const bool ok_lo = in_range && k < p.K;       // K % 8 == 0: a vector is all in or all out
+        const bool ok_hi = in_range && k + 32 < p.K;
+#pragma unroll
+        for (int t = 0; t < TILES; ++t) {
+          wgs[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wg_rows[t] + k) : zero;
+          wgs[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wg_rows[t] + k + 32) : zero;
+          wus[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wu_rows[t] + k) : zero;
+          wus[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wu_rows[t] + k + 32) : zero;
+        }
+      }
+    };
+    auto load_tokens = [&](int c0) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int k = (c0 + u) * kChunk + 8 * tig;
+        const bool in_range = c0 + u < c_end;
+        const bool ok_lo = in_range && k < p.K;
+        const bool ok_hi = in_range && k + 32 < p.K;
+#pragma unroll
+        for (int j = 0; j < TOK8; ++j) {
+          xs[u][j].lo = (ok_lo && tok_ok[j]) ? load_x(x_rows[j] + k) : zero;
+          xs[u][j].hi = (ok_hi && tok_ok[j]) ? load_x(x_rows[j] + k + 32) : zero;
+        }
+      }
+    };
+    // The weights do not depend on the previous kernel: request them before waiting for it.
+    int c = c_begin;
+    load_weights(c);
+    pdl_wait();
+    pdl_launch_dependents();
+    load_tokens(c);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) mma_chunk<T, TILES, TOK8>(acc, wgs[u], wus[u], xs[u]);
+    for (c += UNROLL; c < c_end; c += UNROLL) {
+      load_weights(c);
+      load_tokens(c);
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) mma_chunk<T, TILES, TOK8>(acc, wgs[u], wus[u], xs[u]);
+    }
+  } else {
+    // Ring of STAGES slots per warp: [stage][vector][lane] 16-byte vectors, lanes contiguous
+    // (conflict-free).  Vectors 4t..4t+3: gate lo/hi, up lo/hi of tile t; then lo/hi per token block.
+    constexpr int NV = 4 * TILES + 2 * TOK8;
+    extern __shared__ uint4 ring[];
+    uint4* mine = ring + warp * (STAGES * NV * 32) + lane;
+    auto slot = [&](int stage, int v) { return mine + (stage * NV + v) * 32; };
+    auto issue_weights = [&](int c, int stage) {
+      if (c >= c_end) return;
+      const int k = c * kChunk + 8 * tig;
+      const bool ok_lo = k < p.K, ok_hi = k + 32 < p.K;
 #pragma unroll
       for (int t = 0; t < TILES; ++t) {
-        wgs[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wg_rows[t] + k) : zero;
-        wgs[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wg_rows[t] + k + 8) : zero;
-        wus[u][t].lo = (ok_lo && row_ok[t]) ? load_weight(wu_rows[t] + k) : zero;
-        wus[u][t].hi = (ok_hi && row_ok[t]) ? load_weight(wu_rows[t] + k + 8) : zero;
+        cp_async16(slot(stage, 4 * t + 0), ok_lo && row_ok[t] ? wg_rows[t] + k : p.wg, ok_lo && row_ok[t]);
+        cp_async16(slot(stage, 4 * t + 1), ok_hi && row_ok[t] ? wg_rows[t] + k + 32 : p.wg, ok_hi && row_ok[t]);
+        cp_async16(slot(stage, 4 * t + 2), ok_lo && row_ok[t] ? wu_rows[t] + k : p.wu, ok_lo && row_ok[t]);
+        cp_async16(slot(stage, 4 * t + 3), ok_hi && row_ok[t] ? wu_rows[t] + k + 32 : p.wu, ok_hi && row_ok[t]);
       }
-    }
-  };
-  auto load_tokens = [&](int c0) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int k = (c0 + u) * kChunk + 16 * tig;
-      const bool in_range = c0 + u < c_end;
-      const bool ok_lo = in_range && k < p.K;
-      const bool ok_hi = in_range && k + 8 < p.K;
+    };
+    auto issue_tokens = [&](int c, int stage) {
+      if (c >= c_end) return;
+      const int k = c * kChunk + 8 * tig;
+      const bool ok_lo = k < p.K, ok_hi = k + 32 < p.K;
 #pragma unroll
       for (int j = 0; j < TOK8; ++j) {
-        xs[u][j].lo = (ok_lo && tok_ok[j]) ? load_x(x_rows[j] + k) : zero;
-        xs[u][j].hi = (ok_hi && tok_ok[j]) ? load_x(x_rows[j] + k + 8) : zero;
+        cp_async16(slot(stage, 4 * TILES + 2 * j), ok_lo && tok_ok[j] ? x_rows[j] + k : p.x, ok_lo && tok_ok[j]);
+        cp_async16(slot(stage, 4 * TILES + 2 * j + 1), ok_hi && tok_ok[j] ? x_rows[j] + k + 32 : p.x,
+                   ok_hi && tok_ok[j]);
       }
+    };
+    // Prologue: the weights of the first STAGES-1 chunks (one commit group each) go out before
+    // the wait on the previous kernel; their tokens (one group each) after it.  Group order is
+    // W0..W(S-2), X0..X(S-2), then one group per iteration holding W and X of chunk i+S-1, so
+    // waiting until at most S-2 groups are pending at iteration i completes both halves of chunk i.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      issue_weights(c_begin + s, s);
+      cp_async_commit();
     }
-  };
-  auto compute = [&]() {
+    pdl_wait();
+    pdl_launch_dependents();
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
+    for (int s = 0; s < STAGES - 1; ++s) {
+      issue_tokens(c_begin + s, s);
+      cp_async_commit();
+    }
+    for (int i = 0; c_begin + i < c_end; ++i) {
+      cp_async_wait<STAGES - 2>();
+      const int stage = i % STAGES;
+      Slice wgs[TILES], wus[TILES], xs[TOK8];
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
+      for (int t = 0; t < TILES; ++t) {
+        wgs[t].lo = *slot(stage, 4 * t + 0);
+        wgs[t].hi = *slot(stage, 4 * t + 1);
+        wus[t].lo = *slot(stage, 4 * t + 2);
+        wus[t].hi = *slot(stage, 4 * t + 3);
+      }
 #pragma unroll
-        for (int t = 0; t < TILES; ++t)
-#pragma unroll
-          for (int j = 0; j < TOK8; ++j)
-            // A rows g / g+8 = gate / up row of output n; k-pairs 2s and 2s+1 of this lane's slice
-            // stand for MMA k-columns {2 tig, 2 tig + 1} and {2 tig + 8, 2 tig + 9}.
-            Mma<T>::run(acc[t][j], wgs[u][t].pair(2 * s), wus[u][t].pair(2 * s),
-                        wgs[u][t].pair(2 * s + 1), wus[u][t].pair(2 * s + 1),
-                        xs[u][j].pair(2 * s), xs[u][j].pair(2 * s + 1));
-  };
-
-  // The weights do not depend on the previous kernel: request them before waiting for it.
-  int c = c_begin;
-  load_weights(c);
-  pdl_wait();
-  pdl_launch_dependents();
-  load_tokens(c);
-  compute();
-  for (c += UNROLL; c < c_end; c += UNROLL) {
-    load_weights(c);
-    load_tokens(c);
-    compute();
+      for (int j = 0; j < TOK8; ++j) {
+        xs[j].lo = *slot(stage, 4 * TILES + 2 * j);
+        xs[j].hi = *slot(stage, 4 * TILES + 2 * j + 1);
+      }
+      // Refill the slot read one iteration ago (its values are already in registers).
+      const int next = c_begin + i + STAGES - 1, next_stage = (i + STAGES - 1) % STAGES;
+      issue_weights(next, next_stage);
+      issue_tokens(next, next_stage);
+      cp_async_commit();
+      mma_chunk<T, TILES, TOK8>(acc, wgs, wus, xs);
+    }
+    cp_async_wait<0>();
   }
 
   // Add the warps' partial sums: red[warp][t][j][i][lane], lanes contiguous (no bank conflicts).
@@ -280,10 +382,10 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Params p) {
 
 struct Config {
   const char* name;
-  int tiles, tok8, unroll, warps, pdl;
+  int tiles, tok8, unroll, warps, stages, pdl;
 };
 
-#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) {name, tiles, tok8, unroll, warps, pdl},
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, stages, pdl) {name, tiles, tok8, unroll, warps, stages, pdl},
 static const Config kConfigs[] = {
 #include "kernel3_configs.inc"
 };
@@ -291,7 +393,7 @@ static const Config kConfigs[] = {
 
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
-#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) name,
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, stages, pdl) name,
 static const char* const kConfigNames[] = {
 #include "kernel3_configs.inc"
 };
@@ -301,7 +403,7 @@ using KernelFn = void (*)(const Params);
 
 template <typename T>
 static KernelFn kernel_for(int index) {
-#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, pdl) &skinny_kernel<T, tiles, tok8, unroll, warps>,
+#define ISW_K3_CONFIG(name, tiles, tok8, unroll, warps, stages, pdl) &skinny_kernel<T, tiles, tok8, unroll, warps, stages>,
   static const KernelFn fns[] = {
 #include "kernel3_configs.inc"
   };
@@ -363,11 +465,26 @@ static int run(const isw_problem* p) {
   const int toks_per_cta = 8 * cfg->tok8;
   dim3 grid(unsigned((p->N + rows_per_cta - 1) / rows_per_cta), unsigned((p->M + toks_per_cta - 1) / toks_per_cta));
   dim3 block(unsigned(cfg->warps * 32));
+  const size_t smem = size_t(cfg->warps) * cfg->stages * (4 * cfg->tiles + 2 * cfg->tok8) * 32 * 16;
+
+  // The ring is dynamic shared memory, over the 48 KB default: opt in once per kernel and device.
+  if (smem > 48 * 1024) {
+    static std::atomic<uint64_t> opted[2][kNumConfigs] = {};
+    int device = 0;
+    ISW_CUDA_CHECK(cudaGetDevice(&device));
+    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+    std::atomic<uint64_t>& flags = opted[p->dtype == ISW_FP16 ? 1 : 0][index];
+    if (!bit || !(flags.load(std::memory_order_acquire) & bit)) {
+      ISW_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(smem)));
+      flags.fetch_or(bit, std::memory_order_release);
+    }
+  }
 
   cudaLaunchConfig_t launch = {};
   launch.gridDim = grid;
   launch.blockDim = block;
-  launch.dynamicSmemBytes = 0;
+  launch.dynamicSmemBytes = smem;
   launch.stream = static_cast<cudaStream_t>(p->stream);
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -156,15 +156,20 @@ def _sources() -> list[Path]:
 
 
 def _headers() -> list[Path]:
-    found = list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh"))
-    return sorted(found + list(GEN_DIR.glob("*.inc")))
+    return sorted(list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh")))
+
+
+def _generated_for(src: Path) -> list[Path]:
+    """The generated includes a source uses (so a new config rebuilds Kernel-3 only)."""
+    text = src.read_text(errors="replace")
+    return sorted(p for p in GEN_DIR.glob("*.inc") if p.name in text)
 
 
 def _key(src: Path, flags: list[str], nvcc_version: str) -> str:
     h = hashlib.sha256()
     h.update(nvcc_version.encode())
     h.update(" ".join(flags).encode())
-    for f in [src, *_headers()]:
+    for f in [src, *_headers(), *_generated_for(src)]:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
