@@ -298,8 +298,11 @@ Tensor unfused(const Tensor& x2, const Meta& mx, const Tensor& w_gate, const Met
                                 out.data_ptr(), ld_out, M, N, dt, stream));
     return out;
   }
-  Tensor gate = b_gate.has_value() ? call_linear(x2, w_gate, b_gate) : call_mm(x2, view2d(w_gate, K, N, 1, mg.strides[0]));
-  Tensor up = b_up.has_value() ? call_linear(x2, w_up, b_up) : call_mm(x2, view2d(w_up, K, N, 1, mu.strides[0]));
+  // w^T as a view of w with its strides swapped: right for any layout (row-major, transposed,
+  // sliced); cuBLAS picks the transposition from the strides.
+  Tensor gate = b_gate.has_value() ? call_linear(x2, w_gate, b_gate)
+                                   : call_mm(x2, view2d(w_gate, K, N, mg.strides[1], mg.strides[0]));
+  Tensor up = b_up.has_value() ? call_linear(x2, w_up, b_up) : call_mm(x2, view2d(w_up, K, N, mu.strides[1], mu.strides[0]));
   check_silu_mul(isw_silu_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), ld_out, M,
                               N, dt, stream));
   return out;
