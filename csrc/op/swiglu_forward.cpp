@@ -219,12 +219,14 @@ Tensor empty(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device_ty
   return Tensor(out);
 }
 
+// A [rows, cols] view starting where t starts.  _reinterpret_tensor's offset is an increment over
+// t's own storage offset (Inductor's reinterpret_tensor(offset_increment)), hence 0: passing t's
+// offset again read a sliced weight from the wrong rows (seen on the H200 with row-sliced fp32
+// weights: norm-wise error 1.0).
 Tensor view2d(const Tensor& t, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  int64_t offset = 0;
-  ISW_SHIM(aoti_torch_get_storage_offset(t.get(), &offset));
   const int64_t sizes[2] = {rows, cols}, strides[2] = {row_stride, col_stride};
   AtenTensorHandle out = nullptr;
-  ISW_SHIM(aoti_torch__reinterpret_tensor(t.get(), 2, sizes, strides, offset, &out));
+  ISW_SHIM(aoti_torch__reinterpret_tensor(t.get(), 2, sizes, strides, 0, &out));
   return Tensor(out);
 }
 
