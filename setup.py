@@ -1,4 +1,4 @@
-"""Builds the CUTLASS kernels into the wheel when nvcc and the CUTLASS headers are available.
+"""Builds the kernels and the C++ op into the wheel when nvcc, the CUTLASS headers and torch are available.
 
 Everything else is declared in pyproject.toml.  The kernel build lives in
 inductor_swiglu/kernel_build.py (torch-free, loaded here by path).  Without nvcc
@@ -47,6 +47,14 @@ class BuildPyWithKernels(build_py):
                 raise SystemExit(f"[inductor_swiglu build] kernel build failed: {e}")
             print(f"[inductor_swiglu build] WARNING: kernels not built, the op will use its "
                   f"unfused fallback on GPUs: {e}", file=sys.stderr)
+            return
+        try:
+            kb.build_op(out_dir=out)
+        except kb.BuildError as e:
+            if require:
+                raise SystemExit(f"[inductor_swiglu build] C++ op build failed: {e}")
+            print(f"[inductor_swiglu build] WARNING: the C++ op was not built, the op will run its "
+                  f"Python implementation (more host time per call): {e}", file=sys.stderr)
 
 
 setup(cmdclass={"build_py": BuildPyWithKernels})

@@ -9,7 +9,7 @@ Public API:
     swiglu_reference   its fp32 reference
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
-    kernel_status      whether the CUTLASS kernels are built and loadable, and why not
+    kernel_status      whether the kernels and the C++ op are built and loadable, and why not
     PassConfig         what the pass may rewrite
     warmup             run representative shapes until compilation and CUDA-graph recording settle
     diagnostics        ``with inductor_swiglu.diagnostics("dump_dir"):`` records recompiles, guards,
@@ -25,7 +25,7 @@ from .version import __version__
 from .ops.swiglu_op import swiglu
 from .ops.reference import swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
-from .ops.kernel_library import kernel_status
+from .ops.native import kernel_status
 from .compiler.pass_config import PassConfig
 from .compiler.backend import make_backend as backend, register as _register_backend
 from .compiler.decorator import compile

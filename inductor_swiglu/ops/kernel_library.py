@@ -5,7 +5,7 @@ so one build serves every torch version.  It is looked for at
 ``$INDUCTOR_SWIGLU_LIBRARY`` (a path to the .so), else in ``inductor_swiglu/_lib/``
 inside the installed package (``pip install .`` builds it there when ``nvcc`` and
 the CUTLASS headers are available).  Loading it starts no CUDA context (libcuda
-is opened on the first launch).  ``kernel_status()`` tells whether it is usable
+is opened on the first launch).  ``native.kernel_status()`` tells whether it is usable
 and, if not, why, in words a user can act on.
 """
 
@@ -163,17 +163,3 @@ def get_library() -> KernelLibrary | None:
 
 def unavailable_reason() -> str:
     return load()[1]
-
-
-def kernel_status() -> dict[str, object]:
-    """{'available': bool, 'reason': str, 'path': str|None, 'build_info': str, 'configs': {...}}."""
-    lib, reason = load()
-    if lib is None:
-        return {"available": False, "reason": reason, "path": None, "build_info": "", "configs": {}}
-    return {
-        "available": True,
-        "reason": "",
-        "path": lib.path,
-        "build_info": lib.build_info,
-        "configs": {KERNEL_NAMES[k]: lib.configs(k) for k in (KERNEL1, KERNEL2, KERNEL3)},
-    }

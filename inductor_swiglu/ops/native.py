@@ -131,3 +131,20 @@ def reset_counts() -> None:
     handle = _load()[0]
     if handle is not None:
         handle.isw_op_reset_stats()
+
+
+def kernel_status() -> dict[str, object]:
+    """What of the compiled code is usable, and why not, in words a user can act on:
+    {'available': bool, 'reason': str, 'path': str|None, 'build_info': str, 'configs': {kernel: [names]},
+    'native': {'available': bool, 'reason': str, 'path': str|None}} ('native': the C++ op library)."""
+    lib, reason = kl.load()
+    if lib is None:
+        return {"available": False, "reason": reason, "path": None, "build_info": "", "configs": {}, "native": status()}
+    return {
+        "available": True,
+        "reason": "",
+        "path": lib.path,
+        "build_info": lib.build_info,
+        "configs": {kl.KERNEL_NAMES[k]: lib.configs(k) for k in (kl.KERNEL1, kl.KERNEL2, kl.KERNEL3)},
+        "native": status(),
+    }

