@@ -24,7 +24,7 @@ import operator
 
 import torch
 
-from .near_miss import RESHAPES, as_silu, is_call, strip_reshape
+from .fx_utils import RESHAPES, as_silu, is_call, strip_reshape
 
 aten = torch.ops.aten
 

@@ -15,85 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .fx_utils import aten, as_projection, as_silu, is_call, source_location
 from .records import GraphRecord, NearMiss
-
-aten = torch.ops.aten
-prims = torch.ops.prims
-RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
-
-
-@dataclass
-class Projection:
-    node: torch.fx.Node          # the value the activation/product consumes
-    x: torch.fx.Node             # the input before any reshape
-    weight: torch.fx.Node
-    bias: torch.fx.Node | None
-    nodes: list                  # intermediate nodes: reshape(s), mm, permute
-
-
-def is_call(n, *targets) -> bool:
-    """n is a call_function node of one of `targets`."""
-    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
-
-
-def strip_reshape(n):
-    while is_call(n, *RESHAPES):
-        n = n.args[0]
-    return n
-
-
-def as_projection(n) -> Projection | None:
-    """reshape?(mm|addmm(reshape?(x), permute?(w))) -> Projection."""
-    nodes = []
-    core = n
-    if is_call(core, *RESHAPES):
-        nodes.append(core)
-        core = core.args[0]
-    if is_call(core, aten.mm.default):
-        bias, a, b = None, core.args[0], core.args[1]
-    elif is_call(core, aten.addmm.default):
-        bias, a, b = core.args[0], core.args[1], core.args[2]
-    else:
-        return None
-    nodes.append(core)
-    w = b
-    if is_call(b, aten.permute.default, aten.t.default):
-        nodes.append(b)
-        w = b.args[0]
-    return Projection(node=n, x=strip_reshape(a), weight=w, bias=bias, nodes=nodes)
-
-
-def as_silu(n):
-    """Returns (gate_value, activation_nodes) if n computes silu(gate) in any spelling we know."""
-    nodes = [n]
-    core = n
-    if is_call(core, prims.convert_element_type.default):
-        core = core.args[0]
-        nodes.append(core)
-    if is_call(core, aten.silu.default):
-        return core.args[0], nodes
-    if is_call(core, aten.div.Tensor):
-        g, den = core.args
-        if is_call(den, aten.add.Tensor) and is_call(den.args[0], aten.exp.default) and is_call(den.args[0].args[0], aten.neg.default):
-            if den.args[0].args[0].args[0] is g:
-                nodes += [den, den.args[0], den.args[0].args[0]]
-                if is_call(g, prims.convert_element_type.default):
-                    nodes.append(g)
-                    g = g.args[0]
-                return g, nodes
-    if is_call(core, aten.mul.Tensor):
-        a, b = core.args
-        for g, s in ((a, b), (b, a)):
-            if is_call(s, aten.sigmoid.default) and s.args[0] is g:
-                return g, nodes + [s]
-    return None
-
-
-def _loc(node) -> str:
-    from .swiglu_pass import _location
-
-    return _location(node)
-
 
 def _extra_users(node, allowed) -> list:
     return [u for u in node.users if u not in allowed]
@@ -150,4 +73,4 @@ def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
             continue
         reason = classify(node)
         if reason:
-            rec.near_misses.append(NearMiss(_loc(node), reason, node.name))
+            rec.near_misses.append(NearMiss(source_location(node), reason, node.name))

@@ -34,6 +34,7 @@ from ..version import __version__
 from ..ops import dispatch, native
 from ..ops.swiglu_op import SCHEMA, QUALNAME, native_serves
 from . import freezing_canon, near_miss, pattern_registry
+from .fx_utils import source_location
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
 
@@ -142,24 +143,6 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     return ""
 
 
-def _location(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    lines = [ln.strip() for ln in trace.strip().splitlines()]
-    frames = [i for i, ln in enumerate(lines) if ln.startswith("File ")]
-    if not frames:
-        return ""
-    i = frames[-1]
-    head = lines[i]  # File "path", line N, in fn
-    try:
-        path = head.split('"')[1]
-        rest = head.split('", line ')[1]
-        lineno, fn = rest.split(", in ")
-        code = lines[i + 1] if i + 1 < len(lines) else ""
-        return f"{path}:{lineno} in {fn}" + (f": {code}" if code else "")
-    except IndexError:
-        return head
-
-
 def _hopper(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
 
@@ -230,7 +213,7 @@ class SwigluFusionPass(CustomGraphPass):
                 log.exception("inductor_swiglu: error while checking a SwiGLU match")
             if reason and rec is not None:
                 out = match.output_node()
-                rec.near_misses.append(NearMiss(_location(out), reason, out.name))
+                rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
             return not reason
 
         return check
@@ -244,7 +227,7 @@ class SwigluFusionPass(CustomGraphPass):
             n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
             N, K = wg.shape[n_dim], wg.shape[k_dim]
             names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
-            location = _location(out)
+            location = source_location(out)
             match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
             if rec is not None:
                 rec.rewrites.append(

@@ -30,7 +30,7 @@ from ..compiler import monitor
 from ..compiler.records import RECORDS
 from ..ops.impl_stats import op_stats
 from ..version import __version__
-from . import guards as guards_mod
+from .guards import cache_entry_guards
 from .data import RunData
 from .depyf_compat import DepyfRun
 from .torch_events import TorchEventCapture
@@ -159,7 +159,7 @@ class Session:
             if f.code is None or id(f.code) in seen:
                 continue
             seen.add(id(f.code))
-            trees, err = guards_mod.cache_entry_guards(f.code, skip=self._data.guards.keys())
+            trees, err = cache_entry_guards(f.code, skip=self._data.guards.keys())
             self._data.guards.update(trees)
             if err and err not in self._data.guard_errors:
                 self._data.guard_errors.append(err)
@@ -230,13 +230,13 @@ class Session:
         }
 
     def _write(self) -> None:
-        from . import summary as summary_mod
-        from . import writer
+        from .summary import build as build_summary, render_markdown
+        from .writer import write_all, write_summary
 
         d = self._data
-        files = writer.write_all(d)
-        summary = summary_mod.build(d, files)
-        writer.write_summary(d, summary, summary_mod.render_markdown(summary))
+        files = write_all(d)
+        summary = build_summary(d, files)
+        write_summary(d, summary, render_markdown(summary))
         self.summary = summary
 
     def _write_minimal_summary(self) -> None:

@@ -14,7 +14,7 @@ import re
 import torch
 
 from ..compiler.cudagraph_watch import caused_by_our_op
-from . import guards as guards_mod
+from .guards import classify, failed_guard
 from .data import RunData, frame_id
 from .writer import metric_dict, normalize_reason
 
@@ -87,7 +87,7 @@ def _advise_recompiles(d: RunData, out: list) -> None:
     for f in d.frames:
         if f.recompile_index <= 0:
             continue
-        c = guards_mod.classify(f.recompile_reason)
+        c = classify(f.recompile_reason)
         index = re.match(r"index (\d+)", c.detail) or re.match(r"dim (\d+)", c.detail)
         key = (f.function, c.kind, c.subject, index.group(1) if index else "")
         groups.setdefault(key, []).append((f, c))
@@ -299,9 +299,9 @@ def build(d: RunData, files: dict) -> dict:
         "counts": counts,
         "advice": advice(d, counts),
         "recompiles": [
-            {"compile_id": f.compile_id, "function": _fn(f.function), "guard": guards_mod.failed_guard(f.recompile_reason),
+            {"compile_id": f.compile_id, "function": _fn(f.function), "guard": failed_guard(f.recompile_reason),
              "reason": f.recompile_reason,
-             "kind": guards_mod.classify(f.recompile_reason).kind}
+             "kind": classify(f.recompile_reason).kind}
             for f in d.frames if f.recompile_index > 0
         ],
         "rewrites": [

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from ..compiler.records import FrameRecord, GraphRecord
-from . import guards as guards_mod
+from .guards import guard_kinds, specializations
 from .data import RunData
 
 
@@ -123,9 +123,9 @@ def _frame_section(d: RunData, f: FrameRecord, cdir: Path, files: dict) -> list[
     tree = d.guards.get(f.compile_id)
     if tree is not None:
         (cdir / "guards.txt").write_text(tree + "\n")
-        kinds = guards_mod.guard_kinds(tree)
+        kinds = guard_kinds(tree)
         guard_note += ": " + ", ".join(f"{n} {k}" for k, n in list(kinds.items())[:6]) + f" ([guards.txt]({cdir.name}/guards.txt))"
-        specs = guards_mod.specializations(tree)
+        specs = specializations(tree)
     else:
         why = "; ".join(d.guard_errors) or (
             "Dynamo no longer held this compiled graph when the session ended (the module was garbage-collected, "

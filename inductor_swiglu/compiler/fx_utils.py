@@ -1,0 +1,100 @@
+"""Helpers over Inductor's post-grad FX graphs, shared by the pass, the near-miss report and
+the freezing canonicalization (one home, as vLLM's ``fx_utils``): recognizing projections
+and SiLU spellings the way Inductor decomposes them, and where a node came from in user code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
+
+
+@dataclass
+class ProjectionNodes:
+    node: torch.fx.Node          # the value the activation/product consumes
+    x: torch.fx.Node             # the input before any reshape
+    weight: torch.fx.Node
+    bias: torch.fx.Node | None
+    nodes: list                  # intermediate nodes: reshape(s), mm, permute
+
+
+def is_call(n, *targets) -> bool:
+    """n is a call_function node of one of `targets`."""
+    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
+
+
+def strip_reshape(n):
+    while is_call(n, *RESHAPES):
+        n = n.args[0]
+    return n
+
+
+def as_projection(n) -> ProjectionNodes | None:
+    """reshape?(mm|addmm(reshape?(x), permute?(w))) -> ProjectionNodes."""
+    nodes = []
+    core = n
+    if is_call(core, *RESHAPES):
+        nodes.append(core)
+        core = core.args[0]
+    if is_call(core, aten.mm.default):
+        bias, a, b = None, core.args[0], core.args[1]
+    elif is_call(core, aten.addmm.default):
+        bias, a, b = core.args[0], core.args[1], core.args[2]
+    else:
+        return None
+    nodes.append(core)
+    w = b
+    if is_call(b, aten.permute.default, aten.t.default):
+        nodes.append(b)
+        w = b.args[0]
+    return ProjectionNodes(node=n, x=strip_reshape(a), weight=w, bias=bias, nodes=nodes)
+
+
+def as_silu(n):
+    """Returns (gate_value, activation_nodes) if n computes silu(gate) in any spelling we know."""
+    nodes = [n]
+    core = n
+    if is_call(core, prims.convert_element_type.default):
+        core = core.args[0]
+        nodes.append(core)
+    if is_call(core, aten.silu.default):
+        return core.args[0], nodes
+    if is_call(core, aten.div.Tensor):
+        g, den = core.args
+        if is_call(den, aten.add.Tensor) and is_call(den.args[0], aten.exp.default) and is_call(den.args[0].args[0], aten.neg.default):
+            if den.args[0].args[0].args[0] is g:
+                nodes += [den, den.args[0], den.args[0].args[0]]
+                if is_call(g, prims.convert_element_type.default):
+                    nodes.append(g)
+                    g = g.args[0]
+                return g, nodes
+    if is_call(core, aten.mul.Tensor):
+        a, b = core.args
+        for g, s in ((a, b), (b, a)):
+            if is_call(s, aten.sigmoid.default) and s.args[0] is g:
+                return g, nodes + [s]
+    return None
+
+
+def source_location(node: torch.fx.Node) -> str:
+    """'path:line in fn: code' of the user code a node came from, '' if unknown."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [ln.strip() for ln in trace.strip().splitlines()]
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("File ")]
+    if not frames:
+        return ""
+    i = frames[-1]
+    head = lines[i]  # File "path", line N, in fn
+    try:
+        path = head.split('"')[1]
+        rest = head.split('", line ')[1]
+        lineno, fn = rest.split(", in ")
+        code = lines[i + 1] if i + 1 < len(lines) else ""
+        return f"{path}:{lineno} in {fn}" + (f": {code}" if code else "")
+    except IndexError:
+        return head
