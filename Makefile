@@ -14,13 +14,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.inductor_swiglu-installed
 SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) pyproject.toml setup.py
 
-.PHONY: demo test install status clean
+.PHONY: demo test lint install status clean
 
 demo: install
 	$(PY) -m inductor_swiglu demo
 
 test: install
 	$(PY) -m pytest -q tests
+
+lint: install
+	$(VENV)/bin/ruff check .
 
 install: $(STAMP)
 

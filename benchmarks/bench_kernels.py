@@ -37,7 +37,7 @@ from timing import Interleaved, SmClock, host_us_per_call, sets_needed  # noqa: 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, native  # noqa: E402
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
 PEAK_FLOPS = 790e12    # bf16 dense GEMM measured on this H200 (8192^3, random data)
 PEAK_BYTES = 4.3e12    # device-to-device copy measured on this H200 (read + write)

@@ -10,7 +10,7 @@ import torch
 
 from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import kernel_library as kl
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 
 def main() -> int:

@@ -13,7 +13,7 @@ import torch
 
 def one(kernel: int, config: int) -> int:
     from inductor_swiglu.ops import cuda_impl
-    from inductor_swiglu.ops.numerics import error_stats, reference_fp64
+    from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
     bad = 0
     for dtype in (torch.bfloat16, torch.float16):

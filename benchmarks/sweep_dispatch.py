@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 import time
@@ -46,7 +45,7 @@ from inductor_swiglu.kernel_configs import KERNEL3  # noqa: E402
 from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, triton_swiglu  # noqa: E402
 from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
 SWEEP_MS = tuple(rep for _, _, rep in dispatch.M_BUCKETS)
 

@@ -21,16 +21,17 @@ from __future__ import annotations
 import logging as _logging
 import os as _os
 
-from .version import __version__
-from .ops.swiglu_op import swiglu
-from .ops.reference import swiglu_reference
+from . import diagnostics  # a callable package: inductor_swiglu.diagnostics("dump_dir")
+from .compiler.backend import make_backend as backend
+from .compiler.backend import register as _register_backend
+from .compiler.decorator import compile
+from .compiler.pass_config import PassConfig
+from .compiler.stats import counters, reset_counters
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
-from .compiler.pass_config import PassConfig
-from .compiler.backend import make_backend as backend, register as _register_backend
-from .compiler.decorator import compile
-from .compiler.stats import counters, reset_counters
-from . import diagnostics  # a callable package: inductor_swiglu.diagnostics("dump_dir")
+from .ops.reference import swiglu_reference
+from .ops.swiglu_op import swiglu
+from .version import __version__
 from .warmup import WarmupReport, cudagraphs_recorded, dynamo_graphs, warmup
 
 _register_backend()

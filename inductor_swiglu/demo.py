@@ -23,6 +23,7 @@ def _say(msg: str) -> None:
 
 def run(prompt: str = DEFAULT_PROMPT, tokens: int = 24, device: str = "cpu", dtype: str = "float32", mode: str | None = None) -> dict:
     import inductor_swiglu
+
     from .models.greedy import first_divergence, greedy
     from .models.smollm2 import NUM_LAYERS, load_smollm2
 

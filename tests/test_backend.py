@@ -3,9 +3,9 @@
 import pytest
 import torch
 import torch.nn as nn
+from mlp_models import GatedMLP
 
 import inductor_swiglu
-from mlp_models import GatedMLP
 
 
 def test_backend_is_registered_by_name():

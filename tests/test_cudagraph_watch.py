@@ -4,10 +4,10 @@ On CPU nothing asks for CUDA graphs, so skips are reported here the way Inductor
 them (log_cudagraph_skip_and_bump_counter), after our backend compiled something."""
 
 import torch
+from mlp_models import GatedMLP
 from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
 
 import inductor_swiglu
-from mlp_models import GatedMLP
 
 
 def _compile_once():

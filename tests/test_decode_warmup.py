@@ -7,10 +7,9 @@ import itertools
 
 import pytest
 import torch
-
-import inductor_swiglu
 from mlp_models import GatedMLP
 
+import inductor_swiglu
 
 # ------------------------------------------------------------------- warmup --
 

@@ -18,11 +18,11 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.diagnostics import cli, guards
 from inductor_swiglu.diagnostics.session import MARKER
-from mlp_models import GatedMLP
 
 HAS_DEPYF = importlib.util.find_spec("depyf") is not None
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_api_dump_files_and_counts(tmp_path):
     rw = patterns["rewrites"][0]
     assert rw["location"].startswith(str(REPO / "tests" / "mlp_models.py"))
     assert (rw["x_shape"], rw["n"], rw["k"], rw["dtype"]) == ([4, 32], 48, 32, "float32")
-    assert rw["dispatch"].startswith("reference_fp32_cpu")
+    assert rw["dispatch"].startswith("reference_cpu")
     nm = patterns["near_misses"][0]
     assert "different inputs" in nm["reason"] and "test_diagnostics.py" in nm["location"]
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler import swiglu_pass
 from inductor_swiglu.kernel_configs import KERNEL3
 from inductor_swiglu.ops import dispatch, native
 from inductor_swiglu.ops import kernel_library as kl
-from mlp_models import GatedMLP
 
 REPO = Path(__file__).resolve().parent.parent
 built = pytest.mark.skipif(not native.enabled(), reason=f"C++ op library not available: {native.status()['reason']}")

@@ -2,7 +2,7 @@
 
 import torch
 
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 
 def test_one_percent_error_on_a_normal_value_counts():

@@ -6,12 +6,12 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from mlp_models import GatedMLP, tolerance
 
 import inductor_swiglu
 from inductor_swiglu.compiler.pass_config import PassConfig
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.compiler.swiglu_pass import SwigluFusionPass, compose
-from mlp_models import GatedMLP, tolerance
 
 
 def compile_and_run(model, *inputs, **compile_kwargs):
@@ -56,7 +56,7 @@ def _check_variant(act, up_first, proj, rank, dtype):
     assert rewrites() == 1, f"expected one rewrite; near misses: {near_miss_reasons()}"
     c = inductor_swiglu.counters()
     assert c["swiglu_ops_in_output_code"] == 1  # the op is really in Inductor's generated code
-    assert c["op"]["calls"].get("reference_fp32_cpu", 0) >= 1
+    assert c["op"]["calls"].get("reference_cpu", 0) >= 1
     atol, rtol = tolerance(dtype)
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     rw = RECORDS.graphs[0].rewrites[0]

@@ -8,9 +8,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mlp_models import GatedMLP
 
 import inductor_swiglu
-from mlp_models import GatedMLP
 
 op = torch.ops.inductor_swiglu.swiglu
 

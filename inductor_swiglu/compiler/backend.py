@@ -148,9 +148,7 @@ def register() -> None:
     """
     from importlib.metadata import entry_points
 
-    from torch._dynamo.backends import registry
-
     if any(ep.name == BACKEND_NAME for ep in entry_points(group="torch_dynamo_backends")):
         return
-    if BACKEND_NAME not in registry._COMPILER_FNS:
-        registry.register_backend(inductor_swiglu, name=BACKEND_NAME)
+    if BACKEND_NAME not in torch._dynamo.list_backends(exclude_tags=()):
+        torch._dynamo.register_backend(inductor_swiglu, name=BACKEND_NAME)

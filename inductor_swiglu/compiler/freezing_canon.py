@@ -99,11 +99,10 @@ def _private_reshape(n: torch.fx.Node, graph: torch.fx.Graph) -> torch.fx.Node:
     return n
 
 
-def canonicalize(graph: torch.fx.Graph) -> int:
-    """Rewrite frozen SwiGLU projections into the permute + mm form; returns how many."""
-    consts = None
+def _split_concatenated(graph: torch.fx.Graph, consts: _Constants | None) -> tuple[int, _Constants | None]:
+    """(2) concatenated gate/up: split_with_sizes(mm(a, cat[K, 2N]), [N, N], 1), or split(mm, N, 1),
+    into two mm's on K-major halves.  Returns (how many, the constants helper if one was made)."""
     changed = 0
-    # (2) concatenated gate/up: split_with_sizes(mm(a, cat[K, 2N]), [N, N], 1), or split(mm, N, 1)
     splits = [*graph.find_nodes(op="call_function", target=aten.split_with_sizes.default),
               *graph.find_nodes(op="call_function", target=aten.split.Tensor)]
     for split in splits:
@@ -124,7 +123,7 @@ def canonicalize(graph: torch.fx.Graph) -> int:
             continue
         consts = consts or _Constants(graph)
         if consts.fake_mode is None:
-            return changed
+            return changed, consts
         a, wcat = mm.args
         start = 0
         for i in (0, 1):
@@ -141,7 +140,13 @@ def canonicalize(graph: torch.fx.Graph) -> int:
         graph.erase_node(split)
         graph.erase_node(mm)
         changed += 1
-    # (1) folded permute: mul(silu(mm(a, Wg_kn)), mm(a, Wu_kn)), possibly through reshapes
+    return changed, consts
+
+
+def _unfold_permutes(graph: torch.fx.Graph, consts: _Constants | None) -> int:
+    """(1) folded permute: mul(silu(mm(a, Wg_kn)), mm(a, Wu_kn)), possibly through reshapes, onto
+    K-major constants.  Returns how many."""
+    changed = 0
     for mul in list(graph.find_nodes(op="call_function", target=aten.mul.Tensor)):
         if len(mul.args) != 2:
             continue
@@ -163,8 +168,14 @@ def canonicalize(graph: torch.fx.Graph) -> int:
                 mms[1].replace_input_with(a, _private_reshape(a, graph))
             changed += 1
             break
+    return changed
+
+
+def canonicalize(graph: torch.fx.Graph) -> int:
+    """Rewrite frozen SwiGLU projections into the permute + mm form; returns how many."""
+    split, consts = _split_concatenated(graph, None)
+    changed = split + _unfold_permutes(graph, consts)
     if changed:
         graph.eliminate_dead_code()
         graph.lint()
     return changed
-

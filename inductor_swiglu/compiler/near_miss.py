@@ -11,12 +11,11 @@ one side has a bias, a form our patterns do not cover.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from .fx_utils import aten, as_projection, as_silu, is_call, source_location
+from .fx_utils import as_projection, as_silu, aten, is_call, source_location
 from .records import GraphRecord, NearMiss
+
 
 def _extra_users(node, allowed) -> list:
     return [u for u in node.users if u not in allowed]

@@ -38,7 +38,6 @@ def trace_post_grad_form(fn, args, **kwargs) -> torch.fx.GraphModule:
 class RegisteredPattern:
     spec: swiglu_patterns.SwigluPattern
     expr: PatternExpr
-    aliases: tuple[str, ...]      # other variant names that traced to the same pattern
 
 
 @functools.cache
@@ -47,17 +46,12 @@ def build_patterns(variant_key: tuple) -> tuple[RegisteredPattern, ...]:
     activations, projections, ranks = variant_key
     specs = swiglu_patterns.all_patterns(activations=activations, projections=projections, ranks=ranks)
     t0 = time.perf_counter()
-    by_text: dict[str, list] = {}
-    order: list[str] = []
+    # Variants that trace to the same post-grad form (e.g. fp16 and bf16) are registered once.
+    by_text: dict[str, RegisteredPattern] = {}
     with torch._guards.tracing(None), unset_fake_temporarily(), FakeTensorMode():
         for spec in specs:
             expr = gen_pattern(spec.search, spec.example_inputs(), trace_post_grad_form)
-            text = PatternPrettyPrinter.run(expr)
-            if text not in by_text:
-                by_text[text] = [spec, expr, []]
-                order.append(text)
-            else:
-                by_text[text][2].append(spec.name)
-    out = tuple(RegisteredPattern(by_text[t][0], by_text[t][1], tuple(by_text[t][2])) for t in order)
+            by_text.setdefault(PatternPrettyPrinter.run(expr), RegisteredPattern(spec, expr))
+    out = tuple(by_text.values())
     log.debug("traced %d SwiGLU variants into %d distinct patterns in %.2f s", len(specs), len(out), time.perf_counter() - t0)
     return out

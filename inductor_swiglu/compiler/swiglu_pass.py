@@ -26,13 +26,14 @@ import threading
 from pathlib import Path
 
 import torch
-from torch._inductor.custom_graph_pass import CustomGraphPass
+from torch._dynamo.utils import counters
+from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from ..version import __version__
 from ..ops import dispatch, native
-from ..ops.swiglu_op import SCHEMA, QUALNAME, native_serves
+from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
+from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
 from .fx_utils import source_location
 from .pass_config import PassConfig
@@ -43,15 +44,14 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-# Every source that changes what the pass does: hashed into uuid().
-_UUID_SOURCES = (
-    _PACKAGE / "compiler" / "swiglu_pass.py",
-    _PACKAGE / "compiler" / "pattern_registry.py",
-    _PACKAGE / "compiler" / "near_miss.py",
-    _PACKAGE / "compiler" / "freezing_canon.py",
-    _PACKAGE / "compiler" / "pass_config.py",
-    Path(pattern_registry.swiglu_patterns.__file__),
-)
+
+
+def uuid_sources() -> tuple[str, ...]:
+    """Every file whose content can change what the pass does: all of compiler/ and patterns/,
+    and the op's schema module.  Hashed by content into uuid(), so there is no list to keep."""
+    dirs = (Path(__file__).resolve().parent, Path(pattern_registry.swiglu_patterns.__file__).resolve().parent)
+    files = sorted(str(p) for d in dirs for p in d.glob("*.py"))
+    return (*files, str(_PACKAGE / "ops" / "swiglu_op.py"))
 
 
 def current_compile_id() -> str:
@@ -149,9 +149,9 @@ def _hopper(device: torch.device) -> bool:
 
 def _dispatch_for(x, N, K, biased: bool) -> str:
     if x.device.type == "cpu":
-        return "reference_fp32_cpu (CPU graph)"
+        return "reference_cpu (CPU graph)"
     if not _hopper(x.device):
-        return "triton_fused (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
+        return "triton (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
     if biased or x.dtype == torch.float32:
         return "unfused: " + ("biases are not fused by the kernels" if biased else "fp32 (the fused kernels take bf16/fp16)")
     numel_leading = 1
@@ -229,6 +229,9 @@ class SwigluFusionPass(CustomGraphPass):
             names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
             location = source_location(out)
             match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
+            # torch's own counters too, as Inductor's pattern files do: tlparse and
+            # torch._dynamo.utils.counters see the rewrites
+            counters["inductor"]["swiglu_fusion"] += 1
             if rec is not None:
                 rec.rewrites.append(
                     Rewrite(
@@ -253,6 +256,9 @@ class SwigluFusionPass(CustomGraphPass):
         capture = RECORDS.capture_text > 0
         if capture:
             rec.graph_before = _graph_text(graph)
+        # torch's structured trace (tlparse) gets the graphs before and after the pass as well
+        torch._logging.trace_structured("artifact", metadata_fn=lambda: {
+            "name": "inductor_swiglu_graph_before", "encoding": "string"}, payload_fn=lambda: _graph_text(graph))
         backup = _snapshot(graph)
         self._local.record = rec
         try:
@@ -279,6 +285,8 @@ class SwigluFusionPass(CustomGraphPass):
             self._local.record = None
         if capture:
             rec.graph_after = _graph_text(graph)
+        torch._logging.trace_structured("artifact", metadata_fn=lambda: {
+            "name": "inductor_swiglu_graph_after", "encoding": "string"}, payload_fn=lambda: _graph_text(graph))
         if rec.rewrites or rec.near_misses:
             log.info(
                 "compile %s: %d SwiGLU rewrite(s), %d near miss(es)%s",
@@ -287,14 +295,10 @@ class SwigluFusionPass(CustomGraphPass):
             )
 
     def uuid(self) -> str:
-        h = hashlib.sha256()
-        for path in _UUID_SOURCES:
-            h.update(path.read_bytes())
-        h.update(__version__.encode())
-        h.update(QUALNAME.encode() + SCHEMA.encode())
-        h.update(self.config.to_json().encode())
-        h.update(b"native" if native.enabled() else b"python")  # decides swiglu vs swiglu_forward
-        return h.hexdigest()
+        extra = "|".join((__version__, QUALNAME, SCHEMA, self.config.to_json(),
+                          # decides whether rewrites call swiglu or swiglu_forward
+                          "native" if native.enabled() else "python"))
+        return get_hash_for_files(uuid_sources(), extra).hex()
 
 
 def _graph_text(graph: torch.fx.Graph) -> str:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import torch
-
 _GUARD_LINE = re.compile(r"\+- ([A-Z_]+): (.*)$")
 
 
@@ -155,7 +153,3 @@ def classify(reason: str) -> Cause:
     if value and not value.group(1).startswith(("hasattr(", "___")):
         return Cause("value", value.group(1).strip(), value.group(2).strip())
     return Cause("other", "", text)
-
-
-def torch_has_cache_entry_api() -> bool:
-    return hasattr(torch._dynamo.eval_frame, "_debug_get_cache_entry_list")

@@ -30,9 +30,9 @@ from ..compiler import monitor
 from ..compiler.records import RECORDS
 from ..ops.impl_stats import op_stats
 from ..version import __version__
-from .guards import cache_entry_guards
 from .data import RunData
 from .depyf_compat import DepyfRun
+from .guards import cache_entry_guards
 from .torch_events import TorchEventCapture
 
 log = logging.getLogger("inductor_swiglu.diagnostics")
@@ -230,7 +230,8 @@ class Session:
         }
 
     def _write(self) -> None:
-        from .summary import build as build_summary, render_markdown
+        from .summary import build as build_summary
+        from .summary import render_markdown
         from .writer import write_all, write_summary
 
         d = self._data

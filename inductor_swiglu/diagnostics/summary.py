@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import collections
 import re
+from dataclasses import dataclass
 
 import torch
 
 from ..compiler.cudagraph_watch import caused_by_our_op
-from .guards import classify, failed_guard
 from .data import RunData, frame_id
+from .guards import classify, failed_guard
 from .writer import metric_dict, normalize_reason
 
 ACTION, WARNING, INFO = "action", "warning", "info"
@@ -82,7 +83,118 @@ def _other_backend_frames(d: RunData, ours: set) -> list:
 
 
 # -- advice ------------------------------------------------------------------- #
+@dataclass
+class _Recompiles:
+    """One group of recompiles: the same function, guard kind, subject and index."""
+
+    kind: str
+    subject: str
+    idx: str
+    fn: str                    # the function, in backquotes
+    n: int
+    details: list[str]
+    auto_dynamic: bool
+
+    @property
+    def times(self) -> str:
+        return f"{self.n} time{'s' if self.n > 1 else ''}"
+
+
+def _advise_size(g: _Recompiles) -> tuple:
+    sizes = [m.group(1) for det in g.details for m in [re.search(r"actual (\S+)", det)] if m]
+    seen = ", ".join(dict.fromkeys(sizes)) if sizes else "?"
+    text = (f"dim {g.idx} of `{g.subject}` changed size and recompiled {g.fn} {g.times} (new sizes: {seen}): mark it "
+            f"dynamic before the first call, `torch._dynamo.mark_dynamic({g.subject}, {g.idx})`, or compile with "
+            "`dynamic=True`.")
+    if "1" in sizes or "0" in sizes:
+        text += (" Sizes 0 and 1 (e.g. a one-token decode step) still get a graph of their own "
+                 "(0/1 specialization).")
+    if g.n == 1 and g.auto_dynamic:
+        text += " Dynamo made it dynamic itself after this recompile; marking it up front saves the recompile."
+    elif not g.auto_dynamic:
+        text += " (torch._dynamo.config.automatic_dynamic_shapes is off, so every new size recompiles.)"
+    return (ACTION if g.n > 1 else WARNING, g.n, text)
+
+
+def _advise_value(g: _Recompiles) -> tuple:
+    values = ", ".join(dict.fromkeys(g.details))
+    if all(v in ("True", "False") for v in g.details):
+        text = (f"`{g.subject}` is a Python bool that selects code in {g.fn}: each value compiles its own graph "
+                f"({g.times}, it was {values}). Fine for a few values; otherwise compute the branch with "
+                "tensors (torch.where) or move it outside the compiled function.")
+    else:
+        text = (f"`{g.subject}` is a Python number baked into the graph of {g.fn} (guard `{g.subject} == {values}` "
+                f"failed {g.times}): pass it as a tensor (e.g. `torch.tensor({g.subject})`), or make it a constant "
+                "that does not change between calls.")
+    return (ACTION if g.n > 1 else WARNING, g.n, text)
+
+
+def _advise_dynamic_size(g: _Recompiles) -> tuple:
+    expr = g.details[0].split(": ", 1)[-1]
+    if re.search(r"\b2 <=|>= 2\b|!= 1|Ne\(", expr):
+        text = (f"dim {g.idx} of `{g.subject}` became 0 or 1 while {g.fn}'s graph was dynamic in it (`{expr}`, "
+                f"{g.times}): Dynamo compiles sizes 0 and 1 separately (0/1 specialization). One extra graph is "
+                f"expected (e.g. decoding one token); to avoid it use "
+                f"`torch._dynamo.decorators.mark_unbacked({g.subject}, {g.idx})`.")
+    else:
+        text = (f"a size assumption about dim {g.idx} of `{g.subject}` in {g.fn} stopped holding (`{expr}`, {g.times}): "
+                f"declare the real range with `torch._dynamo.mark_dynamic({g.subject}, {g.idx}, min=..., max=...)`.")
+    return (WARNING, g.n, text)
+
+
+_PROPERTY_HINTS = {
+    "dtype": "each dtype compiles its own graph; cast the input to one dtype before the call",
+    "rank": "each rank compiles its own graph; reshape to one rank (e.g. always [batch, seq, hidden])",
+    "stride": "a non-contiguous or differently laid-out input compiles its own graph; call `.contiguous()` "
+              "before the call, or mark the dim dynamic",
+    "requires_grad": "run inference under `torch.no_grad()`/`torch.inference_mode()` on every call, or "
+                     "never: mixing them compiles twice",
+    "dispatch": "the input's device or autograd/autocast state changed; call the model the same way each time",
+}
+
+
+def _advise_property(g: _Recompiles) -> tuple:
+    return (WARNING, g.n, f"`{g.subject}` changed {g.kind} in {g.fn} ({g.details[0]}; {g.times}): {_PROPERTY_HINTS[g.kind]}.")
+
+
+def _advise_length(g: _Recompiles) -> tuple:
+    return (WARNING, g.n, f"`{g.subject}` changed length in {g.fn} ({g.times}): lists and tuples are unrolled, so "
+                          "each length is a new graph; pass a stacked tensor instead.")
+
+
+def _advise_global_state(g: _Recompiles) -> tuple:
+    return (WARNING, g.n, f"global torch state changed between calls of {g.fn} ({g.times}): grad mode, autocast, "
+                          "default dtype, deterministic mode or thread count; call it under the same "
+                          "`torch.no_grad()`/autocast context every time.")
+
+
+def _advise_object(g: _Recompiles) -> tuple:
+    what = "was replaced by another object" if g.kind == "identity" else "changed type"
+    return (WARNING, g.n, f"`{g.subject}` {what} between calls of {g.fn} ({g.times}): compiled code guards on the "
+                          "objects it reads (modules, functions, globals); keep them fixed, or pass the "
+                          "varying value as a tensor argument.")
+
+
+def _advise_other(g: _Recompiles) -> tuple:
+    return (WARNING, g.n, f"{g.fn} recompiled {g.times} because the guard `{g.details[0]}` failed; "
+                          "see frames/ for the full guard text.")
+
+
+# What to tell the user, per kind of failed guard (guards.classify); anything else: _advise_other.
+_ADVISERS = {
+    "size": _advise_size,
+    "value": _advise_value,
+    "dynamic_size": _advise_dynamic_size,
+    **{kind: _advise_property for kind in _PROPERTY_HINTS},
+    "length": _advise_length,
+    "global_state": _advise_global_state,
+    "identity": _advise_object,
+    "type": _advise_object,
+}
+
+
 def _advise_recompiles(d: RunData, out: list) -> None:
+    """One piece of advice per group of recompiles, the largest groups first."""
     groups: dict[tuple, list] = collections.OrderedDict()
     for f in d.frames:
         if f.recompile_index <= 0:
@@ -90,77 +202,11 @@ def _advise_recompiles(d: RunData, out: list) -> None:
         c = classify(f.recompile_reason)
         index = re.match(r"index (\d+)", c.detail) or re.match(r"dim (\d+)", c.detail)
         key = (f.function, c.kind, c.subject, index.group(1) if index else "")
-        groups.setdefault(key, []).append((f, c))
+        groups.setdefault(key, []).append(c)
     auto = bool(getattr(torch._dynamo.config, "automatic_dynamic_shapes", True))
-    ranked = sorted(groups.items(), key=lambda kv: -len(kv[1]))
-    for (function, kind, subject, idx), items in ranked:
-        n = len(items)
-        fn = _fn(function)
-        times = f"{n} time{'s' if n > 1 else ''}"
-        details = [c.detail for _, c in items]
-        if kind == "size":
-            sizes = [m.group(1) for det in details for m in [re.search(r"actual (\S+)", det)] if m]
-            seen = ", ".join(dict.fromkeys(sizes)) if sizes else "?"
-            text = (f"dim {idx} of `{subject}` changed size and recompiled {fn} {times} (new sizes: {seen}): mark it "
-                    f"dynamic before the first call, `torch._dynamo.mark_dynamic({subject}, {idx})`, or compile with "
-                    "`dynamic=True`.")
-            if "1" in sizes or "0" in sizes:
-                text += (" Sizes 0 and 1 (e.g. a one-token decode step) still get a graph of their own "
-                         "(0/1 specialization).")
-            if n == 1 and auto:
-                text += " Dynamo made it dynamic itself after this recompile; marking it up front saves the recompile."
-            elif not auto:
-                text += " (torch._dynamo.config.automatic_dynamic_shapes is off, so every new size recompiles.)"
-            out.append((ACTION if n > 1 else WARNING, n, text))
-        elif kind == "value":
-            values = ", ".join(dict.fromkeys(c.detail for _, c in items))
-            if all(v in ("True", "False") for _, c in items for v in [c.detail]):
-                text = (f"`{subject}` is a Python bool that selects code in {fn}: each value compiles its own graph "
-                        f"({times}, it was {values}). Fine for a few values; otherwise compute the branch with "
-                        "tensors (torch.where) or move it outside the compiled function.")
-            else:
-                text = (f"`{subject}` is a Python number baked into the graph of {fn} (guard `{subject} == {values}` "
-                        f"failed {times}): pass it as a tensor (e.g. `torch.tensor({subject})`), or make it a constant "
-                        "that does not change between calls.")
-            out.append((ACTION if n > 1 else WARNING, n, text))
-        elif kind == "dynamic_size":
-            expr = details[0].split(": ", 1)[-1]
-            if re.search(r"\b2 <=|>= 2\b|!= 1|Ne\(", expr):
-                text = (f"dim {idx} of `{subject}` became 0 or 1 while {fn}'s graph was dynamic in it (`{expr}`, "
-                        f"{times}): Dynamo compiles sizes 0 and 1 separately (0/1 specialization). One extra graph is "
-                        f"expected (e.g. decoding one token); to avoid it use "
-                        f"`torch._dynamo.decorators.mark_unbacked({subject}, {idx})`.")
-            else:
-                text = (f"a size assumption about dim {idx} of `{subject}` in {fn} stopped holding (`{expr}`, {times}): "
-                        f"declare the real range with `torch._dynamo.mark_dynamic({subject}, {idx}, min=..., max=...)`.")
-            out.append((WARNING, n, text))
-        elif kind in ("dtype", "rank", "stride", "requires_grad", "dispatch"):
-            hint = {
-                "dtype": "each dtype compiles its own graph; cast the input to one dtype before the call",
-                "rank": "each rank compiles its own graph; reshape to one rank (e.g. always [batch, seq, hidden])",
-                "stride": "a non-contiguous or differently laid-out input compiles its own graph; call `.contiguous()` "
-                          "before the call, or mark the dim dynamic",
-                "requires_grad": "run inference under `torch.no_grad()`/`torch.inference_mode()` on every call, or "
-                                 "never: mixing them compiles twice",
-                "dispatch": "the input's device or autograd/autocast state changed; call the model the same way each time",
-            }[kind]
-            example = details[0]
-            out.append((WARNING, n, f"`{subject}` changed {kind} in {fn} ({example}; {times}): {hint}."))
-        elif kind == "length":
-            out.append((WARNING, n, f"`{subject}` changed length in {fn} ({times}): lists and tuples are unrolled, so "
-                                    "each length is a new graph; pass a stacked tensor instead."))
-        elif kind == "global_state":
-            out.append((WARNING, n, f"global torch state changed between calls of {fn} ({times}): grad mode, autocast, "
-                                    "default dtype, deterministic mode or thread count; call it under the same "
-                                    "`torch.no_grad()`/autocast context every time."))
-        elif kind in ("identity", "type"):
-            what = "was replaced by another object" if kind == "identity" else "changed type"
-            out.append((WARNING, n, f"`{subject}` {what} between calls of {fn} ({times}): compiled code guards on the "
-                                    "objects it reads (modules, functions, globals); keep them fixed, or pass the "
-                                    "varying value as a tensor argument."))
-        else:
-            out.append((WARNING, n, f"{fn} recompiled {times} because the guard `{details[0]}` failed; "
-                                    "see frames/ for the full guard text."))
+    for (function, kind, subject, idx), causes in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        g = _Recompiles(kind, subject, idx, _fn(function), len(causes), [c.detail for c in causes], auto)
+        out.append(_ADVISERS.get(kind, _advise_other)(g))
 
 
 def _advise_patterns(d: RunData, out: list) -> None:
@@ -207,9 +253,9 @@ def _advise_patterns(d: RunData, out: list) -> None:
         out.append((INFO, 0, f"no SwiGLU MLP was found in the {len(d.graphs)} compiled graph(s): the MLP may run "
                              "outside the compiled function, or be written in a form the pass does not know "
                              "(see frames/*/graph_*.before_pass.py)."))
-    fallback = d.op_calls.get("fallback_unfused_cuda", 0)
+    fallback = d.op_calls.get("unfused", 0)
     if fallback:
-        reasons = "; ".join(d.op_reasons.get("fallback_unfused_cuda", {})) or "no reason recorded"
+        reasons = "; ".join(d.op_reasons.get("unfused", {})) or "no reason recorded"
         out.append((ACTION, fallback, f"the fused op ran its unfused CUDA fallback {fallback} time(s) ({reasons}): "
                                       "check `python -m inductor_swiglu status`."))
 

@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 
 from ..compiler.records import FrameRecord, GraphRecord
-from .guards import guard_kinds, specializations
 from .data import RunData
+from .guards import classify, guard_kinds, specializations
 
 
 def _safe(name: str) -> str:
@@ -112,7 +112,7 @@ def _write_frames(d: RunData, files: dict) -> None:
 def _frame_section(d: RunData, f: FrameRecord, cdir: Path, files: dict) -> list[str]:
     out = [f"## compile {f.compile_id}" + (f" (recompile #{f.recompile_index})" if f.recompile_index else " (first compile)"), ""]
     if f.recompile_index:
-        cause = guards_mod.classify(f.recompile_reason)
+        cause = classify(f.recompile_reason)
         out.append(f"- recompiled because: `{_one_line(f.recompile_reason)}` ({cause.kind})")
         if len(f.guard_failures) > 1:
             out.append("- every cached graph Dynamo tried, and the guard that failed on it:")

@@ -40,7 +40,7 @@ _IMPL = {kl.KERNEL1: impl_stats.KERNEL1, kl.KERNEL2: impl_stats.KERNEL2, kl.KERN
 
 
 @functools.cache
-def _capability(index: int) -> tuple[int, int]:
+def capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
 
@@ -73,7 +73,7 @@ def _k_major(w: torch.Tensor) -> bool:
 
 
 def is_hopper(device: torch.device) -> bool:
-    return _capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+    return capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
 
 
 def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
@@ -83,7 +83,7 @@ def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
     if b_gate is not None or b_up is not None:
         return "biases are not fused by the kernels"
     if not is_hopper(x.device):
-        major, minor = _capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
+        major, minor = capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
         return f"GPU compute capability {major}.{minor} is not Hopper (9.0)"
     lib = kl.get_library()
     if lib is None:

@@ -24,16 +24,16 @@ from . import native
 
 log = logging.getLogger("inductor_swiglu.op")
 
-# Implementation names, stable: tests, diagnostics and benchmarks key on them.
-KERNEL1 = "cutlass_kernel1_pingpong"
-KERNEL2 = "cutlass_kernel2_pairmul"
-KERNEL3 = "kernel3_skinny"
-TRITON = "triton_fused"
-REFERENCE_CPU = "reference_fp32_cpu"
-FALLBACK_CUDA = "fallback_unfused_cuda"
+# Implementation names, stable: tests, diagnostics and benchmarks key on them.  The kernels and
+# the unfused path carry the names of kernel_library.KERNEL_NAMES, which the dispatch table and the
+# C++ counters (native.OUTCOMES) use too: one name per thing.
+KERNEL1 = kl.KERNEL_NAMES[kl.KERNEL1]
+KERNEL2 = kl.KERNEL_NAMES[kl.KERNEL2]
+KERNEL3 = kl.KERNEL_NAMES[kl.KERNEL3]
+FALLBACK_CUDA = kl.KERNEL_NAMES[kl.UNFUSED]
+TRITON = "triton"
+REFERENCE_CPU = "reference_cpu"
 FUSED = frozenset({KERNEL1, KERNEL2, KERNEL3, TRITON})
-# native.OUTCOMES names its implementations by kernel; these are the same things.
-_NATIVE_IMPL = {"kernel1": KERNEL1, "kernel2": KERNEL2, "kernel3": KERNEL3, "unfused": FALLBACK_CUDA}
 
 _lock = threading.Lock()
 _calls: collections.Counter[str] = collections.Counter()
@@ -73,7 +73,7 @@ def op_stats() -> dict[str, object]:
     outcomes, per_config = native.counts()
     for (kernel, reason), n in zip(native.OUTCOMES, outcomes):
         if n:
-            impl = _NATIVE_IMPL[kernel]
+            impl = kernel
             calls[impl] += n
             reasons.setdefault(impl, collections.Counter())[reason] += n
             _log_first(impl, reason, "C++ implementation")
@@ -83,7 +83,7 @@ def op_stats() -> dict[str, object]:
             names = lib.configs(kid)
             for i, n in enumerate(counts):
                 if n and i < len(names):
-                    configs.setdefault(_NATIVE_IMPL[kl.KERNEL_NAMES[kid]], collections.Counter())[names[i]] += n
+                    configs.setdefault(kl.KERNEL_NAMES[kid], collections.Counter())[names[i]] += n
     fused = sum(n for k, n in calls.items() if k in FUSED)
     return {
         "calls": dict(calls),

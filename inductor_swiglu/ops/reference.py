@@ -30,14 +30,3 @@ def swiglu_reference(
     gate = F.linear(xc, w_gate.to(cdt), None if b_gate is None else b_gate.to(cdt))
     up = F.linear(xc, w_up.to(cdt), None if b_up is None else b_up.to(cdt))
     return (F.silu(gate) * up).to(x.dtype).contiguous()
-
-
-def swiglu_eager(
-    x: torch.Tensor,
-    w_gate: torch.Tensor,
-    w_up: torch.Tensor,
-    b_gate: torch.Tensor | None = None,
-    b_up: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """What an unmodified model computes (each op rounded to x.dtype): the eager oracle."""
-    return F.silu(F.linear(x, w_gate, b_gate)) * F.linear(x, w_up, b_up)

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from mlp_models import GatedMLP
 
 import inductor_swiglu
-from mlp_models import GatedMLP
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
 

@@ -13,16 +13,14 @@ import torch
 import torch.nn.functional as F
 
 import inductor_swiglu
+from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, dispatch, impl_stats
 from inductor_swiglu.ops import kernel_library as kl
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
 
-QWEN25 = {  # model: (hidden K, intermediate N)
-    "q0.5B": (896, 4864), "q1.5B": (1536, 8960), "q3B": (2048, 11008), "q7B": (3584, 18944),
-    "q14B": (5120, 13824), "q32B": (5120, 27648), "q72B": (8192, 29568),
-}
+QWEN25 = QWEN25_MLP  # model: (hidden K, intermediate N)
 MS = [1, 16, 128, 512, 2048, 8192, 3, 77, 1000]
 _REPORT: list = []
 
@@ -223,7 +221,7 @@ def test_python_entry_point_fast_path_and_autograd():
 def test_non_hopper_gpu_takes_the_triton_or_unfused_path(monkeypatch):
     # An A100/L40/B200 reports another compute capability: the Python path must not launch
     # sm_90a code; it runs the fused Triton kernel, and with biases the unfused path.
-    monkeypatch.setattr(cuda_impl, "_capability", lambda index: (8, 0))
+    monkeypatch.setattr(cuda_impl, "capability", lambda index: (8, 0))
     x, wg, wu = _inputs(7, 896, 4864, torch.bfloat16, seed=8)
     inductor_swiglu.reset_op_stats()
     out = cuda_impl.swiglu_cuda(x, wg, wu)

@@ -8,14 +8,14 @@ other than Hopper takes.  Outputs are poisoned with NaN, inputs fresh random dat
 
 import pytest
 import torch
+from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.kernel_configs import KERNEL3
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, impl_stats, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
-from inductor_swiglu.ops.numerics import error_stats, reference_fp64
-from mlp_models import GatedMLP
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
 
@@ -130,7 +130,7 @@ def test_merged_gate_up_halves_run_one_gemm_when_unfused(monkeypatch):
 @pytest.mark.parametrize("model", ["q0.5B", "q7B", "q72B"])
 def test_triton_path_of_other_gpus(model, monkeypatch):
     """The path an A100/L40/B200 takes (forced here: capability patched to 8.0)."""
-    monkeypatch.setattr(cuda_impl, "_capability", lambda index: (8, 0))
+    monkeypatch.setattr(cuda_impl, "capability", lambda index: (8, 0))
     K, N = QWEN25_MLP[model]
     for M in (1, 16, 77):
         x, wg, wu = _inputs(M, K, N, seed=M)

@@ -1,0 +1,5 @@
+"""Helpers for tests and benchmarks, not used by the op or the pass: the numerics metric."""
+
+from .numerics import Reference, error_stats, reference_fp64
+
+__all__ = ["Reference", "error_stats", "reference_fp64"]
