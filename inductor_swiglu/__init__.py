@@ -5,6 +5,7 @@
 Public API:
     compile            decorator / function: torch.compile with the SwiGLU pass
     backend            a configured backend callable (pass config, default mode/options)
+    inductor_configs   the Inductor config patches that install the pass (AOTInductor, config.patch)
     swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
     swiglu_reference   its fp32 reference
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
@@ -22,6 +23,7 @@ import logging as _logging
 import os as _os
 
 from . import diagnostics  # a callable package: inductor_swiglu.diagnostics("dump_dir")
+from .compiler.backend import inductor_configs
 from .compiler.backend import make_backend as backend
 from .compiler.backend import register as _register_backend
 from .compiler.decorator import compile
@@ -46,5 +48,5 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
-    "diagnostics",
+    "diagnostics", "inductor_configs",
 ]

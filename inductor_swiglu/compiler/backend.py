@@ -103,16 +103,27 @@ def _locked_inner(patches: dict[str, Any]):
     return inner
 
 
-def make_backend(pass_config: PassConfig | None = None, mode: str | None = None, options: dict | None = None):
-    """A backend callable with a fixed pass configuration (and optional default mode/options)."""
-    cfg = pass_config or PassConfig()
-    default_mode, default_options = mode, dict(options or {})
+class SwigluBackend:
+    """A torch.compile backend with a fixed pass configuration (and optional default mode/options).
 
-    def backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict | None = None, **_ignored):
+    A class at module level, not a closure, so a compiled module that holds it can be pickled
+    (``torch.save(torch.compile(m, backend="inductor_swiglu"), f)``), as with ``backend="inductor"``.
+    """
+
+    __name__ = BACKEND_NAME
+
+    def __init__(self, pass_config: PassConfig | None = None, mode: str | None = None, options: dict | None = None):
+        self.pass_config = pass_config or PassConfig()
+        self.default_mode = mode
+        self.default_options = dict(options or {})
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
+                 options: dict | None = None, **_ignored):
         monitor.install()
         cudagraph_watch.install()
         cid = monitor.on_backend_call(gm)
-        patches = config_patches(mode or default_mode, {**default_options, **(options or {})}, cfg)
+        patches = config_patches(mode or self.default_mode, {**self.default_options, **(options or {})},
+                                 self.pass_config)
         before = len(RECORDS.graphs_for(cid))
         with _COMPILE_LOCK:
             compiled = compile_fx(gm, example_inputs, inner_compile=_locked_inner(patches), config_patches=patches)
@@ -124,10 +135,23 @@ def make_backend(pass_config: PassConfig | None = None, mode: str | None = None,
             rec.aot_autograd_cache_hit = True
         return compiled
 
-    # torch._dynamo.reset() calls backend.reset(): drop CUDA-graph trees like inductor does.
-    backend.reset = _reset  # type: ignore[attr-defined]
-    backend.__name__ = BACKEND_NAME
-    return backend
+    def reset(self) -> None:
+        """torch._dynamo.reset() calls backend.reset(): drop CUDA-graph trees like inductor does."""
+        _reset()
+
+
+def inductor_configs(pass_config: PassConfig | None = None, mode: str | None = None,
+                     options: dict | None = None) -> dict[str, Any]:
+    """Inductor config patches that install the SwiGLU pass, for compiles that do not go through
+    this backend: ``torch._inductor.aoti_compile_and_package(ep, inductor_configs=...)`` (the
+    package then needs ``import inductor_swiglu`` where it is loaded, for the op) or
+    ``torch._inductor.config.patch(...)``."""
+    return config_patches(mode, options, pass_config or PassConfig())
+
+
+def make_backend(pass_config: PassConfig | None = None, mode: str | None = None, options: dict | None = None):
+    """A backend callable with a fixed pass configuration (and optional default mode/options)."""
+    return SwigluBackend(pass_config, mode, options)
 
 
 def _reset() -> None:

@@ -98,3 +98,76 @@ def source_location(node: torch.fx.Node) -> str:
         return f"{path}:{lineno} in {fn}" + (f": {code}" if code else "")
     except IndexError:
         return head
+
+
+# Ops that make a new tensor from their arguments alone (no mutation, no randomness): two calls
+# with the same arguments are the same value.  Autocast casts x once per Linear and a
+# non-contiguous x is cloned once per projection, so gate and up would otherwise read two
+# different (equal) nodes and the SwiGLU would not be recognized.  Views are left alone: the
+# patterns expect each projection's own reshape of x, as Inductor traces them.
+PURE_COPIES = (prims.convert_element_type.default, aten._to_copy.default, aten.clone.default)
+
+
+def _key(value):
+    if isinstance(value, torch.fx.Node):
+        return ("node", id(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _key(v)) for k, v in value.items())))
+    if isinstance(value, torch.SymInt):
+        return ("sym", str(value))
+    return ("const", type(value).__name__, repr(value))
+
+
+def _mutated(node: torch.fx.Node) -> bool:
+    """Some user may write into node's storage (then two copies must stay two)."""
+    for user in node.users:
+        schema = getattr(user.target, "_schema", None)
+        if user.op != "call_function" or (schema is not None and schema.is_mutable):
+            if user.op != "output":
+                return True
+    return False
+
+
+def merge_equal_copies(graph: torch.fx.Graph) -> int:
+    """Replace every repeated call of a PURE_COPIES op with the same arguments by its first
+    occurrence (equal inputs are one input); returns how many nodes were merged."""
+    seen: dict[tuple, torch.fx.Node] = {}
+    merged = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in PURE_COPIES:
+            continue
+        key = (node.target, _key(node.args), _key(node.kwargs))
+        first = seen.get(key)
+        if first is None:
+            seen[key] = node
+            continue
+        if _mutated(first) or _mutated(node):
+            continue
+        node.replace_all_uses_with(first)
+        graph.erase_node(node)
+        merged += 1
+    return merged
+
+
+def unshare_input_reshapes(graph: torch.fx.Graph) -> int:
+    """Give each projection its own reshape of x; returns how many were added.
+
+    Some compile paths (``options={"freezing": True}`` for one) CSE the two identical
+    ``reshape(x, [M, K])`` of gate and up into one node; the patterns are traced with one
+    reshape per projection, as a plain compile sees them.  Inductor merges them again when it
+    lowers the graph, so this costs nothing.
+    """
+    added = 0
+    for node in list(graph.nodes):
+        if not is_call(node, *RESHAPES):
+            continue
+        mms = [u for u in node.users if is_call(u, aten.mm.default, aten.addmm.default)]
+        for user in mms[1:]:
+            with graph.inserting_after(node):
+                copy = graph.call_function(node.target, node.args, node.kwargs)
+            copy.meta = dict(node.meta)
+            user.replace_input_with(node, copy)
+            added += 1
+    return added

@@ -35,7 +35,7 @@ from ..ops import dispatch, native
 from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
-from .fx_utils import source_location
+from .fx_utils import merge_equal_copies, source_location, unshare_input_reshapes
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
 
@@ -192,6 +192,14 @@ class SwigluFusionPass(CustomGraphPass):
         self._register_lock = threading.Lock()
         self._local = threading.local()
 
+    # AOTInductor pickles its inductor_configs, our pass included: keep only the configuration
+    # (the lock, the per-thread record and the registered patterns are rebuilt on first use).
+    def __getstate__(self) -> dict:
+        return {"config": self.config}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["config"])
+
     # -- registration, once ------------------------------------------------- #
     def _register(self) -> None:
         with self._register_lock:
@@ -265,6 +273,8 @@ class SwigluFusionPass(CustomGraphPass):
             self._register()
             if any(n.op == "get_attr" for n in graph.nodes):  # freezing=True: weights are constants
                 freezing_canon.canonicalize(graph)
+            merge_equal_copies(graph)   # autocast's per-Linear casts, per-projection clones of x
+            unshare_input_reshapes(graph)   # one reshape of x per projection, as the patterns expect
             self.pm.apply(graph)
             use_native_op(graph)
             # A variant whose check declined may have been rewritten by another variant.
