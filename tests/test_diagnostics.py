@@ -376,6 +376,25 @@ def test_cli_failing_script_still_dumps(tmp_path):
     assert _summary(tmp_path / "dump")["counts"]["rewrites"] == 3
 
 
+@pytest.mark.parametrize("target, words", [
+    ("missing_script.py", "no such script"),
+    ("no_such_module_isw:main", "no module named 'no_such_module_isw'"),
+    ("json:no_such_function", "'json' has no attribute 'no_such_function'"),
+])
+def test_cli_bad_target_is_a_clear_error_and_no_dump(tmp_path, capsys, target, words):
+    rc = cli.main(["--out", str(tmp_path / "dump"), "--no-depyf", target])
+    err = capsys.readouterr().err
+    assert rc == 2 and words in err and "Traceback" not in err, err
+    assert not (tmp_path / "dump").exists()
+
+
+def test_cli_quiet_still_shows_the_targets_exit_message(tmp_path, capsys):
+    script = tmp_path / "fatal.py"
+    script.write_text('import sys\nsys.exit("fatal: no weights found")\n')
+    rc = cli.main(["-q", "--out", str(tmp_path / "dump"), "--no-depyf", str(script)])
+    assert rc == 1 and "fatal: no weights found" in capsys.readouterr().err
+
+
 def test_cli_subprocess(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)

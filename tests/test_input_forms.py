@@ -87,3 +87,51 @@ def test_freezing_through_options_keeps_the_rewrite(shape):
         torch.testing.assert_close(out, model(x), atol=1e-5, rtol=1e-5)
     c = inductor_swiglu.counters()
     assert (c["swiglu_rewrites"], c["swiglu_ops_in_output_code"]) == (1, 1)
+
+
+def test_vector_input_is_rewritten():
+    model = GatedMLP(16, 24)
+    x = torch.randn(16)
+    out, rewrites, in_code = _compile_and_count(model, x)
+    assert (rewrites, in_code) == (1, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_empty_batch_is_a_near_miss_not_a_rewrite():
+    model = GatedMLP(16, 24)
+    out, rewrites, in_code = _compile_and_count(model, torch.randn(0, 3, 16))
+    assert out.shape == (0, 3, 16) and (rewrites, in_code) == (0, 0)
+    reasons = [m["reason"] for f in inductor_swiglu.counters()["per_frame"] for g in f["graphs"] for m in g["near_misses"]]
+    assert reasons == ["x has no rows (an empty batch): nothing to fuse"], reasons
+
+
+def test_a_declined_product_is_reported_once():
+    model = GatedMLP(16, 24).double()
+    _compile_and_count(model, torch.randn(3, 16, dtype=torch.float64))
+    reasons = [m["reason"] for f in inductor_swiglu.counters()["per_frame"] for g in f["graphs"] for m in g["near_misses"]]
+    assert reasons == ["dtype torch.float64 is not fp16, bf16 or fp32"], reasons
+
+
+def test_out_of_process_compile_mode_is_reported(tmp_path):
+    """TORCHINDUCTOR_FX_COMPILE_MODE=subprocess compiles without our pass: counted and said, not hidden."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys, torch, inductor_swiglu
+        sys.path.insert(0, %r)
+        from mlp_models import GatedMLP
+        with torch.no_grad(), torch._inductor.config.patch(force_disable_caches=True):
+            torch.compile(GatedMLP(16, 24), backend="inductor_swiglu")(torch.randn(3, 16))
+        c = inductor_swiglu.counters()
+        (reason, n), = c["graphs_pass_not_run"].items()
+        assert n == 1 and "out-of-process" in reason and c["swiglu_rewrites"] == 0, c
+        print("ok")
+    """ % os.path.dirname(__file__))
+    env = dict(os.environ, TORCHINDUCTOR_FX_COMPILE_MODE="subprocess")
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-2000:]
+    assert "unset TORCHINDUCTOR_FX_COMPILE_MODE" in res.stderr

@@ -14,6 +14,7 @@ entry point, and on ``import inductor_swiglu`` for source checkouts.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 from typing import Any
@@ -26,6 +27,8 @@ from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
 from .records import RECORDS
 from .swiglu_pass import SwigluFusionPass, compose, current_compile_id
+
+log = logging.getLogger("inductor_swiglu.compile")
 
 BACKEND_NAME = "inductor_swiglu"
 _PASS_SLOT = "post_grad_custom_pre_pass"
@@ -61,6 +64,15 @@ def config_patches(mode: str | None, options: dict[str, Any] | None, pass_config
     return patches
 
 
+def out_of_process_compile() -> str:
+    """'' when Inductor compiles graphs in this process, else its mode (TORCHINDUCTOR_FX_COMPILE_MODE)."""
+    from torch._inductor import compile_fx as cfx
+
+    mode = getattr(cfx, "fx_compile_mode", None)
+    name = getattr(mode, "name", "NORMAL")
+    return "" if name == "NORMAL" and not getattr(cfx, "fx_compile_async", False) else f"{name.lower()}"
+
+
 def _inner_compile(gm, example_inputs, **kwargs):
     """compile_fx_inner, plus the truth about what it produced.
 
@@ -78,6 +90,16 @@ def _inner_compile(gm, example_inputs, **kwargs):
         rec = RECORDS.new_graph(cid)
         rec.pass_ran = False
     rec.fx_graph_cache_hit = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] > hits
+    if not rec.pass_ran:
+        if rec.fx_graph_cache_hit:
+            rec.not_run_reason = ("Inductor's FX graph cache: the graph was compiled in an earlier run, its rewrites are "
+                                  "not known here (the op calls in its code are counted)")
+        elif out_of_process_compile():
+            rec.not_run_reason = (f"Inductor's out-of-process compile mode ({out_of_process_compile()}): the pass does "
+                                  "not run there, this graph was compiled without the fusion")
+            log.warning("inductor_swiglu: %s; unset TORCHINDUCTOR_FX_COMPILE_MODE to fuse", rec.not_run_reason)
+        else:
+            rec.not_run_reason = "the pass did not run on this graph (cause not known)"
     code = getattr(compiled, "source_code", None)
     if isinstance(code, str):
         rec.swiglu_ops_in_output_code = len(_OP_IN_CODE.findall(code))
@@ -133,6 +155,8 @@ class SwigluBackend:
             rec = RECORDS.new_graph(cid)
             rec.pass_ran = False
             rec.aot_autograd_cache_hit = True
+            rec.not_run_reason = ("AOTAutograd's cache: the compiled graph was loaded without running Inductor; "
+                                  "its rewrites and op calls are not known here")
         return compiled
 
     def reset(self) -> None:

@@ -21,6 +21,37 @@ def _extra_users(node, allowed) -> list:
     return [u for u in node.users if u not in allowed]
 
 
+def _returned_or_saved(node: torch.fx.Node, output: torch.fx.Node) -> str:
+    """How `output` uses `node`: 'saved' (kept for the backward of a training graph), 'returned'
+    (a value the user's code returns), or 'output' when the graph does not say which.
+
+    A training forward returns the user's outputs (after mutated inputs and intermediate
+    bases) followed by what the backward needs; AOTAutograd's metadata counts the former."""
+    outs = output.args[0] if output.args and isinstance(output.args[0], (list, tuple)) else ()
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    try:
+        user = meta.num_mutated_inp_runtime_indices + meta.num_outputs + meta.num_intermediate_bases
+    except AttributeError:
+        return "output"
+    positions = [i for i, o in enumerate(outs) if o is node]
+    if not positions:
+        return "output"
+    return "returned" if min(positions) < user else "saved"
+
+
+def _other_use(node: torch.fx.Node, others: list) -> str:
+    """Say what the other users of `node` are, in user terms."""
+    roles = [_returned_or_saved(node, u) if u.op == "output" else "op" for u in others]
+    if "saved" in roles:
+        return "is saved for the backward (training graph)"
+    if "returned" in roles:
+        return "is also returned by the compiled function"
+    names = ", ".join(sorted(u.name for u in others)[:3])
+    where = next((loc for u in others if u.op != "output" and (loc := source_location(u))), "")
+    return f"is also used by {names}" + (f" (at {where})" if where else "")
+
+
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
     if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
@@ -50,13 +81,11 @@ def classify(mul: torch.fx.Node) -> str | None:
         ):
             others = _extra_users(node, allowed)
             if others:
-                users = ", ".join(sorted(u.name for u in others)[:3])
-                hint = " (training graphs keep it for the backward)" if any(u.op == "output" for u in others) else ""
-                return f"the {label} is also used by {users}{hint}"
+                return f"the {label} {_other_use(node, others)}"
         for n in gate.nodes + up.nodes:
             others = [u for u in n.users if u not in set(gate.nodes + up.nodes + [gate_val, up_side]) | act_set]
             if others and n not in (gate_val, up_side):
-                return f"an intermediate of the projections ({n.name}) is also used by {others[0].name}"
+                return f"an intermediate of the projections ({n.name}) {_other_use(n, others)}"
         dt = gate_val.meta.get("val")
         if dt is not None and dt.dtype not in (torch.float16, torch.bfloat16, torch.float32):
             return f"dtype {dt.dtype} is not fp16, bf16 or fp32"

@@ -33,6 +33,7 @@ class GraphRecord:
     compile_id: str              # Dynamo's "frame/recompile" id, e.g. "0/1"
     index: int                   # order of the graph within this compile id (forward, backward)
     pass_ran: bool = True
+    not_run_reason: str = ""     # why the pass did not run on this graph (a cache hit, ...)
     rewrites: list[Rewrite] = field(default_factory=list)
     near_misses: list[NearMiss] = field(default_factory=list)
     error: str = ""              # internal error of the pass; the graph was left as it was

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import torch
 
 from ..ops.impl_stats import op_stats, reset_op_stats
@@ -14,8 +16,14 @@ def counters() -> dict:
 
     Keys: frames, recompiles, graphs, graphs_from_cache, guards, swiglu_rewrites,
     swiglu_ops_in_output_code, near_misses, pass_errors, cudagraph_skips (torch's process-wide
-    counter), cudagraph_skip_reasons, op
-    (which implementation of the op ran, see op_stats()), per_frame.
+    counter), cudagraph_skip_reasons, op (which implementation of the op ran, see op_stats()),
+    per_frame; and what is not known:
+
+    * ``swiglu_rewrites`` counts graphs the pass ran on; ``graphs_pass_not_run`` says, per reason
+      (a cache hit, an out-of-process compile), on how many it did not, whose rewrites are unknown;
+    * ``swiglu_ops_in_output_code`` counts the graphs whose generated code was seen;
+      ``graphs_code_not_seen`` how many were not (e.g. an AOTInductor compile, an AOTAutograd
+      cache hit): their op calls are unknown, not 0.
     """
     monitor.flush()
     frames = list(RECORDS.frames)
@@ -28,6 +36,8 @@ def counters() -> dict:
         "guards": sum(f.guard_count or 0 for f in frames),
         "swiglu_rewrites": sum(len(g.rewrites) for g in graphs),
         "swiglu_ops_in_output_code": sum(g.swiglu_ops_in_output_code or 0 for g in graphs),
+        "graphs_pass_not_run": dict(collections.Counter(g.not_run_reason or "unknown" for g in graphs if not g.pass_ran)),
+        "graphs_code_not_seen": sum(1 for g in graphs if g.swiglu_ops_in_output_code is None),
         "near_misses": sum(len(g.near_misses) for g in graphs),
         "pass_errors": RECORDS.pass_errors,
         "cudagraph_skips": int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),

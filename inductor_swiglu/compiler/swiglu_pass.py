@@ -35,7 +35,7 @@ from ..ops import dispatch, native
 from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
-from .fx_utils import merge_equal_copies, source_location, unshare_input_reshapes
+from .fx_utils import merge_equal_copies, source_location, unshare_input_reshapes, vector_input_as_reshapes
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
 
@@ -112,6 +112,8 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         _check_ignored_args(match, x.dtype)
     except Declined as e:
         return str(e)
+    if len(x.shape) and any(_same(d, 0) for d in x.shape[:-1]):
+        return "x has no rows (an empty batch): nothing to fuse"
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return f"dtype {x.dtype} is not fp16, bf16 or fp32"
     if wg.dtype != x.dtype or wu.dtype != x.dtype:
@@ -221,7 +223,9 @@ class SwigluFusionPass(CustomGraphPass):
                 log.exception("inductor_swiglu: error while checking a SwiGLU match")
             if reason and rec is not None:
                 out = match.output_node()
-                rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
+                # several pattern variants can match one product and decline it for one reason
+                if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
+                    rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
             return not reason
 
         return check
@@ -275,6 +279,7 @@ class SwigluFusionPass(CustomGraphPass):
                 freezing_canon.canonicalize(graph)
             merge_equal_copies(graph)   # autocast's per-Linear casts, per-projection clones of x
             unshare_input_reshapes(graph)   # one reshape of x per projection, as the patterns expect
+            vector_input_as_reshapes(graph)  # a 1-D x takes the form of a batched one
             self.pm.apply(graph)
             use_native_op(graph)
             # A variant whose check declined may have been rewritten by another variant.

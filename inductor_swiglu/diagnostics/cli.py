@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import runpy
 import sys
@@ -47,6 +48,34 @@ class _Target:
         self.spec, self.args = spec, args
         self.is_script = spec.endswith(".py") or (os.path.exists(spec) and ":" not in spec)
         self._globals = None
+
+    def check(self) -> str:
+        """'' if the target can be run, else what is wrong, in words (before any dump is started)."""
+        if self.is_script:
+            return "" if Path(self.spec).is_file() else f"no such script: {self.spec}"
+        module, _, func = self.spec.partition(":")
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as e:
+            found, err = None, f" ({e})"
+        else:
+            err = ""
+        if found is None:
+            return f"no module named {module!r}{err} (give a script path, package.module, or package.module:function)"
+        if func:
+            try:
+                obj = importlib.import_module(module)
+            except Exception as e:  # noqa: BLE001  (the user's module failed to import: say how)
+                return f"importing {module!r} failed: {type(e).__name__}: {e}"
+            for part in func.split("."):
+                if not hasattr(obj, part):
+                    return f"{module!r} has no attribute {func!r}"
+                obj = getattr(obj, part)
+            if not callable(obj):
+                return f"{self.spec} is not callable"
+        return ""
 
     def describe(self) -> str:
         head = f"python {self.spec}" if self.is_script else self.spec
@@ -85,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         args = args[1:]
     target = _Target(ns.target, args)
     saved_argv, saved_path = list(sys.argv), list(sys.path)
+    problem = target.check()
+    if problem:
+        sys.path[:] = saved_path
+        print(f"inductor_swiglu diagnose: {problem}; no dump written", file=sys.stderr)
+        return 2
     session = Session(ns.out, depyf=not ns.no_depyf, disable_caches=not ns.keep_caches, target=target.describe())
     rc = 0
     try:
@@ -93,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                 rc = target.run()
             except SystemExit as e:
                 rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if isinstance(e.code, str):   # sys.exit("message"): Python prints it; so do we, -q or not
+                    print(e.code, file=sys.stderr)
                 if rc:
                     raise
     except SystemExit:

@@ -223,8 +223,10 @@ def _advise_patterns(d: RunData, out: list) -> None:
         elif "for the backward" in r:
             hint = (" Training graphs keep gate and up for the backward; the fusion applies to inference: "
                     "run under `torch.no_grad()` or `torch.inference_mode()`.")
+        elif "returned by the compiled function" in r:
+            hint = " The fused op does not produce it; return something else, or compute it outside the compiled code."
         elif "also used by" in r:
-            hint = " Rewriting would have to recompute that value; remove the other use (e.g. returning or logging it)."
+            hint = " Rewriting would have to recompute that value; remove the other use (e.g. logging it)."
         elif "dtype" in r:
             hint = " Supported: float16, bfloat16, float32."
         elif "fuse_on_cpu" in r:
@@ -243,19 +245,24 @@ def _advise_patterns(d: RunData, out: list) -> None:
         out.append((ACTION, 100, f"the SwiGLU pass failed on {len(errors)} graph(s) and left them unfused "
                                  f"({errors[0].error}); please report it with this dump."))
     cached = [g for g in d.graphs if not g.pass_ran]
-    if cached:
+    from_cache = [g for g in cached if "cache" in g.not_run_reason or not g.not_run_reason]
+    if from_cache:
         src = "Inductor's caches were on" if not d.caches_disabled else "a cache answered despite force_disable_caches"
-        out.append((WARNING, len(cached), f"{len(cached)} graph(s) were loaded from a compile cache ({src}): the pass "
-                                          "did not run on them, so their rewrites are not in this report; rerun with "
-                                          "caches disabled (the diagnostics default, or "
-                                          "TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)."))
+        out.append((WARNING, len(from_cache), f"{len(from_cache)} graph(s) were loaded from a compile cache ({src}): "
+                                              "the pass did not run on them, so their rewrites are not in this report; "
+                                              "rerun with caches disabled (the diagnostics default, or "
+                                              "TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)."))
+    for reason, n in collections.Counter(g.not_run_reason for g in cached if g not in from_cache).items():
+        out.append((ACTION, n, f"{n} graph(s) compiled without the pass: {reason}."))
     if d.frames and not any(g.rewrites or g.near_misses for g in d.graphs) and not cached:
         out.append((INFO, 0, f"no SwiGLU MLP was found in the {len(d.graphs)} compiled graph(s): the MLP may run "
                              "outside the compiled function, or be written in a form the pass does not know "
                              "(see frames/*/graph_*.before_pass.py)."))
-    fallback = d.op_calls.get("unfused", 0)
+    # the unfused path as a measured or forced choice is not a problem; anything else is
+    chosen = ("measured faster", "forced by", "empty input")
+    fallback = sum(n for r, n in d.op_reasons.get("unfused", {}).items() if not any(c in r for c in chosen))
     if fallback:
-        reasons = "; ".join(d.op_reasons.get("unfused", {})) or "no reason recorded"
+        reasons = "; ".join(r for r in d.op_reasons.get("unfused", {}) if not any(c in r for c in chosen))
         out.append((ACTION, fallback, f"the fused op ran its unfused CUDA fallback {fallback} time(s) ({reasons}): "
                                       "check `python -m inductor_swiglu status`."))
 
