@@ -1,0 +1,72 @@
+"""On the GPU, the ways of running a model that once hid the SwiGLU: autocast, a non-contiguous
+activation, options={"freezing": True}, and an AOTInductor package loaded in a fresh process."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from mlp_models import GatedMLP
+
+import inductor_swiglu
+
+pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
+
+
+def _run(model, x, **compile_kwargs):
+    with torch.no_grad():
+        out = torch.compile(model, backend="inductor_swiglu", **compile_kwargs)(x)
+        ref = model(x)
+    c = inductor_swiglu.counters()
+    return out, ref, c
+
+
+def test_autocast_on_cuda_runs_a_fused_kernel():
+    model = GatedMLP(896, 4864).cuda()                       # fp32 weights, bf16 compute
+    x = torch.randn(4, 7, 896, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out, ref, c = _run(model, x)
+    assert c["swiglu_rewrites"] == 1 and c["swiglu_ops_in_output_code"] == 1
+    assert c["op"]["fused_calls"] >= 1, c["op"]
+    torch.testing.assert_close(out.float(), ref.float(), atol=3e-2, rtol=3e-2)
+
+
+def test_non_contiguous_activation_on_cuda():
+    model = GatedMLP(896, 4864).to("cuda", torch.bfloat16)
+    x = torch.randn(7, 4, 896, device="cuda", dtype=torch.bfloat16).transpose(0, 1)
+    out, ref, c = _run(model, x)
+    assert c["swiglu_rewrites"] == 1 and c["op"]["fused_calls"] >= 1, c
+    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.parametrize("shape", [(16, 896), (2, 8, 896)])
+def test_freezing_through_options_on_cuda(shape):
+    model = GatedMLP(896, 4864).to("cuda", torch.bfloat16).eval()
+    x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+    out, ref, c = _run(model, x, options={"freezing": True})
+    assert c["swiglu_rewrites"] == 1 and c["op"]["fused_calls"] >= 1, c
+    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
+
+
+def test_aoti_package_on_cuda_in_a_fresh_process(tmp_path):
+    model = GatedMLP(896, 4864).to("cuda", torch.bfloat16).eval()
+    x = torch.randn(5, 896, device="cuda", dtype=torch.bfloat16)
+    ep = torch.export.export(model, (x,))
+    package = torch._inductor.aoti_compile_and_package(
+        ep, package_path=str(tmp_path / "mlp.pt2"), inductor_configs=inductor_swiglu.inductor_configs())
+    assert inductor_swiglu.counters()["swiglu_rewrites"] == 1
+    with torch.no_grad():
+        torch.save({"x": x.cpu(), "ref": model(x).float().cpu()}, tmp_path / "io.pt")
+    script = textwrap.dedent(f"""
+        import torch, inductor_swiglu
+        f = torch._inductor.aoti_load_package({package!r})
+        io = torch.load({str(tmp_path / "io.pt")!r})
+        inductor_swiglu.reset_op_stats()
+        out = f(io["x"].cuda())
+        torch.testing.assert_close(out.float().cpu(), io["ref"], atol=3e-2, rtol=3e-2)
+        assert inductor_swiglu.op_stats()["fused_calls"] == 1, inductor_swiglu.op_stats()
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
