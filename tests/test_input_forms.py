@@ -135,3 +135,61 @@ def test_out_of_process_compile_mode_is_reported(tmp_path):
     res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-2000:]
     assert "unset TORCHINDUCTOR_FX_COMPILE_MODE" in res.stderr
+
+
+class Merged(torch.nn.Module):
+    """gate and up in one [2N, K] weight (Phi-3's, GLM-4's gate_up_proj), split in halves."""
+
+    def __init__(self, how: str, bias: bool = False, up_first: bool = False, K: int = 16, N: int = 24):
+        super().__init__()
+        self.gate_up_proj = torch.nn.Linear(K, 2 * N, bias=bias)
+        self.down_proj = torch.nn.Linear(N, K, bias=False)
+        self.how, self.N, self.up_first = how, N, up_first
+
+    def forward(self, x):
+        h = self.gate_up_proj(x)
+        if self.how == "chunk":
+            a, b = h.chunk(2, dim=-1)
+        elif self.how == "split":
+            a, b = h.split(self.N, dim=-1)
+        elif self.how == "split_sizes":
+            a, b = h.split([self.N, self.N], dim=-1)
+        else:
+            a, b = h[..., :self.N], h[..., self.N:]
+        gate, up = (b, a) if self.up_first else (a, b)
+        return self.down_proj(up * torch.nn.functional.silu(gate))
+
+
+@pytest.mark.parametrize("how", ["chunk", "split", "split_sizes", "slices"])
+@pytest.mark.parametrize("shape", [(3, 16), (2, 3, 16)])
+@pytest.mark.parametrize("bias, up_first", [(False, False), (True, True)])
+def test_merged_gate_up_weight_is_rewritten_onto_its_halves(how, shape, bias, up_first):
+    model = Merged(how, bias, up_first)
+    x = torch.randn(*shape)
+    out, rewrites, in_code = _compile_and_count(model, x)
+    assert (rewrites, in_code) == (1, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_merged_weight_with_dynamic_sequence():
+    model = Merged("chunk")
+    compiled = torch.compile(model, backend="inductor_swiglu", dynamic=True)
+    with torch.no_grad():
+        for s in (3, 5, 9):
+            x = torch.randn(2, s, 16)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    c = inductor_swiglu.counters()
+    assert c["swiglu_rewrites"] == 1 and c["recompiles"] == 0
+
+
+def test_uneven_split_is_left_alone():
+    class Uneven(Merged):
+        def forward(self, x):
+            a, b = self.gate_up_proj(x).split([20, 28], dim=-1)
+            return a * torch.nn.functional.silu(b[..., :20])
+
+    _, rewrites, _ = _compile_and_count(Uneven("split"), torch.randn(3, 16))
+    assert rewrites == 0
+    reasons = [m["reason"] for f in inductor_swiglu.counters()["per_frame"] for g in f["graphs"] for m in g["near_misses"]]
+    assert any("not its two equal halves" in r for r in reasons), reasons

@@ -5,6 +5,7 @@ and SiLU spellings the way Inductor decomposes them, and where a node came from 
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -163,7 +164,10 @@ def unshare_input_reshapes(graph: torch.fx.Graph) -> int:
     for node in list(graph.nodes):
         if not is_call(node, *RESHAPES):
             continue
-        mms = [u for u in node.users if is_call(u, aten.mm.default, aten.addmm.default)]
+        # only projections in the batched form, reshape(mm(reshape(x))): where x itself is a
+        # reshape the model made (a 2-D MLP), the shared node is x and must stay one node
+        mms = [u for u in node.users if is_call(u, aten.mm.default, aten.addmm.default)
+               and len(u.users) == 1 and is_call(next(iter(u.users)), *RESHAPES)]
         for user in mms[1:]:
             with graph.inserting_after(node):
                 copy = graph.call_function(node.target, node.args, node.kwargs)
@@ -200,3 +204,123 @@ def vector_input_as_reshapes(graph: torch.fx.Graph) -> int:
         graph.erase_node(squeeze)
         changed += 1
     return changed
+
+
+def _halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, object] | None:
+    """(first half, second half, N) if `node` is only ever split into two equal halves along its
+    last dim: ``split(p, N, -1)``, ``split_with_sizes(p, [N, N], -1)`` (``chunk(2, -1)``), or the
+    slices ``p[..., :N]`` and ``p[..., N:]``."""
+    val = node.meta.get("val")
+    if val is None or val.dim() < 1:
+        return None
+    last, total = val.dim() - 1, val.shape[-1]
+    users = list(node.users)
+    if len(users) == 1 and is_call(users[0], aten.split.Tensor, aten.split_with_sizes.default):
+        split = users[0]
+        dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
+        sizes = split.args[1]
+        if dim not in (-1, last):
+            return None
+        if split.target is aten.split.Tensor:
+            if not isinstance(sizes, (int, torch.SymInt)) or not statically_equal(2 * sizes, total):
+                return None
+            n = sizes
+        else:
+            if len(sizes) != 2 or not statically_equal(sizes[0], sizes[1]):
+                return None
+            n = sizes[0]
+        items = {u.args[1]: u for u in split.users if u.target is operator.getitem}
+        if set(items) != {0, 1} or len(split.users) != 2:
+            return None
+        return items[0], items[1], n
+    if len(users) == 2 and all(is_call(u, aten.slice.Tensor) for u in users):
+        def bounds(s):
+            dim, start, end = (list(s.args[1:4]) + [0, None, None])[:3] if len(s.args) > 1 else (0, None, None)
+            return dim, start or 0, end
+        parts = sorted(users, key=lambda s: 0 if bounds(s)[1] == 0 else 1)
+        (d0, s0, e0), (d1, s1, e1) = bounds(parts[0]), bounds(parts[1])
+        if d0 not in (-1, last) or d1 not in (-1, last) or s0 != 0 or e0 is None:
+            return None
+        if not statically_equal(s1, e0) or not statically_equal(2 * e0, total):
+            return None
+        if e1 is not None and not (isinstance(e1, int) and e1 >= 2**62) and not statically_equal(e1, total):
+            return None
+        return parts[0], parts[1], e0
+    return None
+
+
+def statically_equal(a, b) -> bool:
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    try:
+        return bool(statically_known_true(a == b))
+    except Exception:  # noqa: BLE001  (incomparable values are not equal)
+        return False
+
+
+def split_merged_projections(graph: torch.fx.Graph) -> int:
+    """One projection with gate and up merged in its weight ([2N, K], Phi-3's and GLM-4's
+    ``gate_up_proj``, vLLM's merged layers) whose output is split in halves becomes two
+    projections on the weight's halves (views: nothing is copied), the form the patterns cover.
+    Only where both halves feed one product; returns how many were split."""
+    changed = 0
+    for split_src in list(graph.nodes):
+        if split_src.op != "call_function":
+            continue
+        proj = as_projection(split_src)
+        if proj is None or not (is_call(proj.nodes[-1], aten.permute.default, aten.t.default)):
+            continue
+        halves = _halves(split_src)
+        if halves is None:
+            continue
+        first, second, n = halves
+        if not _feed_one_product(first, second):
+            continue
+        mm = next(x for x in proj.nodes if is_call(x, aten.mm.default, aten.addmm.default))
+        a = mm.args[1] if mm.target is aten.addmm.default else mm.args[0]
+        for i, half in enumerate((first, second)):
+            with graph.inserting_before(half):
+                w = graph.call_function(aten.slice.Tensor, (proj.weight, 0, i * n, (i + 1) * n))
+                w.meta["val"] = proj.weight.meta["val"][i * n:(i + 1) * n]
+                wt = graph.call_function(aten.permute.default, (w, [1, 0]))
+                wt.meta["val"] = w.meta["val"].permute(1, 0)
+                inp = a
+                if is_call(a, *RESHAPES):    # each projection its own reshape of x, as traced
+                    inp = graph.call_function(a.target, a.args, a.kwargs)
+                    inp.meta = dict(a.meta)
+                if proj.bias is not None:
+                    b = graph.call_function(aten.slice.Tensor, (proj.bias, 0, i * n, (i + 1) * n))
+                    b.meta["val"] = proj.bias.meta["val"][i * n:(i + 1) * n]
+                    new = graph.call_function(aten.addmm.default, (b, inp, wt))
+                else:
+                    new = graph.call_function(aten.mm.default, (inp, wt))
+                mm_val = mm.meta["val"]
+                new.meta["val"] = mm_val.new_empty((mm_val.shape[0], n))
+                out = new
+                if split_src is not mm:      # the 3-D form: reshape back to [..., N], its sizes as traced
+                    shape = list(split_src.args[1])
+                    shape[-1] = n
+                    out = graph.call_function(aten.reshape.default, (new, shape))
+                    out.meta["val"] = half.meta["val"].new_empty(half.meta["val"].shape)
+                for key in ("stack_trace", "source_fn_stack", "nn_module_stack"):
+                    if key in half.meta or key in mm.meta:
+                        new.meta[key] = mm.meta.get(key, half.meta.get(key))
+            half.replace_all_uses_with(out)
+        splits = [u for u in split_src.users if is_call(u, aten.split.Tensor, aten.split_with_sizes.default)]
+        for node in (first, second, *splits, split_src, *proj.nodes):
+            if not getattr(node, "_erased", False) and not node.users:
+                graph.erase_node(node)
+        changed += 1
+    return changed
+
+
+def _feed_one_product(first: torch.fx.Node, second: torch.fx.Node) -> bool:
+    """One half through SiLU, times the other half (either order)."""
+    for mul in set(first.users) | set(second.users):
+        if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
+            continue
+        for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
+            silu = as_silu(act)
+            if silu is not None and {silu[0], other} == {first, second}:
+                return True
+    return False

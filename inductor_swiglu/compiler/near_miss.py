@@ -11,6 +11,8 @@ one side has a bias, a form our patterns do not cover.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from .fx_utils import as_projection, as_silu, aten, is_call, source_location
@@ -52,6 +54,23 @@ def _other_use(node: torch.fx.Node, others: list) -> str:
     return f"is also used by {names}" + (f" (at {where})" if where else "")
 
 
+def _parts_of_one_projection(a: torch.fx.Node, b: torch.fx.Node) -> str:
+    """A reason if gate and up are pieces of one projection's output that are not its two halves
+    (the halves were split into two projections before matching)."""
+    def source(n):
+        sliced = False
+        while is_call(n, aten.slice.Tensor):
+            n, sliced = n.args[0], True
+        if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+            return n.args[0].args[0] if n.args[0].args else None
+        return n if sliced else None
+
+    sa = source(a)
+    if sa is None or sa is not source(b) or as_projection(sa) is None:
+        return ""
+    return "gate and up are parts of one projection's output (a merged gate_up weight), but not its two equal halves"
+
+
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
     if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
@@ -64,6 +83,9 @@ def classify(mul: torch.fx.Node) -> str | None:
         gate = as_projection(gate_val)
         up = as_projection(up_side)
         if gate is None or up is None:
+            merged = _parts_of_one_projection(gate_val, up_side)
+            if merged:
+                return merged
             continue
         if gate.x is not up.x:
             return f"gate and up read different inputs ({gate.x.name} vs {up.x.name})"

@@ -35,7 +35,13 @@ from ..ops import dispatch, native
 from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
-from .fx_utils import merge_equal_copies, source_location, unshare_input_reshapes, vector_input_as_reshapes
+from .fx_utils import (
+    merge_equal_copies,
+    source_location,
+    split_merged_projections,
+    unshare_input_reshapes,
+    vector_input_as_reshapes,
+)
 from .pass_config import PassConfig
 from .records import RECORDS, GraphRecord, NearMiss, Rewrite
 
@@ -278,6 +284,7 @@ class SwigluFusionPass(CustomGraphPass):
             if any(n.op == "get_attr" for n in graph.nodes):  # freezing=True: weights are constants
                 freezing_canon.canonicalize(graph)
             merge_equal_copies(graph)   # autocast's per-Linear casts, per-projection clones of x
+            split_merged_projections(graph)  # gate_up_proj [2N, K] split in halves -> two projections
             unshare_input_reshapes(graph)   # one reshape of x per projection, as the patterns expect
             vector_input_as_reshapes(graph)  # a 1-D x takes the form of a batched one
             self.pm.apply(graph)
