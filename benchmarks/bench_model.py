@@ -13,7 +13,7 @@ gets an empty Inductor cache directory) and measures:
   position only, as generate() does), CUDA-synchronized wall time, median of `--reps`;
 - compile/warm-up time, Dynamo graphs, CUDA graphs recorded, recompiles, cudagraph skips.
 Our variant also decodes `--prompts` prompts and reports the first greedy token where it
-diverges from eager bf16 and from eager fp32 (seed 003: agreement, not bitwise equality).
+diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
 Writes bench_model.json and bench_model.md.
 """
 

@@ -13,7 +13,7 @@
     persistent grid, cluster launch), exported as isw::kernel1_entry.
 
     Configurations (index: name)
-      0: k1_64x128x64_c1x1       sequential gate-then-up mainloop (the paper's Kernel-1), default
+      0: k1_64x128x64_c1x1       sequential gate-then-up mainloop (the original design), default
       1: k1_64x128x64_c2x1       same, 2x1 cluster: the two CTAs of a cluster work on vertically
                                  adjacent tiles and receive each weight tile by TMA multicast
       2: k1dual_64x128x64_c1x1   dual mainloop: one x tile per stage feeds the gate and the up wgmma

@@ -24,7 +24,7 @@
 
     Two mainloop variants (template flag kDual)
     -------------------------------------------
-      * Sequential (kDual = false, the paper's Kernel-1): per tile the producer streams
+      * Sequential (kDual = false, the original design): per tile the producer streams
         K/BLK_K stages of (x, w_gate) and then K/BLK_K stages of (x, w_up), by calling the stock
         collective's `load` twice with two Params objects (they differ only in the B descriptor).
         The consumer runs one continuous wgmma stream over the 2*K/BLK_K stages: the first half
@@ -39,7 +39,7 @@
 
     Where SiLU happens
     ------------------
-    The paper applies SiLU to the gate accumulator between the gate and the up loop.  Numerically
+    The sequential design applies SiLU to the gate accumulator between the gate and the up loop.  Numerically
     that is identical to what we do, but in a pingpong kernel the MMA phase is the serialized,
     critical section: SiLU there (64 expf + 64 IEEE divisions per thread) would idle the tensor
     cores.  We therefore leave the MMA phase as soon as the last up wgmma is *issued*, hand the

@@ -1,4 +1,4 @@
-"""A whole Hugging Face model under mode="reduce-overhead" (issue 6): Qwen2ForCausalLM with
+"""A whole Hugging Face model under mode="reduce-overhead": Qwen2ForCausalLM with
 Qwen2.5-0.5B's configuration (24 layers, random bf16 weights), greedy decode with a StaticCache.
 
 One long test on purpose: compiling 24 layers costs about a minute, and every check below
@@ -60,7 +60,7 @@ def test_qwen25_reduce_overhead_cudagraphs_no_recompiles_over_256_token_decode()
         assert after == before, f"(graphs, CUDA graphs, frames, recompiles) went from {before} to {after}"
         assert c2["cudagraph_skips"] == 0
 
-    # Oracle (seed 003): the compiled model agrees with eager bf16; the first tokens must match,
+    # The oracle: the compiled model agrees with eager bf16; the first tokens must match,
     # later ones may flip where the logits of a random-weight model are near-ties.
     eager = StaticDecoder(model, model.forward, batch=1, max_len=48 + 256).generate(prompts[32], 256).tokens
     assert long.tokens.shape == (1, 256)
