@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Interleaved, SmClock, host_us_per_call, sets_needed  # noqa: E402
+from timing import Interleaved, SmClock, eager_swiglu, host_us_per_call, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
@@ -52,23 +52,13 @@ def floor_us(M, N, K) -> float:
 
 def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
     K, N = QWEN25_MLP[model]
-    g = torch.Generator(device="cuda").manual_seed(M + N)
-    n_sets = sets_needed(2 * (M * K + 4 * N * K + 3 * M * N))
-
-    def make_set():
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
-        wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-        wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-        return x, wg, wu, torch.cat([wg, wu]), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-
-    sets = [make_set() for _ in range(n_sets)]
+    sets = swiglu_sets(M, N, K, seed=M + N)
+    n_sets = len(sets)
     x, wg, wu, _, _ = sets[0]
     row = {"model": model, "M": M, "K": K, "N": N, "floor_us": floor_us(M, N, K), "input_sets": n_sets}
     op = torch.ops.inductor_swiglu.swiglu_forward.default
 
-    def eager(x, wg, wu, w_cat, out):
-        return F.silu(F.linear(x, wg)) * F.linear(x, wu)
-
+    eager = eager_swiglu
     ref = reference_fp64(x, wg, wu, with_noise=True)
     inductor_swiglu.reset_op_stats()
     torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the block the op gets next
@@ -83,9 +73,7 @@ def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
     bench.add("unfused", lambda x, wg, wu, w_cat, out: cuda_impl.unfused_gemms(x, wg, wu, out))
     bench.add("eager_graph", eager)
     if not args.no_compile:
-        torch._dynamo.reset()
-        stock = torch.compile(lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
-        bench.add("stock", lambda x, wg, wu, w_cat, out: stock(x, wg, wu))
+        bench.add("stock", stock_compile())
     large = M >= 2048
     timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
                         burst=("op", "stock", "cublas_2N") if large else (), idle_s=0.5)

@@ -35,10 +35,9 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Interleaved, SmClock, sets_needed  # noqa: E402
+from timing import Interleaved, SmClock, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.kernel_configs import KERNEL3  # noqa: E402
@@ -74,21 +73,11 @@ def triton_configs(M: int):
     return [c for c in triton_swiglu.CONFIGS if (c.block_m <= 16) == (M <= 16)]
 
 
-def bench_point(model: str, M: int, args, clock: SmClock, compiled_cache: dict) -> dict:
+def bench_point(model: str, M: int, args, clock: SmClock) -> dict:
     K, N = QWEN25_MLP[model]
     lib = kl.get_library()
-    g = torch.Generator(device="cuda").manual_seed(1000 * M + N)
-    per_set = 2 * (M * K + 4 * N * K + 3 * M * N)
-    n_sets = sets_needed(per_set)
-
-    def make_set():
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
-        wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-        wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
-        out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-        return x, wg, wu, torch.cat([wg, wu]), out
-
-    sets = [make_set() for _ in range(n_sets)]
+    sets = swiglu_sets(M, N, K, seed=1000 * M + N)
+    n_sets = len(sets)
     x0, wg0, wu0, _, _ = sets[0]
     ref = reference_fp64(x0, wg0, wu0, with_noise=True)
     row = {"model": model, "M": M, "K": K, "N": N, "input_sets": n_sets, "candidates": {}, "references": {}}
@@ -130,7 +119,7 @@ def bench_point(model: str, M: int, args, clock: SmClock, compiled_cache: dict) 
             print(f"  WRONG NUMBERS {model} M={M} {name}: {err}", flush=True)
 
     bench.add("cublas_2N", lambda x, wg, wu, w_cat, out: torch.mm(x, w_cat.t()))
-    bench.add("eager", lambda x, wg, wu, w_cat, out: F.silu(F.linear(x, wg)) * F.linear(x, wu))
+    bench.add("eager", eager_swiglu)
     if triton_swiglu.available()[0] and not args.no_triton:
         for cfg in triton_configs(M):
             fn = lambda x, wg, wu, w_cat, out, cfg=cfg: triton_swiglu.swiglu_triton(x, wg, wu, config=cfg, out=out)  # noqa: E731
@@ -142,11 +131,7 @@ def bench_point(model: str, M: int, args, clock: SmClock, compiled_cache: dict) 
             row["references"][f"triton:{cfg.name}"] = {"numerics": err}
             bench.add(f"triton:{cfg.name}", fn)
     if M in REPORT_MS and not args.no_compile:
-        key = (model, M)
-        torch._dynamo.reset()
-        compiled = torch.compile(lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
-        compiled_cache[key] = compiled
-        bench.add("stock_compile", lambda x, wg, wu, w_cat, out: compiled(x, wg, wu))
+        bench.add("stock_compile", stock_compile())
 
     large = M >= 2048
     timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
@@ -236,7 +221,7 @@ def main(argv=None) -> int:
             "kernels": inductor_swiglu.kernel_status()["configs"]}
     incumbents = {(e.K, e.N, e.m_lo): e for e in dispatch.table()}
     clock = SmClock(torch.cuda.current_device())
-    rows, compiled = [], {}
+    rows = []
     # Every shape at one M before the next M: a run cut short by --budget-s has measured the
     # decode buckets (the ones most calls of a served model fall in) for every shape.
     todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]
@@ -245,7 +230,7 @@ def main(argv=None) -> int:
         if time.time() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {len(todo) - i + 1} points not measured", flush=True)
             break
-        row = bench_point(model, M, args, clock, compiled)
+        row = bench_point(model, M, args, clock)
         lo, hi = bucket_of(M)
         row["m_lo"], row["m_hi"] = lo, hi
         row["choice"] = choose(row, incumbents.get((row["K"], row["N"], lo)), args.margin)

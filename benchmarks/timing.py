@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 
 L2_BYTES = 60 << 20
 ROTATE_BYTES = 4 * L2_BYTES
@@ -28,6 +29,35 @@ ROTATE_BYTES = 4 * L2_BYTES
 
 def sets_needed(bytes_per_set: int, min_sets: int = 2, max_sets: int = 64) -> int:
     return max(min_sets, min(max_sets, -(-ROTATE_BYTES // max(bytes_per_set, 1))))
+
+
+def swiglu_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
+    """Enough (x, w_gate, w_up, w_cat, out) sets, bf16, for every call to read its weights from HBM.
+
+    Separate gate and up tensors, as nn.Linear holds them; w_cat = [w_gate; w_up] only feeds the
+    one-GEMM [M, 2N, K] baseline; out is a preallocated [M, N] output for kernels that take one."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n_sets = sets_needed(2 * (M * K + 4 * N * K + 3 * M * N))
+
+    def one():
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+        wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
+        wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(torch.bfloat16)
+        return x, wg, wu, torch.cat([wg, wu]), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+    return [one() for _ in range(n_sets)]
+
+
+def eager_swiglu(x, wg, wu, *_):
+    """What an unmodified model computes: silu(linear) * linear."""
+    return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+
+
+def stock_compile():
+    """Stock torch.compile of the eager SwiGLU (two cuBLAS GEMMs + one Triton kernel), compiled afresh."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
+    return lambda x, wg, wu, *_: compiled(x, wg, wu)
 
 
 class SmClock:

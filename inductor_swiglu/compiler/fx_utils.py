@@ -9,6 +9,7 @@ import operator
 from dataclasses import dataclass
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -235,8 +236,12 @@ def _halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, object] 
         return items[0], items[1], n
     if len(users) == 2 and all(is_call(u, aten.slice.Tensor) for u in users):
         def bounds(s):
-            dim, start, end = (list(s.args[1:4]) + [0, None, None])[:3] if len(s.args) > 1 else (0, None, None)
-            return dim, start or 0, end
+            """(dim, start, end) of aten.slice.Tensor(t, dim=0, start=None, end=None, step=1)."""
+            args = list(s.args[1:4])
+            dim = args[0] if len(args) > 0 else 0
+            start = args[1] if len(args) > 1 and args[1] is not None else 0
+            end = args[2] if len(args) > 2 else None
+            return dim, start, end
         parts = sorted(users, key=lambda s: 0 if bounds(s)[1] == 0 else 1)
         (d0, s0, e0), (d1, s1, e1) = bounds(parts[0]), bounds(parts[1])
         if d0 not in (-1, last) or d1 not in (-1, last) or s0 != 0 or e0 is None:
@@ -250,8 +255,7 @@ def _halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, object] 
 
 
 def statically_equal(a, b) -> bool:
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
-
+    """a == b for every value the symbols can take (sizes may be SymInts under dynamic shapes)."""
     try:
         return bool(statically_known_true(a == b))
     except Exception:  # noqa: BLE001  (incomparable values are not equal)

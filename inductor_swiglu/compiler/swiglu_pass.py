@@ -29,9 +29,9 @@ import torch
 from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..ops import dispatch, native
+from ..ops.cuda_impl import is_hopper
 from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
@@ -39,6 +39,7 @@ from .fx_utils import (
     merge_equal_copies,
     source_location,
     split_merged_projections,
+    statically_equal,
     unshare_input_reshapes,
     vector_input_as_reshapes,
 )
@@ -67,10 +68,6 @@ def current_compile_id() -> str:
 
 def _val(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-
-
-def _same(a, b) -> bool:
-    return statically_known_true(a == b)
 
 
 def _show_shape(shape) -> list:
@@ -118,7 +115,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         _check_ignored_args(match, x.dtype)
     except Declined as e:
         return str(e)
-    if len(x.shape) and any(_same(d, 0) for d in x.shape[:-1]):
+    if len(x.shape) and any(statically_equal(d, 0) for d in x.shape[:-1]):
         return "x has no rows (an empty batch): nothing to fuse"
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return f"dtype {x.dtype} is not fp16, bf16 or fp32"
@@ -134,25 +131,25 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "weights are not 2-D"
     n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
     N, K = wg.shape[n_dim], wg.shape[k_dim]
-    if not (_same(wu.shape[0], wg.shape[0]) and _same(wu.shape[1], wg.shape[1])):
+    if not (statically_equal(wu.shape[0], wg.shape[0]) and statically_equal(wu.shape[1], wg.shape[1])):
         return f"gate {list(wg.shape)} and up {list(wu.shape)} weights differ in shape"
-    if not _same(x.shape[-1], K):
+    if not statically_equal(x.shape[-1], K):
         return f"x has {x.shape[-1]} features, weights expect {K}"
     for name in ("b_gate", "b_up"):
         if name in kw:
             b = _val(kw[name])
-            if b is None or b.dim() != 1 or not _same(b.shape[0], N) or b.dtype != x.dtype:
+            if b is None or b.dim() != 1 or not statically_equal(b.shape[0], N) or b.dtype != x.dtype:
                 return f"{name} is not a [{N}] {x.dtype} vector"
     if out is None or out.dtype != x.dtype:
         return "the product's dtype differs from x's"
     expected = (*x.shape[:-1], N)
-    if len(out.shape) != len(expected) or not all(_same(a, b) for a, b in zip(out.shape, expected)):
+    if len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
         return f"output shape {list(out.shape)} is not x's leading shape + [N] = {list(expected)}"
     return ""
 
 
 def _hopper(device: torch.device) -> bool:
-    return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+    return device.type == "cuda" and is_hopper(device)
 
 
 def _dispatch_for(x, N, K, biased: bool) -> str:

@@ -82,12 +82,8 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         return handle, ""
 
 
-def load() -> bool:
-    """Load the library (idempotent); True if the C++ implementation is registered."""
-    return _load()[0] is not None
-
-
 def enabled() -> bool:
+    """Load the library (once); True if the C++ implementation is registered."""
     return _load()[0] is not None
 
 

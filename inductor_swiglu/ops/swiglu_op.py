@@ -143,7 +143,7 @@ for _name in (QUALNAME, FORWARD_QUALNAME):
 
 # The C++ library registers swiglu_forward's CUDA kernel when it loads; only without it does the
 # Python implementation take that place (a key cannot have two kernels).
-if native.load():
+if native.enabled():
     native.set_plans(dispatch.plan_rows())
 else:
     torch.library.impl(FORWARD_QUALNAME, "cuda")(_swiglu_cuda_python)
