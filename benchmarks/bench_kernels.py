@@ -9,8 +9,11 @@ column interleaved in the same run, benchmarks/timing.py):
   stock         torch.compile(backend="inductor") of silu(linear) * linear: two cuBLAS
                 GEMMs + one Triton kernel
   cuBLAS 2N     one cuBLAS GEMM [M, 2N, K] (the bare-GEMM bound of the same bytes)
-  unfused       the op's unfused path (two cuBLAS GEMMs + silu_mul), for the noise check
+  unfused       the op's unfused path (two cuBLAS GEMMs + gated_mul), for the noise check
   eager graph   F.silu(F.linear) * F.linear under a CUDA graph
+  op silu       with --activation gelu_tanh|gelu (GeGLU): the op with SiLU on the same inputs,
+                to show that the activation is an epilogue change (the other columns then
+                compute the GeGLU)
 At M >= 2048 the figures are sustained (after 2 s of continuous load) and each also
 has a burst figure (first replay after 0.5 s idle).  Also: the op's numerics against
 fp64, which implementation it ran, the fraction of the roofline floor
@@ -59,21 +62,24 @@ def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
     op = torch.ops.inductor_swiglu.swiglu_forward.default
 
     eager = eager_swiglu
-    ref = reference_fp64(x, wg, wu, with_noise=True)
+    act = args.activation
+    ref = reference_fp64(x, wg, wu, with_noise=True, activation=act)
     inductor_swiglu.reset_op_stats()
     torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the block the op gets next
-    row["op_err"] = error_stats(op(x, wg, wu), ref)
+    row["op_err"] = error_stats(op(x, wg, wu, activation=act), ref)
     row["op_impl"] = inductor_swiglu.op_stats()
     row["op_plan"] = dispatch.describe(M, N, K)
-    row["eager_err"] = error_stats(eager(x, wg, wu, None, None), ref)
+    row["eager_err"] = error_stats(eager(x, wg, wu, activation=act), ref)
 
     bench = Interleaved(sets, clock)
-    bench.add("op", lambda x, wg, wu, w_cat, out: op(x, wg, wu))
+    bench.add("op", lambda x, wg, wu, w_cat, out: op(x, wg, wu, activation=act))
+    if act != "silu":
+        bench.add("op_silu", lambda x, wg, wu, w_cat, out: op(x, wg, wu))
     bench.add("cublas_2N", lambda x, wg, wu, w_cat, out: torch.mm(x, w_cat.t()))
-    bench.add("unfused", lambda x, wg, wu, w_cat, out: cuda_impl.unfused_gemms(x, wg, wu, out))
-    bench.add("eager_graph", eager)
+    bench.add("unfused", lambda x, wg, wu, w_cat, out: cuda_impl.unfused_gemms(x, wg, wu, out, act))
+    bench.add("eager_graph", lambda x, wg, wu, *_: eager(x, wg, wu, activation=act))
     if not args.no_compile:
-        bench.add("stock", stock_compile())
+        bench.add("stock", stock_compile(act))
     large = M >= 2048
     timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
                         burst=("op", "stock", "cublas_2N") if large else (), idle_s=0.5)
@@ -102,6 +108,7 @@ def summarize(rows) -> dict:
         return [r[f"{a}_us"] / r[f"{b}_us"] for r in rows if f"{a}_us" in r and f"{b}_us" in r]
 
     vs_gemm, vs_stock, unf_vs_stock = ratio("cublas_2N", "op"), ratio("stock", "op"), ratio("stock", "unfused")
+    vs_silu = ratio("op_silu", "op")
     spread = sorted(r["op_spread"] for r in rows if "op_spread" in r)
     return {
         "configs": len(rows),
@@ -113,17 +120,19 @@ def summarize(rows) -> dict:
         "worst_op_vs_stock": min(vs_stock) if vs_stock else float("nan"),
         "geomean_unfused_vs_stock": geomean(unf_vs_stock),
         "median_round_spread_of_op": spread[len(spread) // 2] if spread else float("nan"),
+        **({"geomean_op_silu_over_op": geomean(vs_silu), "worst_op_silu_over_op": min(vs_silu)} if vs_silu else {}),
     }
 
 
 def markdown(rows, summary, meta) -> str:
     lines = [
-        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}); GPU us per call, CUDA-graph replay, "
+        f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), activation {meta['activation']}; "
+        "GPU us per call, CUDA-graph replay, "
         "weights from HBM, all columns interleaved in one run; at M >= 2048 sustained (after 2 s of load), burst in "
         "brackets (first replay after idle).",
         "",
-        "| model | M | op | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | op vs stock | op vs cuBLAS | op % floor | op ran | SM MHz |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | M | op | op silu | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | op vs stock | op vs cuBLAS | op % floor | op ran | SM MHz |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         def f(k):
@@ -134,7 +143,7 @@ def markdown(rows, summary, meta) -> str:
         ran = ", ".join(f"{k}" + (f" [{next(iter(v))}]" if v else "") for k, v in r["op_impl"].get("configs", {}).items()) \
             or ", ".join(r["op_impl"]["calls"])
         vs = lambda a: f"{r[f'{a}_us'] / r['op_us']:.2f}x" if f"{a}_us" in r and "op_us" in r else "-"  # noqa: E731
-        lines.append(f"| {r['model']} | {r['M']} | {f('op')} | {f('stock')} | {f('cublas_2N')} | {f('unfused')} | "
+        lines.append(f"| {r['model']} | {r['M']} | {f('op')} | {f('op_silu')} | {f('stock')} | {f('cublas_2N')} | {f('unfused')} | "
                      f"{f('eager_graph')} | {vs('stock')} | {vs('cublas_2N')} | {100 * r.get('op_of_floor', float('nan')):.0f}% | "
                      f"{ran} | {r.get('sm_mhz_median')} |")
     lines += ["", "Summary: " + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in summary.items())]
@@ -147,6 +156,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(QWEN25_MLP))
     ap.add_argument("--ms", default=",".join(map(str, REPORT_MS)))
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
+    ap.add_argument("--activation", default="silu", choices=["silu", "gelu_tanh", "gelu"],
+                    help="the gate activation (gelu*: GeGLU, with the op's SiLU variant as a column)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
@@ -154,6 +165,7 @@ def main(argv=None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     clock = SmClock(torch.cuda.current_device())
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "activation": args.activation,
             "kernels": inductor_swiglu.kernel_status(), "native": native.status(),
             "dispatch_table": json.loads(dispatch.TABLE_PATH.read_text()).get("method") if dispatch.TABLE_PATH.exists() else None}
     rows = []

@@ -5,7 +5,7 @@
 Candidates at each point (Qwen2.5 MLP shapes x one representative M per bucket of
 inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (M <= 32),
 Kernel-2 and Kernel-1 (M >= 64), and the unfused path (two cuBLAS GEMMs + the
-silu_mul pass, what stock Inductor runs).  Beside them, not candidates: one
+gated_mul pass, what stock Inductor runs).  Beside them, not candidates: one
 cuBLAS GEMM [M, 2N, K] (the bare-GEMM bound), the fused Triton kernel's
 configurations (the fused path off Hopper), eager under a CUDA graph, and stock
 torch.compile at the report points.

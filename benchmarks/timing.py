@@ -48,15 +48,19 @@ def swiglu_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     return [one() for _ in range(n_sets)]
 
 
-def eager_swiglu(x, wg, wu, *_):
-    """What an unmodified model computes: silu(linear) * linear."""
-    return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+GATE_ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"), "gelu": F.gelu}
 
 
-def stock_compile():
-    """Stock torch.compile of the eager SwiGLU (two cuBLAS GEMMs + one Triton kernel), compiled afresh."""
+def eager_swiglu(x, wg, wu, *_, activation: str = "silu"):
+    """What an unmodified model computes: act(linear) * linear (SiLU: SwiGLU, GELU: GeGLU)."""
+    return GATE_ACTIVATIONS[activation](F.linear(x, wg)) * F.linear(x, wu)
+
+
+def stock_compile(activation: str = "silu"):
+    """Stock torch.compile of the eager gated MLP (two cuBLAS GEMMs + one Triton kernel), compiled afresh."""
     torch._dynamo.reset()
-    compiled = torch.compile(lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
+    act = GATE_ACTIVATIONS[activation]
+    compiled = torch.compile(lambda x, wg, wu: act(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
     return lambda x, wg, wu, *_: compiled(x, wg, wu)
 
 

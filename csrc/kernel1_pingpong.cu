@@ -204,6 +204,7 @@ struct Launcher {
     Params& params = *params_out;
     params = Params{};
     params.problem = problem;
+    params.activation = int(p->activation);
     params.gate = Mainloop::to_underlying_arguments(problem, typename Mainloop::Arguments{x, dX, wg, dWg}, nullptr);
     params.up   = Mainloop::to_underlying_arguments(problem, typename Mainloop::Arguments{x, dX, wu, dWu}, nullptr);
 

@@ -44,7 +44,7 @@
     critical section: SiLU there (64 expf + 64 IEEE divisions per thread) would idle the tensor
     cores.  We therefore leave the MMA phase as soon as the last up wgmma is *issued*, hand the
     tensor cores to the other consumer, wait for our wgmmas, and compute
-        acc_up[i] = (g / (1 + expf(-g))) * acc_up[i],   g = acc_gate[i]      (fp32, no fast-math)
+        acc_up[i] = act(g) * acc_up[i],   g = acc_gate[i]   (fp32, no fast-math; act from activation.hpp)
     outside the ordered section.  Both accumulators come from the same TiledMma partition, so
     register i of acc_gate and register i of acc_up hold the same (row, col) of the tile (checked on
     host, see README).  The epilogue then stores acc_up as a plain GEMM result (ScaledAcc, alpha 1,
@@ -69,6 +69,8 @@
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/operations.hpp"
 #include "cutlass/pipeline/pipeline.hpp"
+
+#include "activation.hpp"
 
 #include "cute/tensor.hpp"
 
@@ -212,6 +214,7 @@ public:
     MainloopParams up;                      // A = x, B = w_up (its A descriptor is a copy of gate's)
     typename Epilogue::Params epilogue;     // D = out
     typename Scheduler::Params scheduler;
+    int activation;                         // enum isw_activation, applied to acc_gate
   };
 
   /////////////////////////////////////////////////////////////////////////////////////////////////
@@ -332,11 +335,11 @@ public:
         read_state.advance(2 * iters_per_tile);      // our tile and the other consumer's
 
         // ---- activation: outside the ordered section, overlaps the other consumer's MMAs ------
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(acc_up); ++i) {
-          float const g = acc_gate(i);
-          acc_up(i) = (g / (1.0f + expf(-g))) * acc_up(i);
-        }
+        isw::with_activation(params.activation, [&](auto act) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < size(acc_up); ++i)
+            acc_up(i) = isw::activate<decltype(act)::value>(acc_gate(i)) * acc_up(i);
+        });
 
         // ---- epilogue: ordered too, the two consumers share the epilogue smem and barrier -----
         order.wait();

@@ -388,7 +388,7 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   args.mainloop.ld_B = p->ld_w_gate;
   args.mainloop.pair_offset = int64_t(delta_bytes / eb);
   auto& node = args.epilogue.thread.op_1;  // Sm90EVT args: op_0 = AccFetch (child), op_1 = the node
-  node = {static_cast<Element*>(p->out), int64_t(p->ld_out), up_first};
+  node = {static_cast<Element*>(p->out), int64_t(p->ld_out), up_first, int(p->activation)};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.ptr_D = nullptr;
   args.hw_info.device_id = 0;

@@ -1,5 +1,5 @@
 /*! \file kernel3_skinny.cu
-    \brief Kernel-3 (decode, M <= 32): out = silu(x Wg^T) * (x Wu^T) with the WEIGHTS as the MMA's
+    \brief Kernel-3 (decode, M <= 32): out = act(x Wg^T) * (x Wu^T) with the WEIGHTS as the MMA's
            M operand (swap-AB) and the few tokens as its N operand, streamed straight from HBM.
 
     Why a separate kernel for decode
@@ -34,7 +34,7 @@
       stream starts while that kernel drains.  `griddepcontrol.launch_dependents` is issued
       once this CTA's loads are out, so the next layer's kernel can do the same.
 
-    Numerics: fp32 accumulation, SiLU as g / (1 + expf(-g)) and the product in fp32, one
+    Numerics: fp32 accumulation, the activation (activation.hpp) and the product in fp32, one
     rounding at the store; the same contract as Kernels 1 and 2.
 
     Assumptions (can_implement rejects the rest with a reason)
@@ -63,6 +63,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "activation.hpp"
 #include "isw_common.hpp"
 
 namespace isw::k3 {
@@ -132,6 +133,7 @@ struct Params {
   void* out;
   int M, N, K;
   int64_t ld_x, ld_wg, ld_wu, ld_out;
+  int activation;  // enum isw_activation
 };
 
 // The 16 elements of one lane's slice of a chunk, as 8 packed pairs: `lo` holds K elements
@@ -370,7 +372,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Params p) {
     for (int h = 0; h < 2; ++h) {
       if (tok + h < p.M) {
         const float gt = v[h], up = v[2 + h];
-        out[int64_t(tok + h) * p.ld_out + n] = Mma<T>::cvt(gt / (1.0f + expf(-gt)) * up);
+        out[int64_t(tok + h) * p.ld_out + n] = Mma<T>::cvt(gate_activation(p.activation, gt) * up);
       }
     }
   }
@@ -445,11 +447,13 @@ static int can_implement(const isw_problem* p) {
 
 static size_t workspace_bytes(const isw_problem*) { return 0; }
 
-// PDL can be switched off without a rebuild (INDUCTOR_SWIGLU_PDL=0), e.g. to measure what it
-// buys; read per launch (a few tens of ns) so a benchmark can compare both in one process.
+// PDL is opt-in (INDUCTOR_SWIGLU_PDL=1), read per launch (a few tens of ns) so a benchmark can
+// compare both in one process.  Why off by default: under tensor parallelism (two H200s, NCCL
+// all-reduces in the same CUDA graph, 2026-11-30) a Qwen2.5-7B decode step ran at 0.57x of stock
+// with PDL and 1.07x without; on one GPU its gain is not yet measured.
 static bool pdl_enabled() {
   const char* v = getenv("INDUCTOR_SWIGLU_PDL");
-  return !(v && v[0] == '0');
+  return v && v[0] == '1';
 }
 
 static int run(const isw_problem* p) {
@@ -460,7 +464,7 @@ static int run(const isw_problem* p) {
   KernelFn fn = p->dtype == ISW_FP16 ? kernel_for<__half>(index) : kernel_for<__nv_bfloat16>(index);
 
   Params params{p->x, p->w_gate, p->w_up, p->out, int(p->M), int(p->N), int(p->K),
-                p->ld_x, p->ld_w_gate, p->ld_w_up, p->ld_out};
+                p->ld_x, p->ld_w_gate, p->ld_w_up, p->ld_out, int(p->activation)};
   const int rows_per_cta = 8 * cfg->tiles;
   const int toks_per_cta = 8 * cfg->tok8;
   dim3 grid(unsigned((p->N + rows_per_cta - 1) / rows_per_cta), unsigned((p->M + toks_per_cta - 1) / toks_per_cta));

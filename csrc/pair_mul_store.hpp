@@ -1,7 +1,7 @@
 /*! \file pair_mul_store.hpp
     \brief PairMulStore: a CUTLASS SM90 epilogue visitor (EVT) node that turns the accumulator of a
-           GEMM over gate/up weights interleaved by blocks of 8 columns into silu(gate) * up and
-           stores the half-width result from registers.
+           GEMM over gate/up weights interleaved by blocks of 8 columns into act(gate) * up (act:
+           SiLU or GELU, activation.hpp) and stores the half-width result from registers.
 
     Where it sits: Kernel-2 (kernel2_pairmul.cu) runs ONE GEMM of x [M,K] against a virtual
     weight matrix B [2N,K] whose rows interleave the gate and up weights by blocks of 8:
@@ -12,7 +12,7 @@
     The stock sm90 TMA warp-specialized epilogue (D = void, C = void) runs on the flat
     [M, 2N] tile and calls visit() once per fragment of FragmentSize accumulators.  This node
     pairs every gate value with its up value inside that fragment and writes
-    out[m, r] = silu(gate) * up (fp32 math, x / (1 + expf(-x)), one rounding) straight from
+    out[m, r] = act(gate) * up (fp32 math, activation.hpp, one rounding) straight from
     registers with 32-bit (bf16x2 / half2) stores, predicated on the M and N residues.
 
     Why blocks of 8 need no shuffles: the wgmma accumulator gives each thread the columns
@@ -44,12 +44,9 @@
 #include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
 #include "cute/tensor.hpp"
 
-namespace isw::fusion {
+#include "activation.hpp"
 
-/// SiLU in fp32 exactly as the reference defines it: x / (1 + exp(-x)).  expf (not __expf):
-/// the build has no fast-math, so this is the accurate libdevice path.  Large negative x
-/// gives exp(-x) = inf and x / inf = -0, the correct limit.
-CUTE_HOST_DEVICE float silu_f32(float x) { return x / (1.0f + expf(-x)); }
+namespace isw::fusion {
 
 namespace detail {
 
@@ -104,7 +101,7 @@ CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
 ///   epi_v      index of the fragment within the subtile
 ///   res_m/res_v  residue: (M, 2N) minus this thread's first global coordinate
 ///   out_thr    out + m0 * ld_out + o0, the output element of this thread's first coordinate
-template <class ElementOut, int FragmentSize, class CoordTensor>
+template <class ElementOut, int FragmentSize, int Activation = ISW_ACT_SILU, class CoordTensor>
 CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize> const& frg,
                                               CoordTensor const& tCc_sub, int epi_v, int res_m,
                                               int res_v, ElementOut* out_thr, int64_t ld_out,
@@ -130,7 +127,7 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
         float hi = frg[8 * c + 4 + 2 * half + j];  // column c + 8 + j (block h = 1)
         float g = up_first ? hi : lo;
         float u = up_first ? lo : hi;
-        y[j] = silu_f32(g) * u;
+        y[j] = activate<Activation>(g) * u;
       }
       // virtual column dn (dn % 16 == 0) maps to output column o0 + dn / 2
       ElementOut* dst = out_thr + int64_t(dm + 8 * half) * ld_out + (dn >> 1);
@@ -167,6 +164,7 @@ struct PairMulStore {
     ElementOut* ptr_out = nullptr;  // out [M, N], row-major
     int64_t ld_out = 0;             // in elements
     bool up_first = false;          // true if block h = 0 of the virtual B holds `up`
+    int activation = ISW_ACT_SILU;  // enum isw_activation
   };
   using Params = Arguments;
 
@@ -209,23 +207,28 @@ struct PairMulStore {
   template <class CoordTensor>
   struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
     CUTLASS_DEVICE ConsumerStoreCallbacks(CoordTensor tCcD, int res_m, int res_v, ElementOut* out_thr,
-                                          int64_t ld_out, bool up_first)
-        : tCcD(tCcD), res_m(res_m), res_v(res_v), out_thr(out_thr), ld_out(ld_out), up_first(up_first) {}
+                                          int64_t ld_out, bool up_first, int activation)
+        : tCcD(tCcD), res_m(res_m), res_v(res_v), out_thr(out_thr), ld_out(ld_out), up_first(up_first),
+          activation(activation) {}
 
     CoordTensor tCcD;  // (CPY,CPY_M,CPY_N,EPI_M,EPI_N) relative coordinates, static layout
     int res_m, res_v;
     ElementOut* out_thr;
     int64_t ld_out;
     bool up_first;
+    int activation;
 
     template <class ElementAccumulator, class ElementInput, int FragmentSize>
     CUTLASS_DEVICE cutlass::Array<ElementOut, FragmentSize> visit(
         cutlass::Array<ElementAccumulator, FragmentSize> const&, int epi_v, int epi_m, int epi_n,
         cutlass::Array<ElementInput, FragmentSize> const& frg_input) {
       cutlass::NumericArrayConverter<float, ElementInput, FragmentSize> to_f32;
-      pair_mul_store_fragment<ElementOut, FragmentSize>(to_f32(frg_input),
-                                                        tCcD(cute::_, cute::_, cute::_, epi_m, epi_n),
-                                                        epi_v, res_m, res_v, out_thr, ld_out, up_first);
+      auto const frg = to_f32(frg_input);
+      // the activation as a compile-time constant: one branch per visit, straight-line code inside
+      with_activation(activation, [&](auto act) {
+        pair_mul_store_fragment<ElementOut, FragmentSize, decltype(act)::value>(
+            frg, tCcD(cute::_, cute::_, cute::_, epi_m, epi_n), epi_v, res_m, res_v, out_thr, ld_out, up_first);
+      });
       // D is void: the collective drops this value (dead code after inlining).
       return cutlass::Array<ElementOut, FragmentSize>{};
     }
@@ -246,7 +249,7 @@ struct PairMulStore {
     int res_v = int(get<1>(args.residue_tCcD));
     ElementOut* out_thr = pair_mul_thread_base(params.ptr_out, params.ld_out, int(M), int(N2), res_m, res_v);
     return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, res_m, res_v, out_thr,
-                                                       params.ld_out, params.up_first);
+                                                       params.ld_out, params.up_first, params.activation);
   }
 };
 

@@ -43,6 +43,8 @@ static int check_common(const isw_problem* p) {
                 (long long)p->N, (long long)p->K);
   if (p->dtype != ISW_BF16 && p->dtype != ISW_FP16)
     return fail(ISW_ERR_UNSUPPORTED, "dtype %d is not bf16 (0) or fp16 (1)", p->dtype);
+  if (p->activation < ISW_ACT_SILU || p->activation > ISW_ACT_GELU_ERF)
+    return fail(ISW_ERR_INVALID, "unknown activation %d", p->activation);
   return ISW_OK;
 }
 

@@ -16,11 +16,18 @@
 extern "C" {
 #endif
 
-#define ISW_ABI_VERSION 2
+#define ISW_ABI_VERSION 3
 
 // Element types of x, the weights and out (all the same type).  The GEMM kernels take bf16 and
-// fp16; isw_silu_mul also takes fp32.
+// fp16; isw_gated_mul also takes fp32.
 enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1, ISW_FP32 = 2 };
+
+// Activation of the gate: out = act(gate) * up.
+enum isw_activation {
+  ISW_ACT_SILU = 0,       // x * sigmoid(x): SwiGLU
+  ISW_ACT_GELU_TANH = 1,  // GELU, tanh approximation: GeGLU as Gemma computes it
+  ISW_ACT_GELU_ERF = 2    // GELU, exact (erf): GeGLU as T5 v1.1 computes it
+};
 
 // Return codes.
 enum isw_status {
@@ -32,10 +39,10 @@ enum isw_status {
   ISW_ERR_WORKSPACE = 5      // workspace too small
 };
 
-// One SwiGLU GEMM:  out[m, n] = silu(sum_k x[m,k] * w_gate[n,k]) * (sum_k x[m,k] * w_up[n,k])
+// One gated GEMM:  out[m, n] = act(sum_k x[m,k] * w_gate[n,k]) * (sum_k x[m,k] * w_up[n,k])
 // x: [M, K], w_gate / w_up: [N, K] (nn.Linear layout), out: [M, N]; all row-major
 // with unit stride along the last dim and the given leading dimensions (in
-// elements).  Accumulation, SiLU and the product are fp32; one rounding at the store.
+// elements).  Accumulation, the activation and the product are fp32; one rounding at the store.
 typedef struct isw_problem {
   const void* x;
   const void* w_gate;
@@ -45,6 +52,7 @@ typedef struct isw_problem {
   int64_t ld_x, ld_w_gate, ld_w_up, ld_out;
   int32_t dtype;       // enum isw_dtype
   int32_t config;      // index into the kernel's config table, -1 = the kernel's default
+  int32_t activation;  // enum isw_activation
   void* workspace;     // device memory, at least isw_workspace_bytes(); may be NULL if that is 0
   size_t workspace_bytes;
   void* stream;        // cudaStream_t; the kernel launches only on this stream
@@ -73,11 +81,11 @@ int isw_run(int kernel, const isw_problem* p);
 int isw_num_configs(int kernel);
 const char* isw_config_name(int kernel, int config);
 
-// out[m, n] = silu(gate[m, n]) * up[m, n] in fp32, rounded once: the epilogue of the unfused
+// out[m, n] = act(gate[m, n]) * up[m, n] in fp32, rounded once: the epilogue of the unfused
 // path (two GEMMs, then this).  Row-major with the given leading dimensions (elements); dtype
-// bf16, fp16 or fp32.  Runs on sm_80 and newer.
-int isw_silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, void* out,
-                 int64_t ld_out, int64_t M, int64_t N, int32_t dtype, void* stream);
+// bf16, fp16 or fp32; activation an isw_activation.  Runs on sm_80 and newer.
+int isw_gated_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, void* out,
+                  int64_t ld_out, int64_t M, int64_t N, int32_t dtype, int32_t activation, void* stream);
 
 // Compute capability of `device` as 10 * major + minor (90 for Hopper), -1 if it cannot be read.
 int isw_device_sm(int device);

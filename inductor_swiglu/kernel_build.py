@@ -60,7 +60,7 @@ NVCC_FLAGS = [
 SM90A = ["-gencode=arch=compute_90a,code=sm_90a"]
 PORTABLE = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
             "-gencode=arch=compute_90,code=compute_90"]
-ARCH_FLAGS = {"silu_mul.cu": PORTABLE}   # every other translation unit: SM90A
+ARCH_FLAGS = {"gated_mul.cu": PORTABLE}   # every other translation unit: SM90A
 
 # The op library targets the oldest torch whose Stable ABI it needs (torch_call_dispatcher and
 # torch_library_impl are 2.10; 2.11 is the oldest torch the package supports).

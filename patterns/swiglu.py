@@ -1,4 +1,4 @@
-"""SwiGLU search patterns and their replacement, side by side.
+"""SwiGLU and GeGLU search patterns and their replacement, side by side.
 
 In the style of Inductor's own pattern files (``fx_passes/fuse_attention.py``,
 ``pad_mm.py``): each search function is ordinary PyTorch, the way model code
@@ -9,7 +9,10 @@ post-grad ATen form that the pass actually sees (``F.silu`` becomes
 
 What the search space covers, and why:
 
-* activation spelled ``F.silu(g)``, ``g * sigmoid(g)`` or ``sigmoid(g) * g``;
+* activation spelled ``F.silu(g)``, ``g * sigmoid(g)`` or ``sigmoid(g) * g`` (SwiGLU),
+  or ``F.gelu(g, approximate="tanh")`` / ``F.gelu(g)`` (GeGLU: Gemma), which Inductor
+  decomposes into ``0.5 g (1 + tanh(...))`` / ``0.5 g (1 + erf(g / sqrt(2)))``, or the tanh
+  form written out with ``pow(g, 3)`` (transformers' ``gelu_new``: T5 v1.1);
 * the product in either operand order (the matcher is not commutative);
 * projection as ``F.linear`` without bias (``mm``), with bias (``addmm``), or
   ``x @ W`` with ``[in, out]`` weights (``mm`` without ``permute``);
@@ -20,12 +23,14 @@ What the search space covers, and why:
 Patterns are generated with every shape, scalar and dtype argument ignored
 (``gen_pattern``), so they also match dynamic shapes; ``can_rewrite`` in
 ``inductor_swiglu.compiler.swiglu_pass`` then re-checks everything that was
-ignored (the ``1`` in ``1 + exp(-x)``, permute dims, reshape targets, dtypes).
+ignored (the ``1`` in ``1 + exp(-x)``, GELU's constants, permute dims, reshape
+targets, dtypes).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,21 +38,30 @@ import torch
 import torch.nn.functional as F
 
 # --------------------------------------------------------------------------- #
-# The replacement: one fused op.                                               #
+# The replacement: one fused op, with the activation the search computed.      #
 # --------------------------------------------------------------------------- #
 
 
-def swiglu_replacement(x, w_gate, w_up):
-    return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up)
+def swiglu_replacement(activation: str) -> Callable:
+    def replacement(x, w_gate, w_up):
+        return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, activation=activation)
+
+    return replacement
 
 
-def swiglu_replacement_bias(x, w_gate, w_up, b_gate, b_up):
-    return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up)
+def swiglu_replacement_bias(activation: str) -> Callable:
+    def replacement(x, w_gate, w_up, b_gate, b_up):
+        return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up, activation=activation)
+
+    return replacement
 
 
-def swiglu_replacement_in_out(x, w_gate, w_up):
-    # [in, out] weights: the op takes nn.Linear's [out, in]; .t() is a view, no copy.
-    return torch.ops.inductor_swiglu.swiglu(x, w_gate.t(), w_up.t())
+def swiglu_replacement_in_out(activation: str) -> Callable:
+    def replacement(x, w_gate, w_up):
+        # [in, out] weights: the op takes nn.Linear's [out, in]; .t() is a view, no copy.
+        return torch.ops.inductor_swiglu.swiglu(x, w_gate.t(), w_up.t(), activation=activation)
+
+    return replacement
 
 
 # --------------------------------------------------------------------------- #
@@ -58,6 +72,16 @@ ACTIVATIONS: dict[str, Callable] = {
     "silu": F.silu,
     "g_sigmoid": lambda g: g * torch.sigmoid(g),
     "sigmoid_g": lambda g: torch.sigmoid(g) * g,
+    "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"),
+    # transformers' NewGELUActivation ("gelu_new": T5 v1.1's gated-gelu, ...): the tanh form by hand
+    "gelu_tanh_pow": lambda g: 0.5 * g * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (g + 0.044715 * torch.pow(g, 3.0)))),
+    "gelu": F.gelu,
+}
+
+# The op's activation argument for each spelling.
+OP_ACTIVATION: dict[str, str] = {
+    "silu": "silu", "g_sigmoid": "silu", "sigmoid_g": "silu", "gelu_tanh": "gelu_tanh", "gelu_tanh_pow": "gelu_tanh",
+    "gelu": "gelu",
 }
 
 PRODUCTS: dict[str, Callable] = {
@@ -82,7 +106,7 @@ def _matmul_in_out(x, w_gate, w_up):
 class Projection:
     name: str
     project: Callable            # (x, weights..., biases...) -> (gate, up)
-    replacement: Callable
+    replacement: Callable        # activation -> the replacement function
     bias: bool
     weights_in_out: bool         # weights stored [in, out] (K, N) instead of [out, in]
 
@@ -106,6 +130,11 @@ class SwigluPattern:
     product: str
     rank: int                    # 2 or 3: rank of x
     dtype: torch.dtype
+
+    @property
+    def op_activation(self) -> str:
+        """The op's activation argument ("silu", "gelu_tanh", "gelu")."""
+        return OP_ACTIVATION[self.activation]
 
     def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
         # Small, distinct sizes so the tracer cannot confuse K with N or batch dims.
@@ -149,7 +178,7 @@ def all_patterns(
             SwigluPattern(
                 name=name,
                 search=_make_search(proj, ACTIVATIONS[act], PRODUCTS[prod]),
-                replacement=proj.replacement,
+                replacement=proj.replacement(OP_ACTIVATION[act]),
                 projection=proj,
                 activation=act,
                 product=prod,

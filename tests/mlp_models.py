@@ -1,4 +1,6 @@
-"""Small SwiGLU MLPs in the spellings real model code uses, for the pass tests."""
+"""Small SwiGLU and GeGLU MLPs in the spellings real model code uses, for the pass tests."""
+
+import math
 
 import torch
 import torch.nn as nn
@@ -9,7 +11,14 @@ ACTS = {
     "module_silu": nn.SiLU(),
     "g_sigmoid": lambda g: g * torch.sigmoid(g),
     "sigmoid_g": lambda g: torch.sigmoid(g) * g,
+    # GeGLU
+    "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"),
+    "gelu": F.gelu,
+    "module_gelu_tanh": nn.GELU(approximate="tanh"),
+    "gelu_new": lambda g: 0.5 * g * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (g + 0.044715 * torch.pow(g, 3.0)))),
 }
+# The op's activation for each spelling
+OP_ACTIVATION = {"gelu_tanh": "gelu_tanh", "module_gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu": "gelu"}
 
 
 class GatedMLP(nn.Module):

@@ -1,7 +1,7 @@
 """The gated MLPs of real model families, as transformers writes them: tiny random configurations
-built offline, one rewrite per gated MLP, logits equal to eager.  Families whose MLP is not a SiLU
-gate (GeGLU, plain GELU) get no rewrite; MoE routed experts (transformers' grouped_mm) are not
-covered, their shared expert is."""
+built offline, one rewrite per gated MLP (SwiGLU or GeGLU), logits equal to eager.  A plain GELU
+MLP (not gated) gets no rewrite; MoE routed experts (transformers' grouped_mm) are not covered,
+their shared expert is."""
 
 import pytest
 import torch
@@ -28,7 +28,9 @@ FAMILIES = {
     "granite": ("GraniteConfig", {}, LAYERS),
     "cohere": ("CohereConfig", {}, LAYERS),
     "qwen2_moe (shared expert)": ("Qwen2MoeConfig", MOE, LAYERS),
-    "gemma (GeGLU: not yet)": ("GemmaConfig", {}, 0),
+    "gemma (GeGLU, gelu tanh)": ("GemmaConfig", {"head_dim": 16}, LAYERS),
+    "gemma2 (GeGLU, gelu tanh)": ("Gemma2Config", {"head_dim": 16}, LAYERS),
+    "gemma3 (GeGLU, gelu tanh)": ("Gemma3TextConfig", {"head_dim": 16}, LAYERS),
     "starcoder2 (GELU MLP, not gated)": ("Starcoder2Config", {}, 0),
 }
 
@@ -47,3 +49,19 @@ def test_family(family):
     c = inductor_swiglu.counters()
     assert c["swiglu_rewrites"] == expected and c["swiglu_ops_in_output_code"] == expected, c["per_frame"]
     torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("ff", ["gated-gelu", "gated-silu"])
+def test_t5_gated_feed_forward(ff):
+    """T5 v1.1's gated feed-forward (transformers' gelu_new, the tanh form written with pow)."""
+    from transformers.models.t5.modeling_t5 import T5DenseGatedActDense
+
+    torch.manual_seed(0)
+    mlp = T5DenseGatedActDense(transformers.T5Config(d_model=64, d_ff=96, feed_forward_proj=ff, dropout_rate=0.0)).eval()
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        ref = mlp(x)
+        out = torch.compile(mlp, backend="inductor_swiglu")(x)
+    c = inductor_swiglu.counters()
+    assert c["swiglu_rewrites"] == 1 and c["swiglu_ops_in_output_code"] == 1, c["per_frame"]
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)

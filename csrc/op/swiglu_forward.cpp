@@ -25,7 +25,7 @@
 // Every outcome is counted (isw_op_stats), so the diagnostics say which kernel ran.
 //
 // The unfused path is what stock Inductor runs: two cuBLAS GEMMs through the dispatcher (one
-// when gate and up are the two halves of one merged weight) and one silu(gate) * up pass.
+// when gate and up are the two halves of one merged weight) and one act(gate) * up pass.
 
 #include <dlfcn.h>
 
@@ -44,6 +44,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "swiglu_api.h"
@@ -277,14 +278,23 @@ bool k_major(const Meta& w) {
   return w.strides[1] == 1 && w.strides[0] % 8 == 0 && (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0;
 }
 
-void check_silu_mul(int st) {
-  STD_TORCH_CHECK(st == ISW_OK, "inductor_swiglu: silu_mul failed: ", isw_last_error());
+void check_gated_mul(int st) {
+  STD_TORCH_CHECK(st == ISW_OK, "inductor_swiglu: gated_mul failed: ", isw_last_error());
 }
 
-// The unfused path: cuBLAS GEMMs, then silu(gate) * up in one pass.
+// The op's activation names (ops/activations.py) as isw_activation values.
+int activation_id(const std::string& name) {
+  if (name == "silu") return ISW_ACT_SILU;
+  if (name == "gelu_tanh") return ISW_ACT_GELU_TANH;
+  if (name == "gelu") return ISW_ACT_GELU_ERF;
+  STD_TORCH_CHECK(false, "inductor_swiglu.swiglu: unknown activation '", name, "'; expected 'silu', 'gelu_tanh' or 'gelu'");
+  return -1;
+}
+
+// The unfused path: cuBLAS GEMMs, then act(gate) * up in one pass.
 Tensor unfused(const Tensor& x2, const Meta& mx, const Tensor& w_gate, const Meta& mg, const Tensor& w_up,
                const Meta& mu, const std::optional<Tensor>& b_gate, const std::optional<Tensor>& b_up, Tensor out,
-               int64_t M, int64_t N, int64_t K, void* stream) {
+               int64_t M, int64_t N, int64_t K, int act, void* stream) {
   const int dt = isw_dtype_of(mx.dtype);
   const int64_t ld_out = N;
   // Gate and up as the two halves of one merged [2N, K] weight (Phi-3, GLM-4, vLLM's
@@ -296,8 +306,8 @@ Tensor unfused(const Tensor& x2, const Meta& mx, const Tensor& w_gate, const Met
   if (merged) {
     Tensor wt = view2d(w_gate, K, 2 * N, 1, mg.strides[0]);
     Tensor gu = call_mm(x2, wt);
-    check_silu_mul(isw_silu_mul(gu.data_ptr(), 2 * N, static_cast<char*>(gu.data_ptr()) + N * esize, 2 * N,
-                                out.data_ptr(), ld_out, M, N, dt, stream));
+    check_gated_mul(isw_gated_mul(gu.data_ptr(), 2 * N, static_cast<char*>(gu.data_ptr()) + N * esize, 2 * N,
+                                  out.data_ptr(), ld_out, M, N, dt, act, stream));
     return out;
   }
   // w^T as a view of w with its strides swapped: right for any layout (row-major, transposed,
@@ -305,8 +315,8 @@ Tensor unfused(const Tensor& x2, const Meta& mx, const Tensor& w_gate, const Met
   Tensor gate = b_gate.has_value() ? call_linear(x2, w_gate, b_gate)
                                    : call_mm(x2, view2d(w_gate, K, N, mg.strides[1], mg.strides[0]));
   Tensor up = b_up.has_value() ? call_linear(x2, w_up, b_up) : call_mm(x2, view2d(w_up, K, N, mu.strides[1], mu.strides[0]));
-  check_silu_mul(isw_silu_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), ld_out, M,
-                              N, dt, stream));
+  check_gated_mul(isw_gated_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), ld_out,
+                                M, N, dt, act, stream));
   return out;
 }
 
@@ -333,7 +343,8 @@ Tensor rows_of(const Tensor& x, const Meta& mx, int64_t M, int64_t K, int64_t* l
 }
 
 Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor> b_gate,
-                      std::optional<Tensor> b_up) {
+                      std::optional<Tensor> b_up, std::string activation) {
+  const int act = activation_id(activation);
   const Meta mx = meta_of(x), mg = meta_of(w_gate), mu = meta_of(w_up);
   // The same contract as the Python op (ops/swiglu_op.py); the fake implementation raises these
   // at trace time, so here they only guard direct calls.
@@ -378,7 +389,7 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
 
   auto fall_back = [&](Outcome why) {
     count(why);
-    return unfused(x2, mx, w_gate, mg, w_up, mu, b_gate, b_up, out, M, N, K, stream);
+    return unfused(x2, mx, w_gate, mg, w_up, mu, b_gate, b_up, out, M, N, K, act, stream);
   };
   if (isw_device_sm(mx.device_index) != 90) return fall_back(kUnfusedNotHopper);
   if (dt == ISW_FP32) return fall_back(kUnfusedDtype);
@@ -402,6 +413,7 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
   p.ld_w_up = mu.strides[0];
   p.ld_out = N;
   p.dtype = dt;
+  p.activation = act;
   p.stream = stream;
   std::optional<Tensor> workspace;
   const int order[3] = {plan.kernel, plan.kernel == ISW_KERNEL2_PAIRMUL ? ISW_KERNEL1_PINGPONG : ISW_KERNEL2_PAIRMUL,

@@ -24,7 +24,7 @@ import operator
 
 import torch
 
-from .fx_utils import RESHAPES, as_silu, is_call, strip_reshape
+from .fx_utils import RESHAPES, as_gate_activation, is_call, strip_reshape
 
 aten = torch.ops.aten
 
@@ -68,7 +68,7 @@ def _frozen_weight(n) -> bool:
 
 
 def _feeds_swiglu(a: torch.fx.Node, b: torch.fx.Node) -> bool:
-    """a and b (possibly through one reshape each) meet in mul(silu(one), other)."""
+    """a and b (possibly through one reshape each) meet in mul(act(one), other)."""
 
     def ups(n):
         outs = {n}
@@ -83,8 +83,8 @@ def _feeds_swiglu(a: torch.fx.Node, b: torch.fx.Node) -> bool:
                 for mul in yv.users:
                     if is_call(mul, aten.mul.Tensor) and len(mul.args) == 2:
                         other = mul.args[0] if mul.args[1] is yv else mul.args[1]
-                        s = as_silu(other)
-                        if s is not None and s[0] is xv:
+                        s = as_gate_activation(other)
+                        if s is not None and s.gate is xv:
                             return True
     return False
 
@@ -144,17 +144,17 @@ def _split_concatenated(graph: torch.fx.Graph, consts: _Constants | None) -> tup
 
 
 def _unfold_permutes(graph: torch.fx.Graph, consts: _Constants | None) -> int:
-    """(1) folded permute: mul(silu(mm(a, Wg_kn)), mm(a, Wu_kn)), possibly through reshapes, onto
+    """(1) folded permute: mul(act(mm(a, Wg_kn)), mm(a, Wu_kn)), possibly through reshapes, onto
     K-major constants.  Returns how many."""
     changed = 0
     for mul in list(graph.find_nodes(op="call_function", target=aten.mul.Tensor)):
         if len(mul.args) != 2:
             continue
         for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-            silu = as_silu(act_side)
-            if silu is None:
+            act_fn = as_gate_activation(act_side)
+            if act_fn is None:
                 continue
-            mms = [strip_reshape(silu[0]), strip_reshape(up_side)]
+            mms = [strip_reshape(act_fn.gate), strip_reshape(up_side)]
             if not all(is_call(m, aten.mm.default) and _frozen_weight(m.args[1]) for m in mms):
                 continue
             consts = consts or _Constants(graph)

@@ -1,6 +1,6 @@
 """Helpers over Inductor's post-grad FX graphs, shared by the pass, the near-miss report and
 the freezing canonicalization (one home, as vLLM's ``fx_utils``): recognizing projections
-and SiLU spellings the way Inductor decomposes them, and where a node came from in user code.
+and the SiLU and GELU spellings the way Inductor decomposes them, and where a node came from in user code.
 """
 
 from __future__ import annotations
@@ -80,6 +80,113 @@ def as_silu(n):
         for g, s in ((a, b), (b, a)):
             if is_call(s, aten.sigmoid.default) and s.args[0] is g:
                 return g, nodes + [s]
+    return None
+
+
+# GELU's constants as Inductor's decomposition writes them (F.gelu, both approximations).
+GELU_ERF_SCALE = 0.7071067811865476      # 1 / sqrt(2)
+GELU_TANH_SCALE = 0.7978845608028654     # sqrt(2 / pi)
+GELU_TANH_CUBIC = 0.044715
+
+
+def _close(c, want: float) -> bool:
+    # A hand-written GELU may spell a constant with fewer digits; 1e-6 changes no bf16/fp16 result.
+    return isinstance(c, (int, float)) and not isinstance(c, bool) and abs(c - want) <= 1e-6 * abs(want)
+
+
+def _times_const(n, want: float):
+    """The tensor operand if n = operand * want (either order), else None."""
+    if is_call(n, aten.mul.Tensor) and len(n.args) == 2:
+        a, b = n.args
+        if isinstance(a, torch.fx.Node) and _close(b, want):
+            return a
+        if isinstance(b, torch.fx.Node) and _close(a, want):
+            return b
+    return None
+
+
+def _plus_one(n):
+    """The tensor operand if n = operand + 1 (either order), else None."""
+    if is_call(n, aten.add.Tensor) and len(n.args) == 2 and n.kwargs.get("alpha", 1) == 1:
+        a, b = n.args
+        if isinstance(a, torch.fx.Node) and _close(b, 1.0):
+            return a
+        if isinstance(b, torch.fx.Node) and _close(a, 1.0):
+            return b
+    return None
+
+
+def _cube_nodes(c, g) -> list | None:
+    """[nodes] if c = g * g * g (as mul(mul(g, g), g) in any order, or pow(g, 3)), else None."""
+    if is_call(c, aten.pow.Tensor_Scalar) and c.args[0] is g and _close(c.args[1], 3.0):
+        return [c]
+    if not (is_call(c, aten.mul.Tensor) and len(c.args) == 2):
+        return None
+    for sq, lin in ((c.args[0], c.args[1]), (c.args[1], c.args[0])):
+        if lin is g and is_call(sq, aten.mul.Tensor) and list(sq.args) == [g, g]:
+            return [c, sq]
+    return None
+
+
+def as_gelu(n):
+    """(kind, gate_value, activation_nodes) if n computes GELU(gate), kind "gelu" (erf) or
+    "gelu_tanh", with every constant checked; else None."""
+    nodes = [n]
+    core = n
+    if is_call(core, prims.convert_element_type.default):
+        core = core.args[0]
+        nodes.append(core)
+    if not (is_call(core, aten.mul.Tensor) and len(core.args) == 2):
+        return None
+    for half, one_plus in ((core.args[0], core.args[1]), (core.args[1], core.args[0])):
+        g, inner = _times_const(half, 0.5), _plus_one(one_plus)
+        if g is None or inner is None:
+            continue
+        body = [half, one_plus, inner]
+        if is_call(inner, aten.erf.default) and _times_const(inner.args[0], GELU_ERF_SCALE) is g:
+            kind = "gelu"
+            body.append(inner.args[0])
+        elif is_call(inner, aten.tanh.default):
+            s = _times_const(inner.args[0], GELU_TANH_SCALE)
+            if not (is_call(s, aten.add.Tensor) and len(s.args) == 2 and s.kwargs.get("alpha", 1) == 1):
+                continue
+            cube = None
+            for lin, term in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+                c = _times_const(term, GELU_TANH_CUBIC)
+                if lin is g and c is not None:
+                    cube = _cube_nodes(c, g)
+                    if cube is not None:
+                        cube = [term, *cube]
+                        break
+            if cube is None:
+                continue
+            kind = "gelu_tanh"
+            body += [inner.args[0], s, *cube]
+        else:
+            continue
+        nodes += body
+        if is_call(g, prims.convert_element_type.default):
+            nodes.append(g)
+            g = g.args[0]
+        return kind, g, nodes
+    return None
+
+
+@dataclass
+class GateActivation:
+    name: str                    # the op's activation: "silu", "gelu_tanh" or "gelu"
+    gate: torch.fx.Node          # the value activated (before any upcast)
+    nodes: list                  # the activation's nodes, n itself included
+
+
+def as_gate_activation(n) -> GateActivation | None:
+    """SiLU or GELU of a gate value, in any spelling we know; None otherwise."""
+    silu = as_silu(n)
+    if silu is not None:
+        return GateActivation("silu", silu[0], silu[1])
+    gelu = as_gelu(n)
+    if gelu is not None:
+        return GateActivation(gelu[0], gelu[1], gelu[2])
     return None
 
 
@@ -319,12 +426,12 @@ def split_merged_projections(graph: torch.fx.Graph) -> int:
 
 
 def _feed_one_product(first: torch.fx.Node, second: torch.fx.Node) -> bool:
-    """One half through SiLU, times the other half (either order)."""
+    """One half through the activation, times the other half (either order)."""
     for mul in set(first.users) | set(second.users):
         if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
             continue
         for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-            silu = as_silu(act)
-            if silu is not None and {silu[0], other} == {first, second}:
+            act_fn = as_gate_activation(act)
+            if act_fn is not None and {act_fn.gate, other} == {first, second}:
                 return True
     return False

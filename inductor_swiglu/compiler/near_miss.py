@@ -15,7 +15,7 @@ import operator
 
 import torch
 
-from .fx_utils import as_projection, as_silu, aten, is_call, source_location
+from .fx_utils import as_gate_activation, as_projection, aten, is_call, source_location
 from .records import GraphRecord, NearMiss
 
 
@@ -76,10 +76,10 @@ def classify(mul: torch.fx.Node) -> str | None:
     if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
         return None
     for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-        silu = as_silu(act_side)
-        if silu is None:
+        act_fn = as_gate_activation(act_side)
+        if act_fn is None:
             continue
-        gate_val, act_nodes = silu
+        gate_val, act_nodes = act_fn.gate, act_fn.nodes
         gate = as_projection(gate_val)
         up = as_projection(up_side)
         if gate is None or up is None:
@@ -99,7 +99,7 @@ def classify(mul: torch.fx.Node) -> str | None:
         for label, node, allowed in (
             ("gate projection", gate_val, act_set),
             ("up projection", up_side, {mul}),
-            ("silu(gate)", act_side, {mul}),
+            (f"{act_fn.name}(gate)", act_side, {mul}),
         ):
             others = _extra_users(node, allowed)
             if others:
@@ -111,7 +111,7 @@ def classify(mul: torch.fx.Node) -> str | None:
         dt = gate_val.meta.get("val")
         if dt is not None and dt.dtype not in (torch.float16, torch.bfloat16, torch.float32):
             return f"dtype {dt.dtype} is not fp16, bf16 or fp32"
-        return "SwiGLU-shaped but not a form the patterns cover (please report it with the graph dump)"
+        return f"{'SwiGLU' if act_fn.name == 'silu' else 'GeGLU'}-shaped but not a form the patterns cover (please report it with the graph dump)"
     return None
 
 

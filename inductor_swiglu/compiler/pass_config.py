@@ -14,8 +14,10 @@ class PassConfig:
     enabled: bool = True
     """Run the SwiGLU rewrite at all."""
 
-    activations: tuple[str, ...] = ("silu", "g_sigmoid", "sigmoid_g")
-    """Spellings of SiLU to match: F.silu, g * sigmoid(g), sigmoid(g) * g."""
+    activations: tuple[str, ...] = ("silu", "g_sigmoid", "sigmoid_g", "gelu_tanh", "gelu_tanh_pow", "gelu")
+    """Activations to match: SiLU as F.silu, g * sigmoid(g) or sigmoid(g) * g (SwiGLU); GELU with
+    the tanh approximation (F.gelu, or written out with pow as transformers' gelu_new) or exact
+    (GeGLU)."""
 
     projections: tuple[str, ...] = ("linear", "linear_bias", "matmul_in_out")
     """Projection forms: nn.Linear without bias (mm), with bias (addmm), x @ W with [in, out] weights."""

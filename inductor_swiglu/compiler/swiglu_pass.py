@@ -1,5 +1,5 @@
-"""The Inductor post-grad pass that rewrites ``silu(x @ Wg) * (x @ Wu)`` into
-``torch.ops.inductor_swiglu.swiglu``, and on Hopper into its C++ form
+"""The Inductor post-grad pass that rewrites ``silu(x @ Wg) * (x @ Wu)`` (and its GeGLU
+twin, ``gelu``) into ``torch.ops.inductor_swiglu.swiglu``, and on Hopper into its C++ form
 ``swiglu_forward`` (no autograd wrapper, no Python per call: post-grad graphs
 need neither).
 
@@ -10,8 +10,8 @@ bookkeeping (rewrites, near misses, errors) in ``records.RECORDS``.
 
 Safety before speed (``can_rewrite``): the patterns are generated with shapes,
 scalars and dtypes ignored, so every ignored argument is re-checked here: the
-``1`` in ``1 + exp(-g)``, permute dims, dtype conversions, reshape targets,
-weight and bias shapes.  A pattern whose intermediates (gate, up, silu(gate))
+``1`` in ``1 + exp(-g)``, GELU's constants, permute dims, dtype conversions,
+reshape targets, weight and bias shapes.  A pattern whose intermediates (gate, up, silu(gate))
 have other users does not match at all, because the traced patterns carry exact
 user counts.  Anything the check declines is recorded as a near miss with its
 reason.  An internal error never breaks compilation: the graph is restored to
@@ -36,6 +36,7 @@ from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
 from .fx_utils import (
+    as_gelu,
     merge_equal_copies,
     source_location,
     split_merged_projections,
@@ -78,13 +79,26 @@ class Declined(Exception):
     """can_rewrite's way of saying no, with a reason for the near-miss report."""
 
 
-def _check_ignored_args(match: Match, x_dtype: torch.dtype) -> None:
+def _check_gelu(match: Match, kind: str) -> None:
+    """GELU's constants (0.5, 1/sqrt(2) or sqrt(2/pi) and 0.044715, the 1 in 1 + ...), which
+    gen_pattern ignored, are checked on the product's activation operand."""
+    out = match.output_node()
+    for operand in out.args:
+        found = as_gelu(operand)
+        if found is not None and found[0] == kind:
+            return
+    raise Declined(f"the activation has GELU's form but not its constants ({kind} expected)")
+
+
+def _check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> None:
     """Re-check the scalar/shape/dtype arguments that gen_pattern ignored."""
+    if activation != "silu":
+        _check_gelu(match, activation)
     for node in match.nodes:
         if node.op != "call_function":
             continue
         t = node.target
-        if t is aten.add.Tensor:
+        if t is aten.add.Tensor and activation == "silu":
             # the only add in the patterns is SiLU's 1 + exp(-g)
             consts = [a for a in node.args if not isinstance(a, torch.fx.Node)]
             if consts != [1] or node.kwargs.get("alpha", 1) != 1:
@@ -96,9 +110,9 @@ def _check_ignored_args(match: Match, x_dtype: torch.dtype) -> None:
             src = _val(node.args[0])
             dst = node.args[1]
             if src is not None and src.dtype == x_dtype and dst != torch.float32:
-                raise Declined(f"SiLU upcasts to {dst}, expected float32")
+                raise Declined(f"the activation upcasts to {dst}, expected float32")
             if src is not None and src.dtype == torch.float32 and dst != x_dtype:
-                raise Declined(f"SiLU result cast to {dst}, expected the input dtype {x_dtype}")
+                raise Declined(f"the activation's result is cast to {dst}, expected the input dtype {x_dtype}")
         elif t in (aten.mm.default, aten.addmm.default):
             if t is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
                 raise Declined("addmm with alpha/beta != 1")
@@ -112,7 +126,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "tensor metadata missing on the matched nodes"
     out = _val(match.output_node())
     try:
-        _check_ignored_args(match, x.dtype)
+        _check_ignored_args(match, x.dtype, spec.op_activation)
     except Declined as e:
         return str(e)
     if len(x.shape) and any(statically_equal(d, 0) for d in x.shape[:-1]):

@@ -17,7 +17,9 @@ This path serves the rest, and says which, through ``impl_stats``:
    any layout is used as an ``[M, K]`` view when it has one with unit stride
    along K, else copied once to contiguous (activations only, never weights).
 4. Otherwise the unfused path: two cuBLAS GEMMs in the input dtype (eager's
-   numerics), SiLU and the product in fp32, one rounding.  Correct on any CUDA GPU.
+   numerics), the activation and the product in fp32, one rounding.  Correct on any CUDA GPU.
+
+Every path takes the gate activation (``activations``: SiLU, GELU-tanh, GELU).
 
 No path synchronises with the host or allocates outside torch's caching
 allocator, so all of them can be captured in a CUDA graph.
@@ -30,7 +32,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from . import dispatch, impl_stats, triton_swiglu
+from . import activations, dispatch, impl_stats, triton_swiglu
 from . import kernel_library as kl
 
 # The C ABI's element types (isw_dtype in csrc/swiglu_api.h).
@@ -44,28 +46,30 @@ def capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
 
-def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor) -> None:
-    """out = silu(x2 w_gate^T) * (x2 w_up^T) as stock Inductor computes it: two cuBLAS GEMMs
-    in the input dtype, then one silu_mul pass (fp32 math, one rounding).  Needs the kernel
-    library (for silu_mul); x2 [M, K], out [M, N] contiguous."""
+def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor,
+                  activation: str = activations.SILU) -> None:
+    """out = act(x2 w_gate^T) * (x2 w_up^T) as stock Inductor computes it: two cuBLAS GEMMs
+    in the input dtype, then one gated_mul pass (fp32 math, one rounding).  Needs the kernel
+    library (for gated_mul); x2 [M, K], out [M, N] contiguous."""
     gate = torch.mm(x2, w_gate.t())
     up = torch.mm(x2, w_up.t())
     M, N = out.shape
-    kl.get_library().silu_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), N, M, N,
-                              ISW_DTYPES[out.dtype], torch._C._cuda_getCurrentRawStream(out.device.index))
+    kl.get_library().gated_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), N, M, N,
+                               ISW_DTYPES[out.dtype], activations.activation_id(activation),
+                               torch._C._cuda_getCurrentRawStream(out.device.index))
 
 
-def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str) -> torch.Tensor:
+def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str, activation: str) -> torch.Tensor:
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
     if b_gate is None and b_up is None and x.dtype in ISW_DTYPES and kl.get_library() is not None:
         K, N = x.shape[-1], w_gate.shape[0]
         x2 = x.reshape(-1, K)
         out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
-        unfused_gemms(x2, w_gate, w_up, out)
+        unfused_gemms(x2, w_gate, w_up, out, activation)
         return out.view(*x.shape[:-1], N)
     gate = F.linear(x, w_gate, b_gate)
     up = F.linear(x, w_up, b_up)
-    return (F.silu(gate.float()) * up.float()).to(x.dtype).contiguous()
+    return (activations.apply(activation, gate.float()) * up.float()).to(x.dtype).contiguous()
 
 
 def _k_major(w: torch.Tensor) -> bool:
@@ -103,13 +107,14 @@ def _as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
     return x2
 
 
-def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int) -> kl.IswProblem:
+def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int,
+             activation: str = activations.SILU) -> kl.IswProblem:
     M, K = x2.shape
     N = w_gate.shape[0]
     return kl.IswProblem(
         x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
         M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
-        ISW_DTYPES[x2.dtype], config, None, 0,
+        ISW_DTYPES[x2.dtype], config, activations.activation_id(activation), None, 0,
         # the raw handle, without building a torch.cuda.Stream object (hot path)
         torch._C._cuda_getCurrentRawStream(x2.device.index),
     )
@@ -131,7 +136,7 @@ def _launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tup
 
 
 def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, config: int = -1,
-               out: torch.Tensor | None = None) -> torch.Tensor:
+               out: torch.Tensor | None = None, activation: str = activations.SILU) -> torch.Tensor:
     """Run one fused kernel with one config, no dispatch and no fallback (tests, benchmarks).
 
     `out` ([M, N], contiguous) lets tests poison the output before the run.
@@ -146,43 +151,43 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
         out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     if x2.shape[0] == 0:
         return out.view(*x.shape[:-1], N)
-    ok, msg = _launch(lib, kernel, _problem(x2, w_gate, w_up, out, config), x.device)
+    ok, msg = _launch(lib, kernel, _problem(x2, w_gate, w_up, out, config, activation), x.device)
     if not ok:
         raise RuntimeError(f"{dispatch.kernel_name(kernel)} config {config}: {msg}")
     return out.view(*x.shape[:-1], N)
 
 
-def _triton(x, w_gate, w_up, b_gate, b_up) -> torch.Tensor | None:
+def _triton(x, w_gate, w_up, b_gate, b_up, activation: str) -> torch.Tensor | None:
     """The fused Triton kernel, for GPUs other than Hopper; None where it does not apply."""
     if b_gate is not None or b_up is not None or x.dtype not in ISW_DTYPES or not triton_swiglu.available()[0]:
         return None
-    out = triton_swiglu.swiglu_triton(x, w_gate, w_up)
+    out = triton_swiglu.swiglu_triton(x, w_gate, w_up, activation=activation)
     impl_stats.record(impl_stats.TRITON, "", detail="GPU is not Hopper: the Triton kernel is the fused path")
     return out
 
 
-def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
+def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activations.SILU) -> torch.Tensor:
     K, N = x.shape[-1], w_gate.shape[0]
     out_shape = (*x.shape[:-1], N)
     if x.numel() == 0:
         impl_stats.record(impl_stats.FALLBACK_CUDA, "empty input: nothing to compute")
         return x.new_empty(out_shape)
     if not is_hopper(x.device):
-        out = _triton(x, w_gate, w_up, b_gate, b_up)
+        out = _triton(x, w_gate, w_up, b_gate, b_up, activation)
         if out is not None:
             return out
     reason = fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up)
     if reason:
-        return _unfused(x, w_gate, w_up, b_gate, b_up, reason)
+        return _unfused(x, w_gate, w_up, b_gate, b_up, reason, activation)
     M = x.numel() // K
     plan = dispatch.choose(M, N, K)
     if plan.kernel == kl.UNFUSED:
-        return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason)
+        return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason, activation)
 
     lib = kl.get_library()
     x2 = _as_rows(x, K)
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
-    p = _problem(x2, w_gate, w_up, out, plan.config)
+    p = _problem(x2, w_gate, w_up, out, plan.config, activation)
     why_not = []
     # Kernel-3 is a decode kernel: never a fallback for more than 32 tokens.
     fallbacks = [k for k in (kl.KERNEL2, kl.KERNEL1, kl.KERNEL3) if k != plan.kernel and (k != kl.KERNEL3 or M <= 32)]
@@ -197,4 +202,4 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
             impl_stats.record(_IMPL[kernel], "", detail=detail, config=config)
             return out.view(out_shape)
         why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
-    return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not))
+    return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not), activation)

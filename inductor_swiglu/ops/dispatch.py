@@ -2,7 +2,7 @@
 
 ``benchmarks/sweep_dispatch.py`` times every candidate on the GPU (every
 configuration of Kernels 1, 2 and 3 and the unfused path of two cuBLAS GEMMs +
-silu_mul, interleaved with one cuBLAS GEMM [M, 2N, K] and stock torch.compile)
+gated_mul, interleaved with one cuBLAS GEMM [M, 2N, K] and stock torch.compile)
 for the Qwen2.5 MLP shapes at one representative M per bucket below, and writes
 the fastest per (K, N, M bucket) to ``dispatch_table.json`` (next to this file).
 A problem is served by the entry of the nearest measured shape (distance in
@@ -96,7 +96,7 @@ def _measured(M: int, N: int, K: int) -> Plan | None:
     points = [e for e in rows if (e.K, e.N) == shape]
     e = min(points, key=lambda e: 0 if e.m_lo <= M <= e.m_hi else min(abs(M - e.m_lo), abs(M - e.m_hi)))
     kid = kl.KERNEL_IDS[e.kernel]
-    what = "two cuBLAS GEMMs + silu_mul" if kid == kl.UNFUSED else f"{e.kernel} {e.config}"
+    what = "two cuBLAS GEMMs + gated_mul" if kid == kl.UNFUSED else f"{e.kernel} {e.config}"
     return Plan(kid, config_index(kid, e.config), f"measured best at K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]: {what}")
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # Kernel ids of the C ABI (isw_kernel) and the names tables and logs use for them; 0 is the
-# unfused path (two cuBLAS GEMMs, then silu(gate) * up).
+# unfused path (two cuBLAS GEMMs, then act(gate) * up).
 UNFUSED = 0
 KERNEL1 = 1
 KERNEL2 = 2
@@ -52,6 +52,7 @@ class IswProblem(ctypes.Structure):
         ("ld_out", ctypes.c_int64),
         ("dtype", ctypes.c_int32),
         ("config", ctypes.c_int32),
+        ("activation", ctypes.c_int32),
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         ("stream", ctypes.c_void_p),
@@ -78,11 +79,11 @@ class KernelLibrary:
     def workspace_bytes(self, kernel: int, problem: IswProblem) -> int:
         return int(self.lib.isw_workspace_bytes(kernel, ctypes.byref(problem)))
 
-    def silu_mul(self, gate, ld_gate: int, up, ld_up: int, out, ld_out: int, M: int, N: int, dtype: int,
-                 stream: int) -> None:
-        st = self.lib.isw_silu_mul(gate, ld_gate, up, ld_up, out, ld_out, M, N, dtype, stream)
+    def gated_mul(self, gate, ld_gate: int, up, ld_up: int, out, ld_out: int, M: int, N: int, dtype: int,
+                  activation: int, stream: int) -> None:
+        st = self.lib.isw_gated_mul(gate, ld_gate, up, ld_up, out, ld_out, M, N, dtype, activation, stream)
         if st != ISW_OK:
-            raise KernelError(f"inductor_swiglu silu_mul failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
+            raise KernelError(f"inductor_swiglu gated_mul failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
 
     def device_sm(self, device: int) -> int:
         return int(self.lib.isw_device_sm(device))
@@ -122,9 +123,9 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.isw_abi_version.argtypes = []
     lib.isw_abi_version.restype = ctypes.c_int
     i64 = ctypes.c_int64
-    lib.isw_silu_mul.argtypes = [ctypes.c_void_p, i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64, i64,
-                                 ctypes.c_int32, ctypes.c_void_p]
-    lib.isw_silu_mul.restype = ctypes.c_int
+    lib.isw_gated_mul.argtypes = [ctypes.c_void_p, i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64, i64,
+                                  ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
+    lib.isw_gated_mul.restype = ctypes.c_int
     lib.isw_device_sm.argtypes = [ctypes.c_int]
     lib.isw_device_sm.restype = ctypes.c_int
 

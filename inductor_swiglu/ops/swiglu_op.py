@@ -1,6 +1,9 @@
 """``torch.ops.inductor_swiglu.swiglu``: the fused SwiGLU projection as a PyTorch operator.
 
-    out = silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)
+    out = act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)
+
+``act`` is the ``activation`` argument: ``"silu"`` (SwiGLU, the default), ``"gelu_tanh"`` or
+``"gelu"`` (GeGLU with the tanh approximation or exact GELU); see ``activations``.
 
 Contract (what every backend of the op guarantees, and what the tests check):
 
@@ -12,8 +15,8 @@ Contract (what every backend of the op guarantees, and what the tests check):
   ``TypeError``/``ValueError`` naming the offending argument, at trace time
   under ``torch.compile`` as in eager mode.
 * The result is a new contiguous ``[..., N]`` tensor of ``x.dtype``.  Products
-  accumulate in fp32 (fp64 for fp64 inputs), SiLU and the product are computed
-  in that precision, and the result is rounded once.
+  accumulate in fp32 (fp64 for fp64 inputs), the activation and the product are
+  computed in that precision, and the result is rounded once.
 * The op is functional (no mutation, no host synchronisation), so CUDA graphs
   capture it.
 * Implementations: CPU runs the fp32 reference; CUDA runs the fused kernels on
@@ -25,6 +28,7 @@ Contract (what every backend of the op guarantees, and what the tests check):
   ``inductor_swiglu.op_stats()``.
 * Autograd: a backward is registered (recomputes gate and up in fp32); the
   gradients match eager's within dtype tolerance.
+* An unknown ``activation`` raises ``ValueError``.
 
 Two operators share this contract:
 
@@ -41,26 +45,29 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, impl_stats, native
+from . import activations, dispatch, impl_stats, native
 from .reference import compute_dtype, swiglu_reference
 
 OP_NAMESPACE = "inductor_swiglu"
 OP_NAME = "swiglu"
 QUALNAME = f"{OP_NAMESPACE}::{OP_NAME}"
 FORWARD_QUALNAME = f"{OP_NAMESPACE}::swiglu_forward"
-SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_up, Tensor? b_gate=None, Tensor? b_up=None) -> Tensor"
+SCHEMA = ('(Tensor x, Tensor w_gate, Tensor w_up, Tensor? b_gate=None, Tensor? b_up=None, str activation="silu") '
+          "-> Tensor")
 # What the C++ implementation takes; fp64 on CUDA stays on the Python path.
 _NATIVE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def check_inputs(x, w_gate, w_up, b_gate=None, b_up=None) -> None:
+def check_inputs(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activations.SILU) -> None:
     """Raise a clear error for inputs the op does not define; works on fake tensors.
 
     The common case is decided by a few attribute reads (the op sits on the
     decode hot path, once per layer per token); anything unusual takes the
     thorough path, which names the offending argument."""
+    if activation not in activations.IDS:
+        activations.check(activation)
     try:
         dt, dev = x.dtype, x.device
         if (
@@ -118,23 +125,23 @@ torch.library.define(QUALNAME, SCHEMA)
 torch.library.define(FORWARD_QUALNAME, SCHEMA)
 
 
-def _swiglu_fake(x, w_gate, w_up, b_gate=None, b_up=None):
-    check_inputs(x, w_gate, w_up, b_gate, b_up)
+def _swiglu_fake(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
+    check_inputs(x, w_gate, w_up, b_gate, b_up, activation)
     # Must equal what the real implementations return (Inductor asserts size and stride).
     return x.new_empty((*x.shape[:-1], w_gate.shape[0]))
 
 
-def _swiglu_cpu(x, w_gate, w_up, b_gate=None, b_up=None):
-    check_inputs(x, w_gate, w_up, b_gate, b_up)
+def _swiglu_cpu(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
+    check_inputs(x, w_gate, w_up, b_gate, b_up, activation)
     impl_stats.record(impl_stats.REFERENCE_CPU)
-    return swiglu_reference(x, w_gate, w_up, b_gate, b_up)
+    return swiglu_reference(x, w_gate, w_up, b_gate, b_up, activation)
 
 
-def _swiglu_cuda_python(x, w_gate, w_up, b_gate=None, b_up=None):
-    check_inputs(x, w_gate, w_up, b_gate, b_up)
+def _swiglu_cuda_python(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
+    check_inputs(x, w_gate, w_up, b_gate, b_up, activation)
     from . import cuda_impl  # imported lazily: ctypes and Triton only when a GPU is used
 
-    return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)
+    return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up, activation)
 
 
 for _name in (QUALNAME, FORWARD_QUALNAME):
@@ -157,24 +164,37 @@ def native_serves(x: torch.Tensor) -> bool:
 
 
 @torch.library.impl(QUALNAME, "cuda")
-def _swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None):
+def _swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
     if native_serves(x):
-        return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up)
-    return _swiglu_cuda_python(x, w_gate, w_up, b_gate, b_up)
+        return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up, activation)
+    return _swiglu_cuda_python(x, w_gate, w_up, b_gate, b_up, activation)
 
 
 def _setup_context(ctx, inputs, output):
-    x, w_gate, w_up, b_gate, b_up = inputs
+    x, w_gate, w_up, b_gate, b_up, activation = inputs
     ctx.has_b_gate = b_gate is not None
     ctx.has_b_up = b_up is not None
+    ctx.activation = activation
     ctx.save_for_backward(x, w_gate, w_up, b_gate, b_up)
 
 
-def _backward(ctx, grad):
-    """Recompute gate and up in fp32 and differentiate silu(g) * u by hand.
+def _activation_grad(activation: str, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """act(g) and d act / dg, elementwise, in g's (fp32/fp64) precision.
 
-    d/dg silu(g) = s * (1 + g * (1 - s)), s = sigmoid(g).
-    """
+    SiLU by hand: s * (1 + g * (1 - s)), s = sigmoid(g).  GELU through autograd on the
+    elementwise function (no GEMM inside, so this is cheap and exactly torch's derivative)."""
+    if activation == activations.SILU:
+        s = torch.sigmoid(g)
+        return g * s, s * (1 + g * (1 - s))
+    with torch.enable_grad():
+        gg = g.detach().requires_grad_(True)
+        a = activations.apply(activation, gg)
+        (da,) = torch.autograd.grad(a, gg, torch.ones_like(a))
+    return a.detach(), da
+
+
+def _backward(ctx, grad):
+    """Recompute gate and up in fp32 and differentiate act(g) * u."""
     x, w_gate, w_up, b_gate, b_up = ctx.saved_tensors
     cdt = compute_dtype(x.dtype)
     K, N = x.shape[-1], w_gate.shape[0]
@@ -186,25 +206,27 @@ def _backward(ctx, grad):
         g = g + b_gate.to(cdt)
     if b_up is not None:
         u = u + b_up.to(cdt)
-    s = torch.sigmoid(g)
+    act, d_act = _activation_grad(ctx.activation, g)
     gy = grad.reshape(-1, N).to(cdt)
-    d_up = gy * (g * s)
-    d_gate = gy * u * s * (1 + g * (1 - s))
+    d_up = gy * act
+    d_gate = gy * u * d_act
     need = ctx.needs_input_grad
     dx = (d_gate @ wg + d_up @ wu).reshape(x.shape).to(x.dtype) if need[0] else None
     dwg = (d_gate.T @ x2).to(w_gate.dtype) if need[1] else None
     dwu = (d_up.T @ x2).to(w_up.dtype) if need[2] else None
     dbg = d_gate.sum(0).to(b_gate.dtype) if (ctx.has_b_gate and need[3]) else None
     dbu = d_up.sum(0).to(b_up.dtype) if (ctx.has_b_up and need[4]) else None
-    return dx, dwg, dwu, dbg, dbu
+    return dx, dwg, dwu, dbg, dbu, None
 
 
 torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context)
 
 
 
-def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
-    """Fused ``silu(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring.
+def swiglu(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activations.SILU):
+    """Fused ``act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring.
+
+    ``activation``: ``"silu"`` (SwiGLU), ``"gelu_tanh"`` or ``"gelu"`` (GeGLU).
 
     Eager CUDA calls that need no autograd skip the Python autograd wrapper (it costs
     more host time than the kernel launch): they call swiglu_forward, whose CUDA kernel
@@ -216,10 +238,10 @@ def swiglu(x, w_gate, w_up, b_gate=None, b_up=None):
                                               or (b_gate is not None and b_gate.requires_grad)
                                               or (b_up is not None and b_up.requires_grad)))
     ):
-        check_inputs(x, w_gate, w_up, b_gate, b_up)
+        check_inputs(x, w_gate, w_up, b_gate, b_up, activation)
         if native_serves(x):
-            return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up)
+            return swiglu_forward_op(x, w_gate, w_up, b_gate, b_up, activation)
         from . import cuda_impl
 
-        return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up)
-    return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up)
+        return cuda_impl.swiglu_cuda(x, w_gate, w_up, b_gate, b_up, activation)
+    return torch.ops.inductor_swiglu.swiglu(x, w_gate, w_up, b_gate, b_up, activation)

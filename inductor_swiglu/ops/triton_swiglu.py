@@ -1,4 +1,5 @@
-"""A fused SwiGLU projection in Triton: ``silu(x @ w_gate^T) * (x @ w_up^T)`` in one kernel.
+"""A fused SwiGLU projection in Triton: ``act(x @ w_gate^T) * (x @ w_up^T)`` in one kernel
+(act: SiLU, or GELU for GeGLU).
 
 Why it exists: the CUTLASS kernels only run on Hopper (sm_90).  On the other CUDA
 GPUs this kernel is the fused path (sm_80 and newer: ``tl.dot`` on tensor cores),
@@ -22,7 +23,7 @@ CUDA graph.
 
 Numerics (the contract of ``reference.swiglu_reference``): both products
 accumulate in fp32 (fp32 inputs use ``input_precision="ieee"``, never tf32),
-SiLU is ``g / (1 + exp(-g))`` and the product is taken in fp32, and the result
+the activation (SiLU ``g / (1 + exp(-g))``, or GELU) and the product are taken in fp32, and the result
 is rounded once to ``x.dtype`` at the store.
 
 Triton is optional: this module imports without it, and ``available()`` says
@@ -39,6 +40,8 @@ import math
 from dataclasses import dataclass
 
 import torch
+
+from . import activations
 
 try:
     import triton
@@ -160,7 +163,7 @@ def _swiglu_kernel(
     M, N, K,
     stride_xm, stride_wg, stride_wu, stride_om,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -198,7 +201,26 @@ def _swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    y = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of ops/activations.py.  Neither GELU
+    # is computed as 1 + tanh(.) or 1 + erf(.), which cancel for gate values below about -4 (see
+    # csrc/activation.hpp): 0.5 (1 + tanh(u)) = sigmoid(2u), and 1 + erf(z) = erfc(-z), with erfc
+    # from its exp-times-polynomial fit (fractional error below 1.2e-7 everywhere; Triton has no
+    # erfc that its interpreter also runs).
+    if ACTIVATION == 1:
+        u = 0.7978845608028654 * (acc_g + 0.044715 * acc_g * acc_g * acc_g)
+        act = acc_g / (1.0 + tl.exp(-2.0 * u))
+    elif ACTIVATION == 2:
+        z = -acc_g * 0.7071067811865476
+        az = tl.abs(z)
+        t = 1.0 / (1.0 + 0.5 * az)
+        poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+                -0.82215223 + t * 0.17087277))))))))
+        erfc_az = t * tl.exp(-az * az + poly)
+        act = 0.5 * acc_g * tl.where(z >= 0, erfc_az, 2.0 - erfc_az)
+    else:
+        act = acc_g / (1.0 + tl.exp(-acc_g))
+    y = act * acc_u
     out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
@@ -245,8 +267,11 @@ def swiglu_triton(
     w_up: torch.Tensor,                # [N, K]
     config: TritonConfig | None = None,
     out: torch.Tensor | None = None,   # [M, N], contiguous
+    activation: str = activations.SILU,
 ) -> torch.Tensor:                     # [..., N], x.dtype
-    """silu(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel, accumulated in fp32, rounded once.
+    """act(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel, accumulated in fp32, rounded once.
+
+    ``activation``: "silu", "gelu_tanh" or "gelu" (see ``ops/activations.py``).
 
     ``x`` is used as a ``[M, K]`` view when it has one with unit stride along K
     (any row stride), else copied once to contiguous.  Weights with unit stride
@@ -260,6 +285,7 @@ def swiglu_triton(
     inconsistent inputs and RuntimeError when Triton cannot run here.
     """
     _check(x, w_gate, w_up, out)
+    act_id = activations.activation_id(activation)
     K, N = x.shape[-1], w_gate.shape[0]
     x2 = x.reshape(-1, K)
     M = x2.shape[0]
@@ -297,7 +323,7 @@ def swiglu_triton(
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
                 # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
                 # either mode, and "tf32" is Triton's own default for them.
-                DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
+                DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     if x.device.type == "cuda":
         # Triton launches on the current device, which need not be x's.

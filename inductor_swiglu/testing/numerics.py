@@ -10,7 +10,7 @@ where an error of 1% cannot come from the summation order alone.  The bound of
 a K-term fp32 dot product with terms t_k is taken as ``sqrt(K) * 2^-24 *
 sum_k |t_k|`` (Higham's probabilistic bound; a random-walk estimate was not
 enough on the H200: tensor-core accumulation error grows faster with K),
-carried through silu(g) * u.  Elements whose reference is below the smallest
+carried through act(g) * u.  Elements whose reference is below the smallest
 normal number of the output dtype (fp16: 6.1e-5) are left out as well: there
 the format has less than 1% relative precision (found by the GPU property test:
 1 fp16 element of 3000 at K=136).
@@ -23,19 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
+
+from ..ops import activations
 
 _NOISE_MARGIN = 100.0
 
 
 @dataclass
 class Reference:
-    value: torch.Tensor          # fp64 silu(x Wg^T) * (x Wu^T)
+    value: torch.Tensor          # fp64 act(x Wg^T) * (x Wu^T)
     noise: torch.Tensor          # fp64 expected fp32-accumulation noise of each element
 
 
-def reference_fp64(x, w_gate, w_up, *, with_noise: bool = False):
-    """silu(x @ Wg^T) * (x @ Wu^T) in fp64 from the same (bf16/fp16) inputs.
+def reference_fp64(x, w_gate, w_up, *, with_noise: bool = False, activation: str = activations.SILU):
+    """act(x @ Wg^T) * (x @ Wu^T) in fp64 from the same (bf16/fp16) inputs (act: SiLU by default).
 
     With ``with_noise=True`` returns a Reference that also carries each element's
     expected fp32 accumulation noise (used by ``error_stats`` to skip values that
@@ -45,15 +46,19 @@ def reference_fp64(x, w_gate, w_up, *, with_noise: bool = False):
     xd = x.reshape(-1, K).to(d)
     wg, wu = w_gate.to(d), w_up.to(d)
     g, u = xd @ wg.T, xd @ wu.T
-    y = F.silu(g) * u
+    with torch.enable_grad():  # act'(g) for the noise bound, elementwise
+        gg = g.detach().requires_grad_(True)
+        a = activations.apply(activation, gg)
+        (d_act,) = torch.autograd.grad(a, gg, torch.ones_like(a)) if with_noise else (None,)
+    a = a.detach()
+    y = a * u
     shape = (*x.shape[:-1], w_gate.shape[0])
     if not with_noise:
         return y.reshape(shape)
     ax = xd.abs()
     scale = K**0.5 * 2.0**-24
     ng, nu = scale * (ax @ wg.abs().T), scale * (ax @ wu.abs().T)
-    s = torch.sigmoid(g)
-    noise = (s * (1 + g * (1 - s)) * u).abs() * ng + (g * s).abs() * nu
+    noise = (d_act * u).abs() * ng + a.abs() * nu
     return Reference(y.reshape(shape), noise.reshape(shape))
 
 

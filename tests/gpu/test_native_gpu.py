@@ -81,9 +81,11 @@ def test_native_op_runs_the_planned_implementation(model, M):
         _fused_ok(out, x, wg, wu)
 
 
-def test_native_op_in_cuda_graph_with_pdl_chain():
-    """Two dependent Kernel-3 launches (PDL: the second starts its weight loads before the first
-    ends) inside one CUDA graph, replayed with new inputs."""
+@pytest.mark.parametrize("pdl", ["1", "0"])
+def test_native_op_in_cuda_graph_with_pdl_chain(pdl, monkeypatch):
+    """Two dependent Kernel-3 launches (with PDL, opt-in: the second starts its weight loads before
+    the first ends) inside one CUDA graph, replayed with new inputs."""
+    monkeypatch.setenv("INDUCTOR_SWIGLU_PDL", pdl)   # read per launch, i.e. at capture
     K, N = QWEN25_MLP["q7B"]
     x, wg, wu = _inputs(4, K, N, seed=5)
     w2g, w2u = wg[:, :].contiguous(), wu.contiguous()

@@ -1,0 +1,40 @@
+"""The gate activations the op fuses, by the names its ``activation`` argument takes.
+
+    silu        x * sigmoid(x)                         SwiGLU: Llama, Qwen, Mistral, Phi-3, ...
+    gelu_tanh   GELU, tanh approximation               GeGLU: Gemma 1-3 (gelu_pytorch_tanh)
+    gelu        GELU, exact (erf)                      GeGLU: T5 v1.1, ...
+
+The ids are the C ABI's ``isw_activation`` (csrc/swiglu_api.h); the kernels compute each in fp32
+exactly as the functions below do (csrc/activation.hpp).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+SILU, GELU_TANH, GELU = "silu", "gelu_tanh", "gelu"
+NAMES = (SILU, GELU_TANH, GELU)
+IDS = {SILU: 0, GELU_TANH: 1, GELU: 2}
+
+
+def check(name: str) -> None:
+    if name not in IDS:
+        raise ValueError(f"inductor_swiglu.swiglu: unknown activation {name!r}; expected one of {', '.join(NAMES)}")
+
+
+def activation_id(name: str) -> int:
+    check(name)
+    return IDS[name]
+
+
+def apply(name: str, g: torch.Tensor) -> torch.Tensor:
+    """act(g) in g's dtype (the reference and the backward call it on fp32/fp64 values)."""
+    if name == SILU:
+        return F.silu(g)
+    if name == GELU_TANH:
+        return F.gelu(g, approximate="tanh")
+    if name == GELU:
+        return F.gelu(g)
+    check(name)
+    raise AssertionError("unreachable")
