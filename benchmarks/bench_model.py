@@ -1,6 +1,9 @@
-"""Whole-model benchmark under mode="reduce-overhead": Qwen2.5-0.5B shapes, random bf16 weights.
+"""Whole-model benchmark under mode="reduce-overhead": Qwen2.5-0.5B or -7B shapes, random bf16 weights.
 
-    python benchmarks/bench_model.py --out results/ [--layers 24] [--tokens 256]
+    python benchmarks/bench_model.py --out results/ [--model 0.5b|7b] [--layers N] [--tokens 256]
+
+`--layers N` runs the first N layers of the model (default: all of them); every layer has the
+same shapes, so the MLP's share of a step is the whole model's.
 
 Variants: eager; torch.compile(backend="inductor", mode="reduce-overhead") (no pass);
 torch.compile(backend="inductor_swiglu", mode="reduce-overhead"). Each runs in its own
@@ -65,13 +68,18 @@ def _small(args) -> dict:
     return {} if args.device == "cuda" else {"vocab_size": 1024}
 
 
+def _build(args, dtype: torch.dtype):
+    from inductor_swiglu.models.qwen2 import build_qwen25
+
+    return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
+
+
 @torch.no_grad()
 def run_variant(name: str, args) -> dict:
     import inductor_swiglu
     from inductor_swiglu.models.decode import StaticDecoder
-    from inductor_swiglu.models.qwen2 import build_qwen25_05b
 
-    model = build_qwen25_05b(torch.bfloat16, args.device, num_layers=args.layers, **_small(args))
+    model = _build(args, torch.bfloat16)
     if name == "eager":
         step = model.forward
     else:
@@ -130,10 +138,9 @@ def agreement(model, ours, args) -> list[dict]:
     """First greedy token where our compiled model diverges from eager bf16 and eager fp32."""
     from inductor_swiglu.models.decode import StaticDecoder
     from inductor_swiglu.models.greedy import first_divergence
-    from inductor_swiglu.models.qwen2 import build_qwen25_05b
 
     eager = StaticDecoder(model, model.forward, 1, PROMPT_LEN + args.tokens)  # ours: eager prompt too
-    model32 = build_qwen25_05b(torch.float32, args.device, num_layers=args.layers, **_small(args))  # same seed: same weights, before rounding
+    model32 = _build(args, torch.float32)  # same seed: same weights, before rounding (see build_qwen25)
     eager32 = StaticDecoder(model32, model32.forward, 1, PROMPT_LEN + args.tokens)
     out = []
     for seed in range(args.prompts):
@@ -148,12 +155,12 @@ def agreement(model, ours, args) -> list[dict]:
     return out
 
 
-def _child(name: str, args) -> dict:
+def spawn_variant(name: str, args) -> dict:
     """Run one variant in a fresh process with a cold Inductor cache; survive its crash."""
     out = args.out / f"variant_{name}.json"
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-X", "faulthandler", __file__, "--variant", name, "--out", str(args.out),
-           "--layers", str(args.layers), "--tokens", str(args.tokens), "--reps", str(args.reps),
+           "--model", args.model, "--layers", str(args.layers), "--tokens", str(args.tokens), "--reps", str(args.reps),
            "--reps-decode", str(args.reps_decode), "--prompts", str(args.prompts), "--device", args.device,
            *(["--no-prefill"] if args.no_prefill else [])]
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix=f"isw_{name}_"))
@@ -178,10 +185,20 @@ def _fmt(r: dict, key: str, spec: str = ".0f") -> str:
     return format(r[key], spec) if key in r else "-"
 
 
+def _shapes(meta: dict) -> str:
+    # reports written before --model existed measured Qwen2.5-0.5B and recorded no config
+    from inductor_swiglu.models.qwen2 import QWEN25_05B
+
+    c = meta.get("config", QWEN25_05B)
+    full = meta.get("model_layers", meta["layers"])
+    layers = f"{meta['layers']} layers" if meta["layers"] == full else f"{meta['layers']} of its {full} layers"
+    return (f"{meta.get('model', 'Qwen2.5-0.5B')} shapes ({layers}, hidden {c['hidden_size']}, FFN {c['intermediate_size']}, "
+            f"{c['num_attention_heads']} heads / {c['num_key_value_heads']} KV heads, vocab {c['vocab_size']})")
+
+
 def report(rows: list[dict], meta: dict) -> str:
-    lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), Qwen2.5-0.5B shapes "
-             f"({meta['layers']} layers, hidden 896, FFN 4864), bf16, random weights; decode: {meta['tokens']} greedy "
-             "tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache.", "",
+    lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), {_shapes(meta)}, bf16, random weights; "
+             f"decode: {meta['tokens']} greedy tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache.", "",
              "| variant | decode b1 tok/s | decode b8 tok/s | prefill 512 tok/s | prefill 2048 tok/s | compile + warm-up s "
              "| Dynamo graphs | CUDA graphs | cudagraph skips | new graphs / CUDA graphs in timed decode |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -217,7 +234,8 @@ def report(rows: list[dict], meta: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
-    ap.add_argument("--layers", type=int, default=24)
+    ap.add_argument("--model", choices=("0.5b", "7b"), default="0.5b", help="Qwen2.5 configuration to build")
+    ap.add_argument("--layers", type=int, default=None, help="run the first N layers (default: all of the model's)")
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--reps", type=int, default=20, help="prefill repetitions")
     ap.add_argument("--reps-decode", type=int, default=3, help="timed generations per batch size (compiled variants)")
@@ -230,6 +248,10 @@ def main(argv=None) -> int:
                     help="only write the report from variant_*.json files in these directories (runs split over calls)")
     ap.add_argument("--timeout", type=float, default=420, help="seconds per variant process")
     args = ap.parse_args(argv)
+    from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
+
+    if args.layers is None:
+        args.layers = CONFIGS[args.model]["num_hidden_layers"]
     if args.device == "cuda" and not torch.cuda.is_available() and not args.merge:
         print("bench_model.py needs a CUDA GPU (or --device cpu for a smoke test)", file=sys.stderr)
         return 1
@@ -254,11 +276,12 @@ def main(argv=None) -> int:
 
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
     meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
-            "layers": args.layers, "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
+            "model": NAMES[args.model], "model_layers": CONFIGS[args.model]["num_hidden_layers"], "layers": args.layers,
+            "config": qwen25_config(args.model, args.layers, **_small(args)), "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
     rows = []
     for v in args.variants.split(","):
         print(f"== variant {v}", flush=True)
-        rows.append(_child(v, args))
+        rows.append(spawn_variant(v, args))
         # written after each variant: a run cut short still leaves what it measured
         (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     md = report(rows, meta)
