@@ -58,7 +58,9 @@ def candidates(M: int, lib) -> list[tuple[str, int, int]]:
             if cfg.max_m >= min(M, 32) and cfg.max_m <= max(8, 2 * M):  # token blocks that fit M
                 out.append((f"kernel3:{name}", kl.KERNEL3, i))
     for i, name in enumerate(lib.configs(kl.KERNEL2)):
-        out.append((f"kernel2:{name}", kl.KERNEL2, i))
+        tile_m = int(name.split("_")[1].split("x")[0])   # k2_{tile_m}x{tile_n}x64_...
+        if tile_m <= 64 or M >= 64:   # the 128- and 256-row tiles are for batches and prefill
+            out.append((f"kernel2:{name}", kl.KERNEL2, i))
     if M >= 64:
         for i, name in enumerate(lib.configs(kl.KERNEL1)):
             # the sequential gate-then-up mainloop lost to the dual one at every point measured

@@ -49,24 +49,20 @@
       K % 8 == 0; N % 8 == 0; |w_up - w_gate| a multiple of 16 bytes, > 0, < 2^40 bytes
       (TMA stride limits); out 4-byte aligned, ld_out even (32-bit bf16x2/half2 stores).
     * M >= 1 anything: rows past M are zero-filled by TMA and not stored.
-    * Cluster 1x1 (no multicast): with one CTA per 64/128 rows of x and small M, B is the
-      traffic and multicasting A buys nothing.
+    * Clusters along M only (c{1,2}x1): the CTAs of a cluster read different rows of x and the
+      same weight tile, which each loads a share of and multicasts; x is never multicast.
 
-    Configurations (index: name, schedule, CTA tile [M, virtual N, K]; output cols = N/2)
-      0: k2_64x128x64_c1x1   Pingpong     64 x 128 x 64   default, M <= 64
-      1: k2_64x64x64_c1x1    Pingpong     64 x  64 x 64   twice the CTAs for tiny M / small N
-      2: k2_128x128x64_c1x1  Cooperative 128 x 128 x 64   M in (64, ~512]
-      3: k2_64x80x64_c1x1    Pingpong     64 x  80 x 64   \  N tiles sized against wave
-      4: k2_64x96x64_c1x1    Pingpong     64 x  96 x 64    > quantization: at small M every
-      5: k2_64x144x64_c1x1   Pingpong     64 x 144 x 64   /  CTA streams weights, so an idle SM is
-                                                              lost bandwidth (e.g. 2N = 9728: 76 tiles
-                                                              of 128 leave 56 of 132 SMs idle, 122 of
-                                                              80 leave 10)
-      6: k2_128x128x64_sk    Cooperative 128 x 128 x 64   stream-K: K split across CTAs so all
-                                                              SMs stream weights whatever the tile
-                                                              count; partial sums reduced in the
-                                                              workspace before the epilogue (the
-                                                              SiLU needs the full sum)
+    Configurations: generated from kernel_configs.KERNEL2 (kernel2_configs.inc), one CUTLASS
+    instantiation per row and dtype; the names are what the dispatch table and sweep use.
+      * 64-row pingpong tiles, virtual N 64-144 (k2_64x{64,80,96,128,144}x64_c1x1): decode and small
+        M; N tiles sized against wave quantization (at small M every CTA streams weights, so an
+        idle SM is lost bandwidth: 2N = 9728 gives 76 tiles of 128, 56 of 132 SMs idle).
+      * 128 x 128 cooperative (k2_128x128x64_c1x1), and its stream-K twin (k2_128x128x64_sk: K split
+        across CTAs so all SMs stream weights whatever the tile count; partial sums are reduced in
+        the workspace before the epilogue, since the activation needs the full sum).
+      * prefill tiles: 128 x 128 pingpong, 256 x 128 and 128 x 256 cooperative (one accumulator
+        of 128 x 128 or 64 x 256 per consumer warpgroup), and clusters of 2 CTAs along M that
+        multicast each weight tile (c2x1): half the weight traffic from L2 per CTA.
     Tiles whose N is not a multiple of 32 use a 64x16 epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time).
 */
@@ -120,8 +116,12 @@ struct PairedWeightMainloop : StockMainloop {
   using typename Base::TensorStorage;
   using ClusterShape = typename DispatchPolicy::ClusterShape;
 
-  static_assert(size(ClusterShape{}) == 1, "PairedWeightMainloop: cluster 1x1 only (no multicast)");
-  static_assert(is_same_v<GmemTiledCopyA, SM90_TMA_LOAD> && is_same_v<GmemTiledCopyB, SM90_TMA_LOAD>);
+  // Clusters along M only: the CTAs of a cluster share each weight tile (B multicast); x tiles
+  // (A) differ per CTA.
+  static_assert(size<1>(ClusterShape{}) == 1 && size<2>(ClusterShape{}) == 1, "PairedWeightMainloop: clusters along M only");
+  static_assert(is_same_v<GmemTiledCopyA, SM90_TMA_LOAD>);
+  static constexpr bool kMulticastB = size<0>(ClusterShape{}) > 1;
+  static_assert(is_same_v<GmemTiledCopyB, conditional_t<kMulticastB, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
   static_assert(size<1>(TileShape{}) % 16 == 0, "virtual N tile must hold whole gate/up 16-row groups");
 
   // Virtual N mode of B: (8 rows of a block, 2 tensors, N/8 blocks).
@@ -213,13 +213,19 @@ struct PairedWeightMainloop : StockMainloop {
     return cute::make_tuple(gA, gB);
   }
 
-  // Producer: one elected thread streams k-tiles of A and (virtual) B into the stage ring.
+  // Producer: one elected thread streams k-tiles of A and (virtual) B into the stage ring.  In a
+  // cluster of C CTAs along M, each CTA loads 1/C of the weight tile and multicasts it to all C.
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
                            cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
                            KTileIterator k_tile_iter, int k_tile_count, int /*thread_idx*/,
-                           uint32_t /*block_rank_in_cluster*/, TensorStorage& shared_tensors) {
+                           uint32_t block_rank_in_cluster, TensorStorage& shared_tensors) {
     if (!cute::elect_one_sync()) return;
+    constexpr int kClusterM = size<0>(ClusterShape{});
+    uint16_t mcast_mask_b = 0;
+    if constexpr (kMulticastB) {
+      for (int m = 0; m < kClusterM; ++m) mcast_mask_b |= uint16_t(1) << m;   // rank = m for an M x 1 cluster
+    }
 
     Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
     Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
@@ -228,7 +234,7 @@ struct PairedWeightMainloop : StockMainloop {
     Tensor gB = get<1>(load_inputs)(_, _, n_coord, _, l_coord);                           // (BLK_N,BLK_K,k)
 
     auto cta_tma_a = params.tma_load_a.get_slice(0);
-    auto cta_tma_b = params.tma_load_b.get_slice(0);
+    auto cta_tma_b = params.tma_load_b.get_slice(block_rank_in_cluster % kClusterM);
     Tensor tAgA = cta_tma_a.partition_S(gA);
     Tensor tAsA = cta_tma_a.partition_D(sA);
     Tensor tBgB = cta_tma_b.partition_S(gB);
@@ -240,7 +246,11 @@ struct PairedWeightMainloop : StockMainloop {
       auto* full_barrier = pipeline.producer_get_barrier(smem_pipe_write);
       int stage = smem_pipe_write.index();
       copy(params.tma_load_a.with(*full_barrier), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
-      copy(params.tma_load_b.with(*full_barrier), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
+      if constexpr (kMulticastB) {
+        copy(params.tma_load_b.with(*full_barrier, mcast_mask_b), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
+      } else {
+        copy(params.tma_load_b.with(*full_barrier), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
+      }
       ++k_tile_iter;
       ++smem_pipe_write;
     }
@@ -261,11 +271,12 @@ struct PairedWeightMainloop : StockMainloop {
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
-          class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void>
+          class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
+          int ClusterM = 1>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
-  using ClusterShape = Shape<_1, _1, _1>;
+  using ClusterShape = Shape<Int<ClusterM>, _1, _1>;
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
 
@@ -304,32 +315,36 @@ template <int Dtype> struct ElementOf;
 template <> struct ElementOf<ISW_BF16> { using type = cutlass::bfloat16_t; };
 template <> struct ElementOf<ISW_FP16> { using type = cutlass::half_t; };
 
-template <int Dtype> using Cfg0 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _128, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
-template <int Dtype> using Cfg1 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _64, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
-template <int Dtype> using Cfg2 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_128, _128, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>;
-template <int Dtype> using Cfg3 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _80, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized, Shape<_64, _16>>;
-template <int Dtype> using Cfg4 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _96, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
-template <int Dtype> using Cfg5 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_64, _144, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized, Shape<_64, _16>>;
-template <int Dtype> using Cfg6 = PairMulGemm<typename ElementOf<Dtype>::type, Shape<_128, _128, _64>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-    cutlass::epilogue::collective::EpilogueTileAuto, cutlass::gemm::StreamKScheduler>;
+// Schedule ids of kernel_configs.PairMulConfig.SCHEDULES: 0 pingpong, 1 cooperative, 2 stream-K.
+template <int S> struct Schedule {
+  using Kernel = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+  using TileScheduler = void;
+};
+template <> struct Schedule<1> {
+  using Kernel = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using TileScheduler = void;
+};
+template <> struct Schedule<2> : Schedule<1> { using TileScheduler = cutlass::gemm::StreamKScheduler; };
+
+template <int EpiN> struct EpilogueTileOf { using type = Shape<_64, Int<EpiN>>; };
+template <> struct EpilogueTileOf<0> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
+
+// One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
+// weight rows) x 64, schedule, cluster of cluster_m CTAs along M, epilogue subtile width.
+template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int EpiN>
+using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
+                                  typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
+                                  typename EpilogueTileOf<EpiN>::type, typename Schedule<Sched>::TileScheduler,
+                                  ClusterM>;
 
 static const char* const kConfigNames[] = {
-    "k2_64x128x64_c1x1",
-    "k2_64x64x64_c1x1",
-    "k2_128x128x64_c1x1",
-    "k2_64x80x64_c1x1",
-    "k2_64x96x64_c1x1",
-    "k2_64x144x64_c1x1",
-    "k2_128x128x64_sk",
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, en) name,
+#include "kernel2_configs.inc"
+#undef ISW_K2_CONFIG
 };
-constexpr int kNumConfigs = 7;
+constexpr int kNumConfigs = int(sizeof(kConfigNames) / sizeof(kConfigNames[0]));
 constexpr int kDefaultConfig = 0;
 
 /////////////////////////////////////////////////////////////////////////////////////////////////
@@ -503,13 +518,10 @@ constexpr Ops ops_of() {
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-    {ops_of<Cfg0<ISW_BF16>>(), ops_of<Cfg0<ISW_FP16>>()},
-    {ops_of<Cfg1<ISW_BF16>>(), ops_of<Cfg1<ISW_FP16>>()},
-    {ops_of<Cfg2<ISW_BF16>>(), ops_of<Cfg2<ISW_FP16>>()},
-    {ops_of<Cfg3<ISW_BF16>>(), ops_of<Cfg3<ISW_FP16>>()},
-    {ops_of<Cfg4<ISW_BF16>>(), ops_of<Cfg4<ISW_FP16>>()},
-    {ops_of<Cfg5<ISW_BF16>>(), ops_of<Cfg5<ISW_FP16>>()},
-    {ops_of<Cfg6<ISW_BF16>>(), ops_of<Cfg6<ISW_FP16>>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, en) \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, en>>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, en>>()},
+#include "kernel2_configs.inc"
+#undef ISW_K2_CONFIG
 };
 
 static const Ops* select(const isw_problem* p) {

@@ -14,8 +14,8 @@ This module imports nothing from torch (``setup.py`` loads it by path).  Each
 ``csrc/*.cu`` file is one translation unit, compiled in parallel (nvcc's front
 end is single-threaded and takes 1-2 minutes per CUTLASS kernel), with objects
 cached under ``build/kernels/`` by a hash of the sources and flags, so a rebuild
-only recompiles what changed.  Kernel-3's configurations are generated from the
-table in ``kernel_configs.py`` into ``build/generated/``.
+only recompiles what changed.  Kernel-2's and Kernel-3's configurations are generated
+from the tables in ``kernel_configs.py`` into ``build/generated/``.
 
 Command line::
 
@@ -144,11 +144,14 @@ def _load_configs():
 def generate() -> list[Path]:
     """Write the generated includes (only when their text changes, so objects stay cached)."""
     GEN_DIR.mkdir(parents=True, exist_ok=True)
-    path = GEN_DIR / "kernel3_configs.inc"
-    text = _load_configs().kernel3_include()
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return [path]
+    configs = _load_configs()
+    written = []
+    for name, text in (("kernel2_configs.inc", configs.kernel2_include()), ("kernel3_configs.inc", configs.kernel3_include())):
+        path = GEN_DIR / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
 
 
 def _sources() -> list[Path]:

@@ -18,7 +18,7 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler import swiglu_pass
-from inductor_swiglu.kernel_configs import KERNEL3
+from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, PairMulConfig
 from inductor_swiglu.ops import dispatch, native
 from inductor_swiglu.ops import kernel_library as kl
 
@@ -98,6 +98,25 @@ def test_table_names_configs_the_library_has():
 @built
 def test_generated_kernel3_configs_match_the_library():
     assert kl.get_library().configs(kl.KERNEL3) == [c.name for c in KERNEL3]
+
+
+@built
+def test_generated_kernel2_configs_match_the_library():
+    assert kl.get_library().configs(kl.KERNEL2) == [c.name for c in KERNEL2]
+
+
+def test_kernel2_table_keeps_the_measured_names_and_is_unique():
+    names = [c.name for c in KERNEL2]
+    # the 2026-11-30 dispatch table refers to these by name, at these indices
+    assert names[:7] == ["k2_64x128x64_c1x1", "k2_64x64x64_c1x1", "k2_128x128x64_c1x1", "k2_64x80x64_c1x1",
+                         "k2_64x96x64_c1x1", "k2_64x144x64_c1x1", "k2_128x128x64_sk"]
+    assert len(set(names)) == len(names)
+    text = importlib.import_module("inductor_swiglu.kernel_configs").kernel2_include()
+    assert len([ln for ln in text.splitlines() if ln.startswith("ISW_K2_CONFIG(")]) == len(KERNEL2)
+    with pytest.raises(ValueError, match="whole gate/up groups"):
+        PairMulConfig(64, 72)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        PairMulConfig(64, 64, "split")
 
 
 def test_config_table_generates_one_line_per_config():
