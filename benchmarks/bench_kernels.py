@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import Interleaved, SmClock, eager_swiglu, host_us_per_call, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
+from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, native  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
@@ -54,7 +54,7 @@ def floor_us(M, N, K) -> float:
 
 
 def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
-    K, N = QWEN25_MLP[model]
+    K, N = MLP_SHAPES[model]
     sets = swiglu_sets(M, N, K, seed=M + N)
     n_sets = len(sets)
     x, wg, wu, _, _ = sets[0]
@@ -153,7 +153,8 @@ def markdown(rows, summary, meta) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
-    ap.add_argument("--models", default=",".join(QWEN25_MLP))
+    ap.add_argument("--models", default=",".join(QWEN25_MLP),
+                    help=f"shapes by name, of: {', '.join(MLP_SHAPES)} (/tp2: one rank's shard under TP=2)")
     ap.add_argument("--ms", default=",".join(map(str, REPORT_MS)))
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--activation", default="silu", choices=["silu", "gelu_tanh", "gelu"],

@@ -41,7 +41,7 @@ from timing import Interleaved, SmClock, eager_swiglu, stock_compile, swiglu_set
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.kernel_configs import KERNEL3  # noqa: E402
-from inductor_swiglu.models.shapes import QWEN25_MLP, REPORT_MS  # noqa: E402
+from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, triton_swiglu  # noqa: E402
 from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
@@ -76,7 +76,7 @@ def triton_configs(M: int):
 
 
 def bench_point(model: str, M: int, args, clock: SmClock) -> dict:
-    K, N = QWEN25_MLP[model]
+    K, N = MLP_SHAPES[model]
     lib = kl.get_library()
     sets = swiglu_sets(M, N, K, seed=1000 * M + N)
     n_sets = len(sets)
@@ -205,7 +205,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "sweep_results")))
-    ap.add_argument("--models", default=",".join(QWEN25_MLP))
+    ap.add_argument("--models", default=",".join(QWEN25_MLP),
+                    help=f"shapes by name, of: {', '.join(MLP_SHAPES)} (/tp2: one rank's shard under TP=2)")
     ap.add_argument("--ms", default=",".join(map(str, SWEEP_MS)))
     ap.add_argument("--margin", type=float, default=0.02, help="a new choice must beat the incumbent by this much")
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")

@@ -15,5 +15,14 @@ QWEN25_MLP: dict[str, tuple[int, int]] = {
     "q72B": (8192, 29568),
 }
 
+# Each rank's shard under tensor parallelism over 2 GPUs (gate/up split by output features, as
+# models.tensor_parallel shards them): what the op sees on every rank of a TP=2 deployment.
+QWEN25_TP2_MLP: dict[str, tuple[int, int]] = {
+    f"{name}/tp2": (K, N // 2) for name, (K, N) in QWEN25_MLP.items() if name in ("q7B", "q14B", "q72B")
+}
+
+# Every named shape the sweep and the kernel benchmark accept (--models).
+MLP_SHAPES: dict[str, tuple[int, int]] = {**QWEN25_MLP, **QWEN25_TP2_MLP}
+
 # Token counts the kernel benchmark reports: decode (1, 16), batched decode (128), prefill.
 REPORT_MS = (1, 16, 128, 512, 2048, 8192)
