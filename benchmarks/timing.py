@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from inductor_swiglu.ops import activations
+
 L2_BYTES = 60 << 20
 ROTATE_BYTES = 4 * L2_BYTES
 
@@ -48,19 +50,16 @@ def swiglu_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     return [one() for _ in range(n_sets)]
 
 
-GATE_ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"), "gelu": F.gelu}
-
-
 def eager_swiglu(x, wg, wu, *_, activation: str = "silu"):
     """What an unmodified model computes: act(linear) * linear (SiLU: SwiGLU, GELU: GeGLU)."""
-    return GATE_ACTIVATIONS[activation](F.linear(x, wg)) * F.linear(x, wu)
+    return activations.apply(activation, F.linear(x, wg)) * F.linear(x, wu)
 
 
 def stock_compile(activation: str = "silu"):
     """Stock torch.compile of the eager gated MLP (two cuBLAS GEMMs + one Triton kernel), compiled afresh."""
     torch._dynamo.reset()
-    act = GATE_ACTIVATIONS[activation]
-    compiled = torch.compile(lambda x, wg, wu: act(F.linear(x, wg)) * F.linear(x, wu), backend="inductor")
+    compiled = torch.compile(lambda x, wg, wu: activations.apply(activation, F.linear(x, wg)) * F.linear(x, wu),
+                             backend="inductor")
     return lambda x, wg, wu, *_: compiled(x, wg, wu)
 
 

@@ -38,3 +38,19 @@ def apply(name: str, g: torch.Tensor) -> torch.Tensor:
         return F.gelu(g)
     check(name)
     raise AssertionError("unreachable")
+
+
+def value_and_grad(name: str, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """act(g) and d act / dg, elementwise, in g's (fp32/fp64) precision: the op's backward and the
+    numerics' noise bound use it.
+
+    SiLU by hand: s * (1 + g * (1 - s)), s = sigmoid(g).  GELU through autograd on the
+    elementwise function (no GEMM inside, so this is cheap and exactly torch's derivative)."""
+    if name == SILU:
+        s = torch.sigmoid(g)
+        return g * s, s * (1 + g * (1 - s))
+    with torch.enable_grad():
+        gg = g.detach().requires_grad_(True)
+        a = apply(name, gg)
+        (da,) = torch.autograd.grad(a, gg, torch.ones_like(a))
+    return a.detach(), da

@@ -178,21 +178,6 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(x, w_gate, w_up, b_gate, b_up)
 
 
-def _activation_grad(activation: str, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """act(g) and d act / dg, elementwise, in g's (fp32/fp64) precision.
-
-    SiLU by hand: s * (1 + g * (1 - s)), s = sigmoid(g).  GELU through autograd on the
-    elementwise function (no GEMM inside, so this is cheap and exactly torch's derivative)."""
-    if activation == activations.SILU:
-        s = torch.sigmoid(g)
-        return g * s, s * (1 + g * (1 - s))
-    with torch.enable_grad():
-        gg = g.detach().requires_grad_(True)
-        a = activations.apply(activation, gg)
-        (da,) = torch.autograd.grad(a, gg, torch.ones_like(a))
-    return a.detach(), da
-
-
 def _backward(ctx, grad):
     """Recompute gate and up in fp32 and differentiate act(g) * u."""
     x, w_gate, w_up, b_gate, b_up = ctx.saved_tensors
@@ -206,7 +191,7 @@ def _backward(ctx, grad):
         g = g + b_gate.to(cdt)
     if b_up is not None:
         u = u + b_up.to(cdt)
-    act, d_act = _activation_grad(ctx.activation, g)
+    act, d_act = activations.value_and_grad(ctx.activation, g)
     gy = grad.reshape(-1, N).to(cdt)
     d_up = gy * act
     d_gate = gy * u * d_act

@@ -1,5 +1,6 @@
-"""Helpers for tests and benchmarks, not used by the op or the pass: the numerics metric."""
+"""Helpers for tests and benchmarks, not used by the op or the pass: the numerics metric, GPU inputs."""
 
+from .inputs import swiglu_inputs
 from .numerics import Reference, error_stats, reference_fp64
 
-__all__ = ["Reference", "error_stats", "reference_fp64"]
+__all__ = ["Reference", "error_stats", "reference_fp64", "swiglu_inputs"]

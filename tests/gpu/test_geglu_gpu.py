@@ -12,6 +12,7 @@ import inductor_swiglu
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
+from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
@@ -19,13 +20,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
 ACTIVATIONS = ["gelu_tanh", "gelu"]
 SHAPES = {m: QWEN25_MLP[m] for m in ("q0.5B", "q7B", "q14B")}
 
-
-def _inputs(M, K, N, dtype=torch.bfloat16, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(M, K, device="cuda", dtype=dtype, generator=g)
-    wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
-    wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
-    return x, wg, wu
 
 
 def _check(out, x, wg, wu, activation, fused=True):
@@ -49,7 +43,7 @@ def _check(out, x, wg, wu, activation, fused=True):
 def test_fused_kernels(kernel, ms, model, activation):
     K, N = SHAPES[model]
     for M in ms:
-        x, wg, wu = _inputs(M, K, N, seed=M + K)
+        x, wg, wu = swiglu_inputs(M, K, N, seed=M + K)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         cuda_impl.run_kernel(kernel, x, wg, wu, out=out, activation=activation)
         _check(out, x, wg, wu, activation)
@@ -63,7 +57,7 @@ def test_native_op_every_m_and_the_unfused_path(activation, dtype, monkeypatch):
     for force in ("", "unfused"):
         monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", force)
         for M in (1, 7, 16, 77, 128, 1000):
-            x, wg, wu = _inputs(M, K, N, dtype, seed=M)
+            x, wg, wu = swiglu_inputs(M, K, N, dtype, seed=M)
             torch.full((M, N), float("nan"), device="cuda", dtype=dtype)   # poison the block the op gets next
             inductor_swiglu.reset_op_stats()
             out = op(x, wg, wu, activation=activation)
@@ -77,7 +71,7 @@ def test_native_op_every_m_and_the_unfused_path(activation, dtype, monkeypatch):
 def test_triton_kernel_forced(activation):
     K, N = QWEN25_MLP["q3B"]
     for M in (1, 16, 77):
-        x, wg, wu = _inputs(M, K, N, seed=M)
+        x, wg, wu = swiglu_inputs(M, K, N, seed=M)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         triton_swiglu.swiglu_triton(x, wg, wu, out=out, activation=activation)
         _check(out, x, wg, wu, activation)

@@ -16,6 +16,7 @@ import inductor_swiglu
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, dispatch, impl_stats
 from inductor_swiglu.ops import kernel_library as kl
+from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
@@ -38,13 +39,6 @@ def _library_and_report():
             json.dump(_REPORT, f, indent=1)
 
 
-def _inputs(M, K, N, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(M, K, device="cuda", dtype=dtype, generator=g)
-    wg = (torch.randn(N, K, device="cuda", dtype=torch.float32, generator=g) / K**0.5).to(dtype)
-    wu = (torch.randn(N, K, device="cuda", dtype=torch.float32, generator=g) / K**0.5).to(dtype)
-    return x, wg, wu
-
 
 def _poisoned(M, N, dtype):
     return torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
@@ -65,7 +59,7 @@ def _check(name, model, M, dtype, out, ref, eager_stats=None):
 @pytest.mark.parametrize("kernel", [kl.KERNEL1, kl.KERNEL2], ids=["kernel1", "kernel2"])
 def test_kernel_matches_reference(kernel, model, M):
     K, N = QWEN25[model]
-    x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M * 7 + K)
+    x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M * 7 + K)
     out = _poisoned(M, N, torch.bfloat16)
     cuda_impl.run_kernel(kernel, x, wg, wu, out=out)
     torch.cuda.synchronize()
@@ -79,7 +73,7 @@ def test_kernel_matches_reference(kernel, model, M):
 @pytest.mark.parametrize("model", ["q0.5B", "q7B"])
 def test_kernel_fp16(kernel, model, M):
     K, N = QWEN25[model]
-    x, wg, wu = _inputs(M, K, N, torch.float16, seed=M + 1)
+    x, wg, wu = swiglu_inputs(M, K, N, torch.float16, seed=M + 1)
     out = _poisoned(M, N, torch.float16)
     cuda_impl.run_kernel(kernel, x, wg, wu, out=out)
     _check(f"kernel{kernel}", model, M, torch.float16, out, reference_fp64(x, wg, wu, with_noise=True))
@@ -90,7 +84,7 @@ def test_every_config_of_each_kernel(kernel):
     lib = kl.get_library()
     for config in range(len(lib.configs(kernel))):
         for M in (1, 77, 1000):
-            x, wg, wu = _inputs(M, 896, 4864, torch.bfloat16, seed=config * 100 + M)
+            x, wg, wu = swiglu_inputs(M, 896, 4864, torch.bfloat16, seed=config * 100 + M)
             out = _poisoned(M, 4864, torch.bfloat16)
             cuda_impl.run_kernel(kernel, x, wg, wu, config=config, out=out)
             _check(f"kernel{kernel}.{lib.configs(kernel)[config]}", "q0.5B", M, torch.bfloat16, out, reference_fp64(x, wg, wu, with_noise=True))
@@ -100,7 +94,7 @@ def test_every_config_of_each_kernel(kernel):
 @pytest.mark.parametrize("model", list(QWEN25))
 def test_dispatched_op_runs_what_the_table_says(model, M):
     K, N = QWEN25[model]
-    x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M * 13 + N)
+    x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M * 13 + N)
     # Poison the block the caching allocator will hand the op for its output.
     torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16).data_ptr()
     inductor_swiglu.reset_op_stats()
@@ -116,7 +110,7 @@ def test_dispatched_op_runs_what_the_table_says(model, M):
 
 def test_3d_input_and_strided_x():
     K, N = QWEN25["q0.5B"]
-    x, wg, wu = _inputs(2 * 5 * 2, K, N, torch.bfloat16, seed=3)
+    x, wg, wu = swiglu_inputs(2 * 5 * 2, K, N, torch.bfloat16, seed=3)
     x3 = x.view(2, 10, K)[:, ::2]          # [2, 5, K], non-contiguous
     out = torch.ops.inductor_swiglu.swiglu(x3, wg, wu)
     assert out.shape == (2, 5, N)
@@ -132,7 +126,7 @@ def test_wave_sized_and_stream_k_configs(config, model):
     index = lib.configs(kl.KERNEL2).index(config)
     K, N = QWEN25[model]
     for M in (1, 16, 300):
-        x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M + index)
+        x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M + index)
         out = _poisoned(M, N, torch.bfloat16)
         cuda_impl.run_kernel(kl.KERNEL2, x, wg, wu, config=index, out=out)
         torch.cuda.synchronize()
@@ -145,7 +139,7 @@ def test_stream_k_inside_a_cuda_graph():
     lib = kl.get_library()
     index = lib.configs(kl.KERNEL2).index("k2_128x128x64_sk")
     K, N = QWEN25["q0.5B"]
-    x, wg, wu = _inputs(8, K, N, torch.bfloat16, seed=5)
+    x, wg, wu = swiglu_inputs(8, K, N, torch.bfloat16, seed=5)
     static_x = x.clone()
     out = _poisoned(8, N, torch.bfloat16)
     cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)  # warm up
@@ -153,7 +147,7 @@ def test_stream_k_inside_a_cuda_graph():
     with torch.cuda.graph(graph):
         cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)
     for seed in (21, 22, 23):
-        new_x, _, _ = _inputs(8, K, N, torch.bfloat16, seed=seed)
+        new_x, _, _ = swiglu_inputs(8, K, N, torch.bfloat16, seed=seed)
         static_x.copy_(new_x)
         out.fill_(float("nan"))
         graph.replay()
@@ -164,14 +158,14 @@ def test_stream_k_inside_a_cuda_graph():
 def test_cuda_graph_capture_and_replay_with_new_inputs():
     K, N = QWEN25["q1.5B"]
     for M in (1, 16, 2048):
-        x, wg, wu = _inputs(M, K, N, torch.bfloat16, seed=M)
+        x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M)
         static_x = x.clone()
         torch.ops.inductor_swiglu.swiglu(static_x, wg, wu)  # warm up outside capture
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_out = torch.ops.inductor_swiglu.swiglu(static_x, wg, wu)
         for seed in (11, 12):
-            new_x, _, _ = _inputs(M, K, N, torch.bfloat16, seed=seed)
+            new_x, _, _ = swiglu_inputs(M, K, N, torch.bfloat16, seed=seed)
             static_x.copy_(new_x)
             static_out.fill_(float("nan"))
             graph.replay()
@@ -181,7 +175,7 @@ def test_cuda_graph_capture_and_replay_with_new_inputs():
 
 def test_fallbacks_are_recorded_and_correct(monkeypatch):
     K, N = 64, 96
-    x, wg, wu = _inputs(5, K, N, torch.bfloat16, seed=5)
+    x, wg, wu = swiglu_inputs(5, K, N, torch.bfloat16, seed=5)
     ref = reference_fp64(x, wg, wu)
     zeros = torch.zeros(N, device="cuda", dtype=torch.bfloat16)
     x60, wg60, wu60 = x[:, :60], wg[:, :60].contiguous(), wu[:, :60].contiguous()
@@ -206,7 +200,7 @@ def test_fallbacks_are_recorded_and_correct(monkeypatch):
 
 def test_python_entry_point_fast_path_and_autograd():
     K, N = QWEN25["q0.5B"]
-    x, wg, wu = _inputs(16, K, N, torch.bfloat16, seed=21)
+    x, wg, wu = swiglu_inputs(16, K, N, torch.bfloat16, seed=21)
     inductor_swiglu.reset_op_stats()
     out = inductor_swiglu.swiglu(x, wg, wu)            # eager, no grad needed: bypasses the dispatcher
     assert inductor_swiglu.op_stats()["fused_calls"] == 1
@@ -222,7 +216,7 @@ def test_non_hopper_gpu_takes_the_triton_or_unfused_path(monkeypatch):
     # An A100/L40/B200 reports another compute capability: the Python path must not launch
     # sm_90a code; it runs the fused Triton kernel, and with biases the unfused path.
     monkeypatch.setattr(cuda_impl, "capability", lambda index: (8, 0))
-    x, wg, wu = _inputs(7, 896, 4864, torch.bfloat16, seed=8)
+    x, wg, wu = swiglu_inputs(7, 896, 4864, torch.bfloat16, seed=8)
     inductor_swiglu.reset_op_stats()
     out = cuda_impl.swiglu_cuda(x, wg, wu)
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.TRITON: 1}

@@ -15,17 +15,11 @@ from inductor_swiglu.kernel_configs import KERNEL3
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, impl_stats, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
+from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.hopper]
 
-
-def _inputs(M, K, N, dtype=torch.bfloat16, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(M, K, device="cuda", dtype=dtype, generator=g)
-    wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
-    wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
-    return x, wg, wu
 
 
 def _fused_ok(out, x, wg, wu):
@@ -45,7 +39,7 @@ def test_native_library_is_loaded():
 def test_kernel3_every_config(config, model):
     K, N = QWEN25_MLP[model]
     for M in (1, 3, 7, 16, 33):
-        x, wg, wu = _inputs(M, K, N, seed=M + 31 * config)
+        x, wg, wu = swiglu_inputs(M, K, N, seed=M + 31 * config)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
         torch.cuda.synchronize()
@@ -56,7 +50,7 @@ def test_kernel3_every_config(config, model):
 def test_kernel3_odd_shapes_and_fp16(K, N):
     for dtype in (torch.bfloat16, torch.float16):
         for config in (0, 4, 13):   # a register config and two ring configs
-            x, wg, wu = _inputs(5, K, N, dtype, seed=K + N)
+            x, wg, wu = swiglu_inputs(5, K, N, dtype, seed=K + N)
             out = torch.full((5, N), float("nan"), device="cuda", dtype=dtype)
             cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
             _fused_ok(out, x, wg, wu)
@@ -66,7 +60,7 @@ def test_kernel3_odd_shapes_and_fp16(K, N):
 @pytest.mark.parametrize("M", [1, 3, 16, 77, 128, 1000])
 def test_native_op_runs_the_planned_implementation(model, M):
     K, N = QWEN25_MLP[model]
-    x, wg, wu = _inputs(M, K, N, seed=M * 5 + K)
+    x, wg, wu = swiglu_inputs(M, K, N, seed=M * 5 + K)
     torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the next block
     inductor_swiglu.reset_op_stats()
     out = torch.ops.inductor_swiglu.swiglu_forward(x, wg, wu)
@@ -87,7 +81,7 @@ def test_native_op_in_cuda_graph_with_pdl_chain(pdl, monkeypatch):
     the first ends) inside one CUDA graph, replayed with new inputs."""
     monkeypatch.setenv("INDUCTOR_SWIGLU_PDL", pdl)   # read per launch, i.e. at capture
     K, N = QWEN25_MLP["q7B"]
-    x, wg, wu = _inputs(4, K, N, seed=5)
+    x, wg, wu = swiglu_inputs(4, K, N, seed=5)
     w2g, w2u = wg[:, :].contiguous(), wu.contiguous()
     static_x = x.clone()
     op = torch.ops.inductor_swiglu.swiglu_forward
@@ -97,7 +91,7 @@ def test_native_op_in_cuda_graph_with_pdl_chain(pdl, monkeypatch):
         a = op(static_x, wg, wu)
         b = op(a[:, :K], w2g, w2u)
     for seed in (1, 2, 3):
-        nx, _, _ = _inputs(4, K, N, seed=100 + seed)
+        nx, _, _ = swiglu_inputs(4, K, N, seed=100 + seed)
         static_x.copy_(nx)
         a.fill_(float("nan"))
         b.fill_(float("nan"))
@@ -122,7 +116,7 @@ def test_compiled_graph_calls_the_cpp_op():
 
 def test_merged_gate_up_halves_run_one_gemm_when_unfused(monkeypatch):
     K, N = QWEN25_MLP["q0.5B"]
-    x, w, _ = _inputs(6, K, 2 * N, seed=9)
+    x, w, _ = swiglu_inputs(6, K, 2 * N, seed=9)
     monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "unfused")
     out = torch.ops.inductor_swiglu.swiglu_forward(x, w[:N], w[N:])
     assert error_stats(out, reference_fp64(x, w[:N], w[N:]))["normwise"] < 1e-2
@@ -135,7 +129,7 @@ def test_triton_path_of_other_gpus(model, monkeypatch):
     monkeypatch.setattr(cuda_impl, "capability", lambda index: (8, 0))
     K, N = QWEN25_MLP[model]
     for M in (1, 16, 77):
-        x, wg, wu = _inputs(M, K, N, seed=M)
+        x, wg, wu = swiglu_inputs(M, K, N, seed=M)
         inductor_swiglu.reset_op_stats()
         out = cuda_impl.swiglu_cuda(x, wg, wu)
         assert inductor_swiglu.op_stats()["calls"] == {impl_stats.TRITON: 1}
