@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import Interleaved, SmClock, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.kernel_configs import KERNEL3  # noqa: E402
+from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, triton_swiglu  # noqa: E402
 from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
@@ -58,8 +58,7 @@ def candidates(M: int, lib) -> list[tuple[str, int, int]]:
             if cfg.max_m >= min(M, 32) and cfg.max_m <= max(8, 2 * M):  # token blocks that fit M
                 out.append((f"kernel3:{name}", kl.KERNEL3, i))
     for i, name in enumerate(lib.configs(kl.KERNEL2)):
-        tile_m = int(name.split("_")[1].split("x")[0])   # k2_{tile_m}x{tile_n}x64_...
-        if tile_m <= 64 or M >= 64:   # the 128- and 256-row tiles are for batches and prefill
+        if KERNEL2[i].tile_m <= 64 or M >= 64:   # the 128- and 256-row tiles are for batches and prefill
             out.append((f"kernel2:{name}", kl.KERNEL2, i))
     if M >= 64:
         for i, name in enumerate(lib.configs(kl.KERNEL1)):
