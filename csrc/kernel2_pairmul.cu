@@ -277,6 +277,7 @@ struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
   using ClusterShape = Shape<Int<ClusterM>, _1, _1>;
+  static constexpr int kClusterM = ClusterM;
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
 
@@ -451,6 +452,42 @@ static size_t workspace_impl(const isw_problem* p) {
   return Gemm::GemmKernel::get_workspace_size(args);
 }
 
+// Per device, once: the >48 KiB dynamic smem opt-in and, for clusters, how many clusters can be
+// co-resident (the persistent grid is sized to it: with one CTA per SM, a GPC whose SM count is
+// odd holds fewer 2-CTA clusters than sm_count / 2).  Racing threads do the same idempotent work.
+template <class Gemm>
+static int setup_device(int device, int* max_active_clusters) {
+  using Kernel = typename Gemm::GemmKernel;
+  static std::atomic<int> cache[64];   // 0 = not done, else max_active_clusters + 1
+  if (device >= 0 && device < 64) {
+    int v = cache[device].load(std::memory_order_acquire);
+    if (v > 0) { *max_active_clusters = v - 1; return ISW_OK; }
+  }
+  auto* fn = &cutlass::device_kernel<Kernel>;
+  ISW_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Kernel::SharedStorageSize)));
+  int clusters = 0;
+  if constexpr (Gemm::kClusterM > 1) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(Gemm::kClusterM, 1, 1);
+    cfg.blockDim = Kernel::get_block_shape();
+    cfg.dynamicSmemBytes = Kernel::SharedStorageSize;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = Gemm::kClusterM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    ISW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg));
+    if (clusters <= 0)
+      return fail(ISW_ERR_UNSUPPORTED, "kernel2: a cluster of %d CTAs with %d bytes of smem each cannot be resident on device %d",
+                  Gemm::kClusterM, int(Kernel::SharedStorageSize), device);
+  }
+  if (device >= 0 && device < 64) cache[device].store(clusters + 1, std::memory_order_release);
+  *max_active_clusters = clusters;
+  return ISW_OK;
+}
+
 template <class Gemm>
 static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
@@ -458,11 +495,14 @@ static int run_impl(const isw_problem* p) {
   ISW_CUDA_CHECK(cudaGetDevice(&device));
   int sm_count = sm_count_of(device);
   if (sm_count <= 0) return fail(ISW_ERR_CUDA, "kernel2: could not query the SM count of device %d", device);
+  int max_active_clusters = 0;
+  if (int st = setup_device<Gemm>(device, &max_active_clusters); st != ISW_OK) return st;
 
   typename Kernel::Arguments args{};
   int st = make_arguments<Gemm>(p, sm_count, args);
   if (st != ISW_OK) return st;
   args.hw_info.device_id = device;
+  args.hw_info.max_active_clusters = max_active_clusters;
 
   size_t ws = Kernel::get_workspace_size(args);
   if (ws > 0 && (p->workspace == nullptr || p->workspace_bytes < ws))
@@ -484,23 +524,24 @@ static int run_impl(const isw_problem* p) {
     return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
                 "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
 
-  // Opt in to the large dynamic smem once per device.
-  constexpr int smem = Kernel::SharedStorageSize;
-  static std::atomic<uint64_t> smem_attr_set{0};
-  uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
-  if (!(smem_attr_set.load(std::memory_order_acquire) & bit)) {
-    static std::mutex mu;
-    std::lock_guard<std::mutex> lock(mu);
-    if (!(smem_attr_set.load(std::memory_order_relaxed) & bit)) {
-      ISW_CUDA_CHECK(cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      smem_attr_set.fetch_or(bit, std::memory_order_release);
-    }
-  }
-
   dim3 grid = Kernel::get_grid_shape(params);
-  dim3 block = Kernel::get_block_shape();
-  cutlass::device_kernel<Kernel><<<grid, block, smem, stream>>>(params);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = Kernel::get_block_shape();
+  cfg.dynamicSmemBytes = Kernel::SharedStorageSize;
+  cfg.stream = stream;
+  // A cluster kernel must be launched as clusters: its multicast TMA writes into the shared
+  // memory of the partner CTA, which a plain <<<>>> launch does not create (illegal instruction).
+  cudaLaunchAttribute attr{};
+  if constexpr (Gemm::kClusterM > 1) {
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = Gemm::kClusterM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
   ISW_CUDA_CHECK(cudaGetLastError());
   return ISW_OK;
 }
