@@ -7,9 +7,10 @@ stock torch.compile vs inductor_swiglu, both in one run.
 Every rank builds the same seeded model (models.qwen2.build_qwen25, random bf16 weights), decodes
 one prompt with it unsharded (the agreement reference), then shards it in place with
 parallelize_module (models.tensor_parallel.shard_llama: gate/up colwise, down rowwise, and q/k/v
-colwise, o rowwise unless --shard mlp).  Then for each variant, torch.compile(backend="inductor")
-and torch.compile(backend="inductor_swiglu"), both in --mode (reduce-overhead: the CUDA graphs
-capture the all-reduces):
+colwise, o rowwise unless --shard mlp).  Then each variant, torch.compile(backend="inductor")
+and torch.compile(backend="inductor_swiglu"), is compiled and warmed up in --mode (reduce-overhead:
+the CUDA graphs capture the all-reduces), and only then is every column timed with the variants
+interleaved (each rep runs all of them, the first one rotating):
 - decode tokens/s at batch 1 and 8: greedy, StaticDecoder (static KV cache, prompt eager),
   --tokens tokens after a 32-token prompt, median of --reps generations;
 - prefill tokens/s at 512 and 2048 tokens: one forward, no cache, logits of the last position;
@@ -101,69 +102,57 @@ def prompts(vocab: int, device: str) -> dict:
     return {k: v.to(device) for k, v in out.items()}
 
 
+def timed(fn, device: str) -> float:
+    sync(device)
+    t = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - t
+
+
 @torch.no_grad()
-def run_variant(name: str, model, inputs: dict, reference: dict, res: Results, args) -> None:
+def prepare_variant(name: str, model, inputs: dict, reference: dict, res: Results, args) -> dict:
+    """Compile and warm up one variant for every column; record what compiling did.  Returns, per
+    column, a callable that runs it once and returns its seconds (what measure() times)."""
     row = res.data["variants"][name] = {"backend": BACKENDS[name], "mode": args.mode}
     # a cold Inductor cache per variant (an FX-graph-cache hit would skip the pass); compiled
-    # kernels the previous variant left in this process's memory may still be reused
+    # kernels the previous variant left in this process's memory may still be reused.  No
+    # torch._dynamo.reset(): the other variant's compiled code must stay for the interleaved
+    # timing (Dynamo keeps one cache entry per backend).
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"isw_tp_{name}_r{dist.get_rank()}_")
-    torch._dynamo.reset()
     inductor_swiglu.reset_counters()
     tc = torch._dynamo.utils.counters["inductor"]
     skips0, fusions0 = tc["cudagraph_skips"], tc["swiglu_fusion"]
     g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-    clock = SmClock(torch.cuda.current_device()) if args.device == "cuda" else None
     step = torch.compile(model, backend=BACKENDS[name], mode=None if args.mode == "default" else args.mode)
     t_start = time.perf_counter()
+    runs = {}
     agree_dec = None
     for batch in args.batches:
         dec = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
         prompt = inputs[f"b{batch}"]
-        rep = inductor_swiglu.warmup(lambda p: dec.generate(p, args.tokens), [(prompt,)],
+        rep = inductor_swiglu.warmup(lambda p, dec=dec: dec.generate(p, args.tokens), [(prompt,)],
                                      min_rounds=WARMUP_ROUNDS, max_rounds=WARMUP_ROUNDS)
         row[f"warmup_b{batch}_s"] = round(rep.seconds, 2)
         row[f"warmup_b{batch}_settled_per_rank"] = gather(rep.settled)
         log(f"[{name}] decode b{batch} warm-up: {rep}")
-        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-        times = [dec.generate(prompt, args.tokens).decode_s for _ in range(args.reps)]
-        per_rank = gather(statistics.median(times))
-        row[f"decode_b{batch}_s_per_rank"] = per_rank
-        row[f"decode_b{batch}_tok_s"] = batch * (args.tokens - 1) / max(per_rank)
-        row[f"decode_b{batch}_new_graphs"] = inductor_swiglu.dynamo_graphs() - g1
-        row[f"decode_b{batch}_new_cudagraphs"] = inductor_swiglu.cudagraphs_recorded() - c1
-        if clock is not None:
-            row[f"decode_b{batch}_sm_mhz_rank0"] = clock.mhz()
-        log(f"[{name}] decode b{batch}: {row[f'decode_b{batch}_tok_s']:.1f} tok/s")
-        res.save()
+        runs[f"decode_b{batch}"] = lambda dec=dec, prompt=prompt: dec.generate(prompt, args.tokens).decode_s
         if batch == 1:
             agree_dec = dec
     for length in (() if args.no_prefill else (512, 2048)):
         ids = inputs[f"p{length}"]
-        fwd = lambda: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
+        fwd = lambda ids=ids: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
         rep = inductor_swiglu.warmup(fwd, [()], min_rounds=WARMUP_ROUNDS, max_rounds=WARMUP_ROUNDS)
         row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
-        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-        times = []
-        for _ in range(args.reps):
-            sync(args.device)
-            t = time.perf_counter()
-            fwd()
-            sync(args.device)
-            times.append(time.perf_counter() - t)
-        per_rank = gather(statistics.median(times))
-        row[f"prefill_{length}_s_per_rank"] = per_rank
-        row[f"prefill_{length}_tok_s"] = length / max(per_rank)
-        row[f"prefill_{length}_new_graphs"] = (inductor_swiglu.dynamo_graphs() - g1) + (inductor_swiglu.cudagraphs_recorded() - c1)
-        if clock is not None:
-            row[f"prefill_{length}_sm_mhz_rank0"] = clock.mhz()
-        log(f"[{name}] prefill {length}: {row[f'prefill_{length}_tok_s']:.0f} tok/s")
-        res.save()
+        log(f"[{name}] prefill {length} warm-up: {rep}")
+        runs[f"prefill_{length}"] = lambda fwd=fwd: timed(fwd, args.device)
     row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
-    tokens = agree_dec.generate(inputs["agreement"], args.tokens).tokens[0].tolist()
-    row["agreement"] = {"vs_eager_tp": first_divergence(tokens, reference["eager_tp_tokens"]),
-                        "vs_eager_unsharded": first_divergence(tokens, reference["eager_unsharded_tokens"]),
-                        "same_on_every_rank": all(t == tokens for t in gather(tokens))}
-    row["tokens"] = tokens
+    if agree_dec is not None:
+        tokens = agree_dec.generate(inputs["agreement"], args.tokens).tokens[0].tolist()
+        row["agreement"] = {"vs_eager_tp": first_divergence(tokens, reference["eager_tp_tokens"]),
+                            "vs_eager_unsharded": first_divergence(tokens, reference["eager_unsharded_tokens"]),
+                            "same_on_every_rank": all(t == tokens for t in gather(tokens))}
+        row["tokens"] = tokens
     c = inductor_swiglu.counters()
     row["per_rank"] = gather({
         "graphs": inductor_swiglu.dynamo_graphs() - g0, "cudagraphs": inductor_swiglu.cudagraphs_recorded() - c0,
@@ -174,9 +163,42 @@ def run_variant(name: str, model, inputs: dict, reference: dict, res: Results, a
         # what each rewritten shard (K x N / ranks) dispatches to: the table's nearest measured shape
         "rewrite_dispatch": sorted({r["dispatch"] for f in c["per_frame"] for g in f["graphs"] for r in g["rewrites"]}),
     })
-    log(f"[{name}] done: rewrites per rank {[r['swiglu_rewrites'] for r in row['per_rank']]}, "
-        f"cudagraph skips {[r['cudagraph_skips'] for r in row['per_rank']]}, agreement {row['agreement']}")
+    log(f"[{name}] compiled: rewrites per rank {[r['swiglu_rewrites'] for r in row['per_rank']]}, "
+        f"cudagraph skips {[r['cudagraph_skips'] for r in row['per_rank']]}, agreement {row.get('agreement')}")
     res.save()
+    return runs
+
+
+@torch.no_grad()
+def measure(runs: dict[str, dict], res: Results, args) -> None:
+    """Time every column with the variants interleaved: each rep runs all of them, the first one
+    rotating, after one untimed run of each.  A drift of the clock, the host or NCCL during the run
+    then falls on every variant alike (timed one after the other, the same variant measured 0.7x
+    and 1.07x of stock in two runs on the same machine)."""
+    names = list(runs)
+    clock = SmClock(torch.cuda.current_device()) if args.device == "cuda" else None
+    for column in runs[names[0]]:
+        for name in names:
+            runs[name][column]()
+        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
+        samples = {name: [] for name in names}
+        for r in range(args.reps):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                samples[name].append(runs[name][column]())
+        new_graphs = (inductor_swiglu.dynamo_graphs() - g1) + (inductor_swiglu.cudagraphs_recorded() - c1)
+        kind, _, size = column.partition("_")
+        work = int(size.removeprefix("b")) * (args.tokens - 1) if kind == "decode" else int(size)
+        for name in names:
+            row = res.data["variants"][name]
+            per_rank = gather(statistics.median(samples[name]))
+            row[f"{column}_s_per_rank"] = per_rank
+            row[f"{column}_tok_s"] = work / max(per_rank)
+            row[f"{column}_new_graphs"] = new_graphs
+            if clock is not None:
+                row[f"{column}_sm_mhz_rank0"] = clock.mhz()
+        log(f"{column}: " + ", ".join(f"{n} {res.data['variants'][n][f'{column}_tok_s']:.1f} tok/s" for n in names)
+            + (f" ({new_graphs} graph(s) compiled or recorded while timing)" if new_graphs else ""))
+        res.save()
 
 
 def _cell(r: dict, key: str, spec: str = ".0f") -> str:
@@ -310,9 +332,13 @@ def bench(args, device: str) -> int:
     log(f"built and sharded in {res.data['reference']['build_s']} s (+ eager references); "
         f"eager sharded vs unsharded: first divergence {res.data['reference']['eager_tp_vs_unsharded']}")
     res.save()
+    torch._dynamo.reset()
+    runs = {}
     for name in args.variants.split(","):
-        log(f"== variant {name} ({BACKENDS[name]}, mode {args.mode})")
-        run_variant(name, model, inputs, reference, res, args)
+        log(f"== variant {name} ({BACKENDS[name]}, mode {args.mode}): compile and warm up")
+        runs[name] = prepare_variant(name, model, inputs, reference, res, args)
+    log(f"== timing, variants interleaved, {args.reps} reps per column")
+    measure(runs, res, args)
     md = report(res.data)
     if dist.get_rank() == 0:
         (args.out / "bench_tp.md").write_text(md)
