@@ -49,9 +49,24 @@ def test_freezing_through_options_on_cuda(shape):
     torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
 
 
-@pytest.mark.xfail(strict=True, reason="the fresh process segfaults inside aoti_load_package (torch 2.11, CUDA, "
-                   "H200, 2026-11-30), before the op is called; cause not found yet")
+def _stock_aoti_loads_here(tmp_path) -> str | None:
+    """None if aoti_load_package works on this installation for a stock package (no pass, and a
+    process that never imports inductor_swiglu); otherwise what happened.  On the H200 machine's
+    torch 2.11.0+cu130 (2026-11-30) it segfaults for every package, CPU ones included, so a crash
+    of ours there says nothing about our op."""
+    ep = torch.export.export(torch.nn.Linear(8, 8).eval(), (torch.randn(2, 8),))
+    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "stock.pt2"))
+    script = f"import torch; f = torch._inductor.aoti_load_package({package!r}); print(tuple(f(torch.randn(2, 8)).shape))"
+    res = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], capture_output=True, text=True, timeout=300)
+    if res.returncode == 0 and "(2, 8)" in res.stdout:
+        return None
+    return f"exit code {res.returncode}; {res.stderr.split('Extension modules')[0].strip()[-400:]}"
+
+
 def test_aoti_package_on_cuda_in_a_fresh_process(tmp_path):
+    why = _stock_aoti_loads_here(tmp_path)
+    if why is not None:
+        pytest.skip(f"aoti_load_package fails on this installation for a stock package without inductor_swiglu: {why}")
     model = GatedMLP(896, 4864).to("cuda", torch.bfloat16).eval()
     x = torch.randn(5, 896, device="cuda", dtype=torch.bfloat16)
     ep = torch.export.export(model, (x,))
