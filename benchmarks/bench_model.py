@@ -1,23 +1,32 @@
-"""Whole-model benchmark under mode="reduce-overhead": Qwen2.5-0.5B or -7B shapes, random bf16 weights.
+"""Whole-model benchmark: Qwen2.5-0.5B or -7B shapes, random bf16 weights, every variant in one run.
 
     python benchmarks/bench_model.py --out results/ [--model 0.5b|7b] [--layers N] [--tokens 256]
+    python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--layers N` runs the first N layers of the model (default: all of them); every layer has the
 same shapes, so the MLP's share of a step is the whole model's.
 
-Variants: eager; torch.compile(backend="inductor", mode="reduce-overhead") (no pass);
-torch.compile(backend="inductor_swiglu", mode="reduce-overhead"). Each runs in its own
-process (a crash in one is reported, not fatal to the others; compile times are cold: each
-gets an empty Inductor cache directory) and measures:
+Variants (VARIANTS; `--variants` picks): eager; torch.compile with backend "inductor" (no pass)
+and "inductor_swiglu", in reduce-overhead and in default mode; and, to measure programmatic
+dependent launch, our reduce-overhead variant with Kernel-3's PDL (`swiglu-ro-pdl`) and both
+backends with Inductor's own `triton.enable_pdl` (`*-ro-tpdl`).  One model is built; each
+variant is compiled and warmed up in turn (a cold Inductor cache directory each, so compile
+times are cold and the pass runs), then every column is timed with the variants interleaved:
+each rep runs all of them, the first one rotating, after one untimed run of each.  Timed one
+after the other, two variants see different clocks and host states (on two H200s the same
+build measured 0.69x and 1.07x of stock in two runs); interleaved, a drift falls on all alike.
+Columns:
 - decode tokens/s at batch 1 and 8: greedy, transformers StaticCache, `--tokens` tokens after
-  a 32-token prompt, median of `--reps` generations, after `inductor_swiglu.warmup()` settled;
-  Dynamo graphs and CUDA graphs added during the timed generations (both must stay 0);
+  a 32-token prompt (run eagerly, as generate() does), median of `--reps-decode` generations
+  (eager: one);
 - prefill tokens/s at 512 and 2048 tokens (one forward, no cache, logits of the last
   position only, as generate() does), CUDA-synchronized wall time, median of `--reps`;
-- compile/warm-up time, Dynamo graphs, CUDA graphs recorded, recompiles, cudagraph skips.
-Our variant also decodes `--prompts` prompts and reports the first greedy token where it
-diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
-Writes bench_model.json and bench_model.md.
+- per variant: compile/warm-up time, Dynamo graphs, CUDA graphs recorded, cudagraph skips,
+  rewrites, and graphs compiled or recorded while timing (must stay 0).
+Our variants also decode `--prompts` prompts and report the first greedy token where they
+diverge from eager bf16 and from eager fp32 (agreement, not bitwise equality).
+Writes bench_model.json (after every step: a run cut short keeps what it measured) and
+bench_model.md.
 """
 
 from __future__ import annotations
@@ -26,25 +35,49 @@ import argparse
 import datetime
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 PROMPT_LEN = 32
-# backend, mode per variant (mode None: torch.compile's default, no CUDA graphs)
-COMPILED = {
-    "inductor-ro": ("inductor", "reduce-overhead"),
-    "swiglu-ro": ("inductor_swiglu", "reduce-overhead"),
-    "inductor-default": ("inductor", None),
-    "swiglu-default": ("inductor_swiglu", None),
+
+
+@dataclass(frozen=True)
+class Variant:
+    backend: str | None                 # None: eager
+    mode: str | None = None             # torch.compile's mode (None: default, no CUDA graphs)
+    options: dict = field(default_factory=dict)   # Inductor options (instead of a mode)
+    env: dict = field(default_factory=dict)       # set while compiling and capturing, then restored
+
+    def describe(self) -> str:
+        if self.backend is None:
+            return "eager"
+        how = self.mode or (", ".join(f"{k}={v}" for k, v in self.options.items()) if self.options else "default mode")
+        return f"{self.backend}, {how}" + "".join(f", {k}={v}" for k, v in self.env.items())
+
+
+# reduce-overhead is {"triton.cudagraphs": True}; torch.compile takes a mode or options, not both
+_RO_TRITON_PDL = {"triton.cudagraphs": True, "triton.enable_pdl": True}
+VARIANTS = {
+    "eager": Variant(None),
+    "inductor-ro": Variant("inductor", "reduce-overhead"),
+    "swiglu-ro": Variant("inductor_swiglu", "reduce-overhead"),
+    "inductor-default": Variant("inductor"),
+    "swiglu-default": Variant("inductor_swiglu"),
+    "swiglu-ro-pdl": Variant("inductor_swiglu", "reduce-overhead", env={"INDUCTOR_SWIGLU_PDL": "1"}),
+    "inductor-ro-tpdl": Variant("inductor", options=_RO_TRITON_PDL),
+    "swiglu-ro-tpdl": Variant("inductor_swiglu", options=_RO_TRITON_PDL),
 }
-VARIANTS = ("eager", *COMPILED)
+DEFAULT_VARIANTS = ("eager", "inductor-ro", "swiglu-ro", "inductor-default", "swiglu-default")
+# (baseline, ours): the ratios the report gives
+PAIRS = (("inductor-ro", "swiglu-ro"), ("inductor-default", "swiglu-default"), ("inductor-ro", "swiglu-ro-pdl"),
+         ("inductor-ro-tpdl", "swiglu-ro-tpdl"), ("inductor-ro", "inductor-ro-tpdl"), ("swiglu-ro", "swiglu-ro-pdl"))
+COLUMNS = ("decode_b1", "decode_b8", "prefill_512", "prefill_2048")
 
 
 def _sync() -> None:
@@ -52,15 +85,12 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _median_time(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        _sync()
-        t = time.perf_counter()
-        fn()
-        _sync()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def timed(fn) -> float:
+    _sync()
+    t = time.perf_counter()
+    fn()
+    _sync()
+    return time.perf_counter() - t
 
 
 def _small(args) -> dict:
@@ -74,64 +104,107 @@ def _build(args, dtype: torch.dtype):
     return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
 
 
+class _Env:
+    """Environment variables set for a block, then restored (Kernel-3 reads INDUCTOR_SWIGLU_PDL at
+    each launch; a CUDA graph keeps the launch attributes it captured)."""
+
+    def __init__(self, env: dict) -> None:
+        self.env, self.saved = env, {}
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @torch.no_grad()
-def run_variant(name: str, args) -> dict:
+def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, dict]:
+    """Compile and warm up one variant on every column.  Returns its report row, per column a
+    callable that runs the column once and returns seconds, and its decoders (for agreement)."""
     import inductor_swiglu
     from inductor_swiglu.models.decode import StaticDecoder
 
-    model = _build(args, torch.bfloat16)
-    if name == "eager":
+    v = VARIANTS[name]
+    row: dict = {"variant": name, "how": v.describe()}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"isw_{name}_")
+    inductor_swiglu.reset_counters()
+    tc = torch._dynamo.utils.counters["inductor"]
+    skips0 = tc["cudagraph_skips"]
+    g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
+    # Our variants get a backend object of their own: torch.compile's wrapper compares equal for
+    # the same backend name and mode, and Dynamo would then hand swiglu-ro-pdl the code (and the
+    # CUDA graphs, captured without PDL) of swiglu-ro.
+    backend = inductor_swiglu.backend() if v.backend == "inductor_swiglu" else v.backend
+    if v.backend is None:
         step = model.forward
+    elif v.mode is not None:
+        step = torch.compile(model, backend=backend, mode=v.mode)
     else:
-        backend, mode = COMPILED[name]
-        step = torch.compile(model, backend=backend, mode=mode)
-    row: dict = {"variant": name}
-
-    def save(r: dict) -> None:  # after each measurement: a process killed later still leaves these
-        (args.out / f"variant_{name}.json").write_text(json.dumps(dict(r, partial="total_warmup_s" not in r), indent=1))
-    gen = torch.Generator(device=args.device).manual_seed(0)
-    vocab = model.config.vocab_size
-    decoders = {}
+        step = torch.compile(model, backend=backend, options=v.options or None)
+    eager = v.backend is None
+    runs, decoders = {}, {}
     t_start = time.perf_counter()
-    for batch in (1, 8):
-        # the prompt runs eagerly, as transformers' generate() does with a static cache: decode
-        # speed is what this measures, and it saves two compilations per variant
-        dec = decoders[batch] = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
-        prompt = torch.randint(0, vocab, (batch, PROMPT_LEN), device=args.device, generator=gen)
-        # eager needs no warm-up beyond one call; compiled: until no graph and no CUDA graph is added
-        rep = inductor_swiglu.warmup(lambda p: dec.generate(p, args.tokens), [(prompt,)],
-                                     min_rounds=1 if name == "eager" else 2, max_rounds=1 if name == "eager" else 4)
-        row[f"warmup_b{batch}_s"] = round(rep.seconds, 2)
-        row[f"warmup_b{batch}_settled"] = rep.settled
-        print(f"[{name}] decode b{batch} warm-up: {rep}", flush=True)
-        g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-        reps = 1 if name == "eager" else args.reps_decode
-        times = [dec.generate(prompt, args.tokens).decode_s for _ in range(reps)]
-        row[f"decode_b{batch}_tok_s"] = batch * (args.tokens - 1) / statistics.median(times)
-        row[f"decode_b{batch}_new_graphs"] = inductor_swiglu.dynamo_graphs() - g0
-        row[f"decode_b{batch}_new_cudagraphs"] = inductor_swiglu.cudagraphs_recorded() - c0
-        print(f"[{name}] decode b{batch}: {row[f'decode_b{batch}_tok_s']:.1f} tok/s", flush=True)
-        save(row)
-    for length in (() if args.no_prefill else (512, 2048)):
-        ids = torch.randint(0, vocab, (1, length), device=args.device, generator=gen)
-        fwd = lambda: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
-        rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if name == "eager" else 2)
-        row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
-        g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-        row[f"prefill_{length}_tok_s"] = length / _median_time(fwd, args.reps)
-        row[f"prefill_{length}_new_graphs"] = inductor_swiglu.dynamo_graphs() - g0 + inductor_swiglu.cudagraphs_recorded() - c0
-        print(f"[{name}] prefill {length}: {row[f'prefill_{length}_tok_s']:.0f} tok/s", flush=True)
-        save(row)
+    with _Env(v.env):
+        for batch in (1, 8):
+            dec = decoders[batch] = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
+            prompt = inputs[f"b{batch}"]
+            # compiled: until no graph and no CUDA graph is added
+            rep = inductor_swiglu.warmup(lambda p, dec=dec: dec.generate(p, args.tokens), [(prompt,)],
+                                         min_rounds=1 if eager else 2, max_rounds=1 if eager else 4)
+            row[f"warmup_b{batch}_s"] = round(rep.seconds, 2)
+            row[f"warmup_b{batch}_settled"] = rep.settled
+            print(f"[{name}] decode b{batch} warm-up: {rep}", flush=True)
+            runs[f"decode_b{batch}"] = lambda dec=dec, prompt=prompt: dec.generate(prompt, args.tokens).decode_s
+        for length in (() if args.no_prefill else (512, 2048)):
+            ids = inputs[f"p{length}"]
+            fwd = lambda ids=ids: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
+            rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if eager else 2)
+            row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
+            print(f"[{name}] prefill {length} warm-up: {rep}", flush=True)
+            runs[f"prefill_{length}"] = lambda fwd=fwd: timed(fwd)
     row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
     c = inductor_swiglu.counters()
-    row.update(graphs=inductor_swiglu.dynamo_graphs(), cudagraphs=inductor_swiglu.cudagraphs_recorded(),
-               cudagraph_skips=int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
-               swiglu_rewrites=c["swiglu_rewrites"], swiglu_ops_in_code=c["swiglu_ops_in_output_code"],
-               recompiles_ours=c["recompiles"], op=c["op"])
-    save(row)
-    if name.startswith("swiglu") and args.prompts:
-        row["agreement"] = agreement(model, decoders[1], args)
-    return row
+    row.update(graphs=inductor_swiglu.dynamo_graphs() - g0, cudagraphs=inductor_swiglu.cudagraphs_recorded() - c0,
+               cudagraph_skips=int(tc["cudagraph_skips"] - skips0), swiglu_rewrites=c["swiglu_rewrites"],
+               swiglu_ops_in_code=c["swiglu_ops_in_output_code"], recompiles_ours=c["recompiles"], op=c["op"])
+    return row, runs, decoders
+
+
+@torch.no_grad()
+def measure(runs: dict[str, dict], rows: dict[str, dict], args, save=lambda: None) -> None:
+    """Time every column with the variants interleaved (see the module docstring).  Eager decode
+    runs in the first rep only: it is the slow reference, not a candidate."""
+    import inductor_swiglu
+
+    names = list(runs)
+    for column in COLUMNS:
+        names_c = [n for n in names if column in runs[n]]
+        if not names_c:
+            continue
+        for n in names_c:
+            runs[n][column]()
+        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
+        reps = args.reps_decode if column.startswith("decode") else args.reps
+        samples: dict[str, list[float]] = {n: [] for n in names_c}
+        for r in range(reps):
+            for n in names_c[r % len(names_c):] + names_c[:r % len(names_c)]:
+                if r == 0 or not (n == "eager" and column.startswith("decode")):
+                    samples[n].append(runs[n][column]())
+        new = (inductor_swiglu.dynamo_graphs() - g1) + (inductor_swiglu.cudagraphs_recorded() - c1)
+        kind, _, size = column.partition("_")
+        work = int(size.removeprefix("b")) * (args.tokens - 1) if kind == "decode" else int(size)
+        for n in names_c:
+            rows[n][f"{column}_tok_s"] = work / statistics.median(samples[n])
+            rows[n][f"{column}_new_graphs"] = new
+        print(f"{column}: " + ", ".join(f"{n} {rows[n][f'{column}_tok_s']:.1f} tok/s" for n in names_c)
+              + (f" ({new} graph(s) compiled or recorded while timing)" if new else ""), flush=True)
+        save()
 
 
 def agreement(model, ours, args) -> list[dict]:
@@ -155,32 +228,6 @@ def agreement(model, ours, args) -> list[dict]:
     return out
 
 
-def spawn_variant(name: str, args) -> dict:
-    """Run one variant in a fresh process with a cold Inductor cache; survive its crash."""
-    out = args.out / f"variant_{name}.json"
-    out.unlink(missing_ok=True)
-    cmd = [sys.executable, "-X", "faulthandler", __file__, "--variant", name, "--out", str(args.out),
-           "--model", args.model, "--layers", str(args.layers), "--tokens", str(args.tokens), "--reps", str(args.reps),
-           "--reps-decode", str(args.reps_decode), "--prompts", str(args.prompts), "--device", args.device,
-           *(["--no-prefill"] if args.no_prefill else [])]
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix=f"isw_{name}_"))
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, env=env, timeout=args.timeout)
-        rc = proc.returncode
-    except subprocess.TimeoutExpired:
-        rc = "timeout"
-    if out.exists():
-        row = json.loads(out.read_text())
-        if row.get("partial"):
-            row["failed_after"] = f"exit status {rc}"
-    else:
-        why = f"killed by {signal.Signals(-rc).name}" if isinstance(rc, int) and rc < 0 else f"exit status {rc}"
-        row = {"variant": name, "failed": why}
-    row["process_s"] = round(time.perf_counter() - t0, 1)
-    return row
-
-
 def _fmt(r: dict, key: str, spec: str = ".0f") -> str:
     return format(r[key], spec) if key in r else "-"
 
@@ -197,37 +244,41 @@ def _shapes(meta: dict) -> str:
 
 
 def report(rows: list[dict], meta: dict) -> str:
+    method = ("variants interleaved" if meta.get("method") == "variants interleaved"
+              else "each variant timed in its own process, one after the other")
     lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), {_shapes(meta)}, bf16, random weights; "
-             f"decode: {meta['tokens']} greedy tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache.", "",
+             f"decode: {meta['tokens']} greedy tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache; "
+             f"{method}.", "",
              "| variant | decode b1 tok/s | decode b8 tok/s | prefill 512 tok/s | prefill 2048 tok/s | compile + warm-up s "
-             "| Dynamo graphs | CUDA graphs | cudagraph skips | new graphs / CUDA graphs in timed decode |",
+             "| Dynamo graphs | CUDA graphs | cudagraph skips | SwiGLU rewrites |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['variant']} | failed: {r['failed']} | | | | | | | | |")
             continue
-        new = (f"{r['decode_b1_new_graphs'] + r['decode_b8_new_graphs']} / {r['decode_b1_new_cudagraphs'] + r['decode_b8_new_cudagraphs']}"
-               if "decode_b8_new_graphs" in r else "-")
         name = r["variant"] + (" (cut short)" if r.get("partial") else "")
         lines.append(f"| {name} | {_fmt(r, 'decode_b1_tok_s')} | {_fmt(r, 'decode_b8_tok_s')} | "
                      f"{_fmt(r, 'prefill_512_tok_s')} | {_fmt(r, 'prefill_2048_tok_s')} | {r.get('total_warmup_s', '-')} | "
-                     f"{r.get('graphs', '-')} | {r.get('cudagraphs', '-')} | {r.get('cudagraph_skips', '-')} | {new} |")
+                     f"{r.get('graphs', '-')} | {r.get('cudagraphs', '-')} | {r.get('cudagraph_skips', '-')} | "
+                     f"{r.get('swiglu_rewrites', '-')} |")
+    new = {c: r[f"{c}_new_graphs"] for r in rows for c in COLUMNS if f"{c}_new_graphs" in r}
+    if new:
+        lines += ["", "Graphs compiled or CUDA graphs recorded while timing (all variants): "
+                  + ", ".join(f"{c.replace('_', ' ')} {k}" for c, k in new.items()) + "."]
     by = {r["variant"]: r for r in rows if "failed" not in r}
-    for mode in ("ro", "default"):
-        if f"inductor-{mode}" not in by or f"swiglu-{mode}" not in by:
+    for base, ours in PAIRS:
+        if base not in by or ours not in by:
             continue
-        a, b = by[f"inductor-{mode}"], by[f"swiglu-{mode}"]
-        keys = [k for k in ("decode_b1_tok_s", "decode_b8_tok_s", "prefill_512_tok_s", "prefill_2048_tok_s") if k in a and k in b]
-        lines += ["", f"inductor_swiglu vs inductor, {'reduce-overhead' if mode == 'ro' else 'default mode'}: "
-                  + ", ".join(f"{k.removesuffix('_tok_s').replace('_', ' ')} {b[k] / a[k]:.3f}x" for k in keys) + "."]
-        if "swiglu_rewrites" in b:
-            lines.append(f"SwiGLU rewrites: {b['swiglu_rewrites']} over {b['graphs']} graphs; op calls: {b['op']['calls']}")
+        a, b = by[base], by[ours]
+        keys = [f"{c}_tok_s" for c in COLUMNS if f"{c}_tok_s" in a and f"{c}_tok_s" in b]
+        if keys:
+            lines += ["", f"{ours} / {base}: "
+                      + ", ".join(f"{k.removesuffix('_tok_s').replace('_', ' ')} {b[k] / a[k]:.3f}x" for k in keys) + "."]
     for b in [r for r in rows if r.get("agreement")]:
-        if b.get("agreement"):
-            lines += ["", f"Greedy agreement of {b['variant']}, first divergent token over the decode (None: identical):", "",
-                      "| prompt seed | ours vs eager bf16 | ours vs eager fp32 | eager bf16 vs eager fp32 |", "|---|---|---|---|"]
-            for g in b["agreement"]:
-                lines.append(f"| {g['prompt_seed']} | {g['ours_vs_eager_bf16']} | {g['ours_vs_eager_fp32']} | {g['eager_bf16_vs_eager_fp32']} |")
+        lines += ["", f"Greedy agreement of {b['variant']}, first divergent token over the decode (None: identical):", "",
+                  "| prompt seed | ours vs eager bf16 | ours vs eager fp32 | eager bf16 vs eager fp32 |", "|---|---|---|---|"]
+        for g in b["agreement"]:
+            lines.append(f"| {g['prompt_seed']} | {g['ours_vs_eager_bf16']} | {g['ours_vs_eager_fp32']} | {g['eager_bf16_vs_eager_fp32']} |")
     return "\n".join(lines)
 
 
@@ -240,54 +291,67 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=20, help="prefill repetitions")
     ap.add_argument("--reps-decode", type=int, default=3, help="timed generations per batch size (compiled variants)")
     ap.add_argument("--prompts", type=int, default=3, help="prompts for the greedy-agreement check (0: skip)")
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"any of {', '.join(VARIANTS)}")
     ap.add_argument("--no-prefill", action="store_true", help="decode only (saves two compilations per variant)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
-    ap.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # internal: run one variant here
-    ap.add_argument("--merge", type=Path, nargs="+", metavar="DIR",
-                    help="only write the report from variant_*.json files in these directories (runs split over calls)")
-    ap.add_argument("--timeout", type=float, default=420, help="seconds per variant process")
     args = ap.parse_args(argv)
     from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
 
+    names = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    if args.tokens < 2:
+        ap.error("--tokens must be at least 2 (decode speed is measured over tokens 2..N)")
     if args.layers is None:
         args.layers = CONFIGS[args.model]["num_hidden_layers"]
-    if args.device == "cuda" and not torch.cuda.is_available() and not args.merge:
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_model.py needs a CUDA GPU (or --device cpu for a smoke test)", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.merge:
-        found = {}
-        for d in args.merge:
-            meta = json.loads((d / "bench_model.json").read_text())["meta"]
-            for f in sorted(d.glob("variant_*.json")):
-                found[f.stem.removeprefix("variant_")] = json.loads(f.read_text())
-        rows = [found[v] for v in VARIANTS if v in found]
-        (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows, "merged_from": [str(d) for d in args.merge]}, indent=1))
-        md = report(rows, meta)
-        (args.out / "bench_model.md").write_text(md)
-        print(md)
-        return 0
-    if args.variant:
-        row = run_variant(args.variant, args)
-        (args.out / f"variant_{args.variant}.json").write_text(json.dumps(row, indent=1))
-        return 0
     import inductor_swiglu
 
+    known = set(torch._inductor.list_options())
+    for n in list(names):
+        missing = [k for k in VARIANTS[n].options if k not in known]
+        if missing:
+            print(f"variant {n} skipped: this torch has no Inductor option {missing}", flush=True)
+            names.remove(n)
+    # every variant keeps its compiled code for the interleaved timing: Dynamo holds one cache
+    # entry per (backend, shape), more than its default limit of 8 per function
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 8 * len(names))
+    args.out.mkdir(parents=True, exist_ok=True)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
     meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
             "model": NAMES[args.model], "model_layers": CONFIGS[args.model]["num_hidden_layers"], "layers": args.layers,
-            "config": qwen25_config(args.model, args.layers, **_small(args)), "tokens": args.tokens, "kernels": inductor_swiglu.kernel_status()["available"]}
-    rows = []
-    for v in args.variants.split(","):
-        print(f"== variant {v}", flush=True)
-        rows.append(spawn_variant(v, args))
-        # written after each variant: a run cut short still leaves what it measured
-        (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    md = report(rows, meta)
+            "config": qwen25_config(args.model, args.layers, **_small(args)), "tokens": args.tokens,
+            "reps_decode": args.reps_decode, "reps_prefill": args.reps, "method": "variants interleaved",
+            "kernels": inductor_swiglu.kernel_status()["available"]}
+    rows: dict[str, dict] = {}
+
+    def save() -> None:
+        (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": list(rows.values())}, indent=1))
+
+    model = _build(args, torch.bfloat16)
+    vocab = model.config.vocab_size
+    gen = torch.Generator(device=args.device).manual_seed(0)
+    inputs = {f"b{b}": torch.randint(0, vocab, (b, PROMPT_LEN), device=args.device, generator=gen) for b in (1, 8)}
+    inputs.update({f"p{n}": torch.randint(0, vocab, (1, n), device=args.device, generator=gen) for n in (512, 2048)})
+    runs, decoders = {}, {}
+    torch._dynamo.reset()
+    for n in names:
+        print(f"== variant {n} ({VARIANTS[n].describe()}): compile and warm up", flush=True)
+        rows[n], runs[n], decoders[n] = prepare_variant(n, model, inputs, args)
+        save()
+    print(f"== timing, variants interleaved ({args.reps_decode} decode / {args.reps} prefill reps)", flush=True)
+    measure(runs, rows, args, save)
+    ours = [n for n in names if VARIANTS[n].backend == "inductor_swiglu"]
+    if ours and args.prompts:   # one of ours: the fp32 reference model is rebuilt for each check
+        rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)
+        save()
+    md = report(list(rows.values()), meta)
     (args.out / "bench_model.md").write_text(md)
     print(md)
-    return 0 if all("failed" not in r for r in rows) else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -77,21 +77,50 @@ def test_bench_model_report_names_the_model_and_the_layers_it_ran():
     assert "Qwen2.5-0.5B shapes (24 layers, hidden 896, FFN 4864" in old
 
 
-def test_bench_model_passes_the_model_to_its_variant_processes(tmp_path, monkeypatch):
+def test_bench_model_times_the_variants_interleaved_with_a_rotating_first():
     bench_model = benchmark_module("bench_model")
-    seen = {}
+    calls = []
 
-    def fake_run(cmd, env, timeout):
-        seen["cmd"] = cmd
-        raise bench_model.subprocess.TimeoutExpired(cmd, timeout)
+    def run(name, column, seconds):
+        def once():
+            calls.append((name, column))
+            return seconds
+        return once
 
-    monkeypatch.setattr(bench_model.subprocess, "run", fake_run)
-    args = bench_model.argparse.Namespace(out=tmp_path, model="7b", layers=2, tokens=4, reps=1, reps_decode=1, prompts=0,
-                                          device="cpu", no_prefill=True, timeout=1)
-    row = bench_model.spawn_variant("eager", args)
-    assert row["failed"] == "exit status timeout"
-    cmd = seen["cmd"]
-    assert cmd[cmd.index("--model") + 1] == "7b" and cmd[cmd.index("--layers") + 1] == "2"
+    secs = {"eager": 4.0, "inductor-ro": 2.0, "swiglu-ro": 1.0}
+    runs = {n: {c: run(n, c, s) for c in ("decode_b1", "prefill_512")} for n, s in secs.items()}
+    rows = {n: {"variant": n} for n in secs}
+    args = bench_model.argparse.Namespace(reps_decode=3, reps=2, tokens=5)
+    bench_model.measure(runs, rows, args)
+    decode = [n for n, c in calls if c == "decode_b1"]
+    # one untimed run of each, then every rep runs all of them with the first one rotating;
+    # eager decode (the slow reference) only in the first rep
+    assert decode == ["eager", "inductor-ro", "swiglu-ro",
+                      "eager", "inductor-ro", "swiglu-ro",
+                      "inductor-ro", "swiglu-ro",
+                      "swiglu-ro", "inductor-ro"]
+    prefill = [n for n, c in calls if c == "prefill_512"]
+    assert prefill == ["eager", "inductor-ro", "swiglu-ro", "eager", "inductor-ro", "swiglu-ro",
+                       "inductor-ro", "swiglu-ro", "eager"]
+    assert rows["swiglu-ro"]["decode_b1_tok_s"] == 4 / 1.0 and rows["inductor-ro"]["decode_b1_tok_s"] == 4 / 2.0
+    assert rows["eager"]["prefill_512_tok_s"] == 512 / 4.0
+    text = bench_model.report(list(rows.values()), {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 5,
+                                                    "method": "variants interleaved"})
+    assert "swiglu-ro / inductor-ro: decode b1 2.000x, prefill 512 2.000x." in text
+    assert "variants interleaved" in text
+
+
+def test_bench_model_variants_pdl_and_unknown_names():
+    bench_model = benchmark_module("bench_model")
+    v = bench_model.VARIANTS
+    assert v["swiglu-ro-pdl"].env == {"INDUCTOR_SWIGLU_PDL": "1"} and v["swiglu-ro-pdl"].mode == "reduce-overhead"
+    assert v["swiglu-ro-tpdl"].options == {"triton.cudagraphs": True, "triton.enable_pdl": True}
+    assert v["swiglu-ro-tpdl"].mode is None   # torch.compile takes a mode or options, not both
+    assert set(bench_model.DEFAULT_VARIANTS) <= set(v)
+    for base, ours in bench_model.PAIRS:
+        assert base in v and ours in v
+    with pytest.raises(SystemExit):
+        bench_model.main(["--variants", "eager,no-such-variant", "--device", "cpu"])
 
 
 def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
