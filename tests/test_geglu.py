@@ -36,8 +36,14 @@ def _fp64(x, wg, wu, activation):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
 def test_op_computes_the_activation_asked_for(activation, dtype):
+    """fp32: the CPU op is the rounded-once reference; bf16: the reference function (what the fused
+    kernels compute), and the CPU op as stock rounds it (gate and up in bf16, then fp32)."""
     x, wg, wu = _inputs(dtype=dtype)
     out = op(x, wg, wu, activation=activation)
+    if dtype != torch.float32:
+        gate, up = torch.nn.functional.linear(x, wg).float(), torch.nn.functional.linear(x, wu).float()
+        torch.testing.assert_close(out, (FP64_ACT[activation](gate.double()).float() * up).to(dtype), rtol=2**-7, atol=1e-5)
+        out = inductor_swiglu.swiglu_reference(x, wg, wu, activation=activation)
     ref = _fp64(x, wg, wu, activation)
     ulp = {torch.float32: 1e-6, torch.bfloat16: 2**-8}[dtype]
     assert ((out.double() - ref).abs() <= ulp * ref.abs() + 1e-5).all()

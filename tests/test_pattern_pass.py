@@ -56,7 +56,8 @@ def _check_variant(act, up_first, proj, rank, dtype):
     assert rewrites() == 1, f"expected one rewrite; near misses: {near_miss_reasons()}"
     c = inductor_swiglu.counters()
     assert c["swiglu_ops_in_output_code"] == 1  # the op is really in Inductor's generated code
-    assert c["op"]["calls"].get("reference_cpu", 0) >= 1
+    # fp32 runs the rounded-once reference; 16-bit the GEMMs in the input dtype, as stock does
+    assert c["op"]["calls"].get("reference_cpu" if dtype == torch.float32 else "unfused_cpu", 0) >= 1
     atol, rtol = tolerance(dtype)
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     rw = RECORDS.graphs[0].rewrites[0]

@@ -168,7 +168,9 @@ def _hopper(device: torch.device) -> bool:
 
 def _dispatch_for(x, N, K, biased: bool) -> str:
     if x.device.type == "cpu":
-        return "reference_cpu (CPU graph)"
+        if x.dtype in (torch.float32, torch.float64):
+            return "reference_cpu (CPU graph)"
+        return "unfused_cpu (CPU graph: the GEMMs in the input dtype, as stock Inductor)"
     if not _hopper(x.device):
         return "triton (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
     if biased or x.dtype == torch.float32:

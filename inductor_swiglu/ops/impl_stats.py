@@ -32,7 +32,8 @@ KERNEL2 = kl.KERNEL_NAMES[kl.KERNEL2]
 KERNEL3 = kl.KERNEL_NAMES[kl.KERNEL3]
 FALLBACK_CUDA = kl.KERNEL_NAMES[kl.UNFUSED]
 TRITON = "triton"
-REFERENCE_CPU = "reference_cpu"
+REFERENCE_CPU = "reference_cpu"      # CPU, fp32/fp64 inputs: the fp32 reference itself
+UNFUSED_CPU = "unfused_cpu"          # CPU, 16-bit inputs: the GEMMs in the input dtype, as stock Inductor
 FUSED = frozenset({KERNEL1, KERNEL2, KERNEL3, TRITON})
 
 _lock = threading.Lock()
