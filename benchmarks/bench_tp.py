@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import statistics
@@ -285,6 +286,15 @@ def main(argv=None) -> int:
         dist.init_process_group("gloo")
         device = "cpu"
     rc = bench(args, device)
+    # CUDA graphs that captured NCCL collectives keep ncclCommDestroy waiting (pytorch/pytorch
+    # #115388; on two H200s the process sat ~2 min at exit): free the graphs first.
+    if args.device == "cuda":
+        from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+
+        torch.cuda.synchronize()
+        torch._dynamo.reset()
+        reset_cudagraph_trees()
+        gc.collect()
     # not in a finally: a rank that raised exits at once (torchrun then stops the others) rather
     # than wait in a teardown that its peer, stuck in a collective, never joins
     dist.destroy_process_group()
