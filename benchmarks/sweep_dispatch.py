@@ -198,7 +198,24 @@ def markdown(rows: list[dict], meta: dict) -> str:
             f"{best(r, 'kernel1')} | {best(r, 'triton')} | {gemm if gemm is None else f'{gemm:.1f}'} | "
             f"{stock if stock is None else f'{stock:.1f}'} | "
             f"{(gemm / ch['us']) if gemm and ch.get('us') else float('nan'):.2f}x | {r.get('sm_mhz_median')} |")
+    lines += ["", triton_summary(rows)]
     return "\n".join(lines)
+
+
+def triton_summary(rows: list[dict]) -> str:
+    """How much the fused Triton kernel (a reference here: the C++ op cannot launch it) would gain
+    over the chosen implementation, where it was timed."""
+    gains = []
+    for r in rows:
+        t = [c["us"] for n, c in r["references"].items() if n.startswith("triton:") and "us" in c]
+        if t and r.get("choice", {}).get("us"):
+            gains.append((r["choice"]["us"] / min(t), r["model"], r["M"]))
+    if not gains:
+        return "Triton: not timed."
+    wins = sorted((g for g in gains if g[0] > 1.0), reverse=True)
+    best = ", ".join(f"{m} M={M} {g:.2f}x" for g, m, M in wins[:3])
+    return (f"Triton (not a candidate) faster than the chosen implementation at {len(wins)} of {len(gains)} points"
+            + (f"; most: {best}." if wins else "."))
 
 
 def main(argv=None) -> int:

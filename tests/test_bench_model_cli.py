@@ -141,3 +141,14 @@ def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
     assert "| inductor_swiglu | 110.0 | 880.0 | - | - | 1.0 | 3 / 3 | 4 / 4 | 0 / 0 | 84 / 84 |" in text
     assert "inductor_swiglu / inductor: decode b1 1.100x, decode b8 1.100x." in text
     assert "| inductor_swiglu | 17 | None |" in text and "| eager, sharded | - | 40 |" in text
+
+
+def test_sweep_reports_what_the_triton_reference_would_gain():
+    sweep = benchmark_module("sweep_dispatch")
+    rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6},
+             "references": {"triton:a": {"us": 68.0}, "triton:b": {"us": 70.0}, "cublas_2N": {"us": 70.0}}},
+            {"model": "q0.5B", "M": 1, "choice": {"us": 6.0}, "references": {"triton:a": {"us": 7.0}}},
+            {"model": "q72B", "M": 8192, "choice": {"us": 900.0}, "references": {"cublas_2N": {"us": 880.0}}}]
+    assert sweep.triton_summary(rows) == ("Triton (not a candidate) faster than the chosen implementation at 1 of 2 "
+                                          "points; most: q7B M=16 1.14x.")
+    assert sweep.triton_summary(rows[2:]) == "Triton: not timed."
