@@ -13,8 +13,9 @@ backends with Inductor's own `triton.enable_pdl` (`*-ro-tpdl`).  One model is bu
 variant is compiled and warmed up in turn (a cold Inductor cache directory each, so compile
 times are cold and the pass runs), then every column is timed with the variants interleaved:
 each rep runs all of them, the first one rotating, after one untimed run of each.  Timed one
-after the other, two variants see different clocks and host states (on two H200s the same
-build measured 0.69x and 1.07x of stock in two runs); interleaved, a drift falls on all alike.
+after the other, two variants see different clocks and host states (on two H200s our variant
+measured 0.69x and 1.07x of stock in two runs a few commits apart, stock agreeing within 2%);
+interleaved, a drift falls on all alike.
 Columns:
 - decode tokens/s at batch 1 and 8: greedy, transformers StaticCache, `--tokens` tokens after
   a 32-token prompt (run eagerly, as generate() does), median of `--reps-decode` generations
@@ -23,8 +24,8 @@ Columns:
   position only, as generate() does), CUDA-synchronized wall time, median of `--reps`;
 - per variant: compile/warm-up time, Dynamo graphs, CUDA graphs recorded, cudagraph skips,
   rewrites, and graphs compiled or recorded while timing (must stay 0).
-Our variants also decode `--prompts` prompts and report the first greedy token where they
-diverge from eager bf16 and from eager fp32 (agreement, not bitwise equality).
+The first of our variants also decodes `--prompts` prompts and reports the first greedy token
+where it diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
 Writes bench_model.json (after every step: a run cut short keeps what it measured) and
 bench_model.md.
 """

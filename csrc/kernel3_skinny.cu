@@ -451,7 +451,7 @@ static size_t workspace_bytes(const isw_problem*) { return 0; }
 // compare both in one process.  Why off by default: under tensor parallelism (two H200s, NCCL
 // all-reduces in the same CUDA graph, 2026-11-30) a Qwen2.5-7B decode step ran at 0.57x of stock
 // with PDL and 1.07x without, both timed one variant after the other (a method that later gave
-// 0.69x and 1.07x for the same build; interleaved, PDL off: 1.00x).  On one GPU, back-to-back op
+// 0.69x and 1.07x a few commits apart; interleaved, PDL off: 1.00x).  On one GPU, back-to-back op
 // calls run 5.8 us with it and 8.1 without (q0.5B, M = 1), but there each call's predecessor is
 // our own kernel, which triggers early; in a model it is not.  Undecided until measured in a
 // whole model, interleaved.
