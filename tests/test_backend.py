@@ -152,6 +152,27 @@ def test_recompile_storm_warns_with_advice(isw_logs):
     assert "has recompiled" in isw_logs.text and "mark_dynamic" in isw_logs.text
 
 
+def test_compiles_by_another_backend_are_not_our_recompiles(isw_logs):
+    """Comparing backends in one process: Dynamo numbers a frame's compiles across backends, so
+    our first compile after backend="inductor" is its compile 0/1, failed on BACKEND_MATCH.  That
+    is not a recompile of the user's code; a changed input afterwards is."""
+    model = GatedMLP(32, 48).eval()
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.compile(model, backend="inductor")(x)
+        torch.compile(model, backend="inductor_swiglu")(x)
+        torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")(x)   # another configuration
+        c = inductor_swiglu.counters()
+        assert c["recompiles"] == 0 and [f["recompile_index"] for f in c["per_frame"]] == [0, 0], c["per_frame"]
+        assert "first compile by inductor_swiglu" in isw_logs.text
+        torch.compile(model, backend="inductor_swiglu")(torch.randn(4, 5, 32))       # rank changed
+    c = inductor_swiglu.counters()
+    assert c["recompiles"] == 1
+    last = c["per_frame"][-1]
+    assert last["recompile_index"] == 2 and "rank mismatch" in last["recompile_reason"], last
+    assert "BACKEND_MATCH" not in last["recompile_reason"]
+
+
 def test_reset_counters():
     with torch.no_grad():
         torch.compile(GatedMLP(32, 48), backend="inductor_swiglu")(torch.randn(2, 32))

@@ -182,6 +182,7 @@ def _reset() -> None:
     from torch._inductor.cudagraph_trees import reset_cudagraph_trees
 
     reset_cudagraph_trees()
+    monitor.reset_history()
 
 
 inductor_swiglu = make_backend()

@@ -67,6 +67,18 @@ def install() -> None:
 
 
 _failures_seen: dict = {}
+# Compiles of each code object by this backend since Dynamo's last reset.  Dynamo numbers the
+# compiles of a frame across every backend (compile id "frame/n"), so a model compiled with
+# backend="inductor" first and ours second shows n = 1 on our first compile; that is not a
+# recompile of the user's code, and its guard failure is Dynamo's BACKEND_MATCH.
+_compiled_by_us: dict = {}
+_BACKEND_MATCH = "BACKEND_MATCH"
+
+
+def reset_history() -> None:
+    """torch._dynamo.reset() dropped every cache entry: the next compile of any frame is a first."""
+    with _lock:
+        _compiled_by_us.clear()
 
 
 def _recompile_reason(code, cid: str, index: int) -> tuple[str, list[str]]:
@@ -94,14 +106,24 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
     tc = torch._guards.TracingContext.try_get()
     code = tc.traced_code[0] if tc is not None and tc.traced_code else None
     function = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})" if code else "<unknown frame>"
-    _, index = _split_id(cid)
+    _, dynamo_index = _split_id(cid)
     reason, failures = "", []
-    if index > 0 and code is not None:
-        reason, failures = _recompile_reason(code, cid, index)
+    if dynamo_index > 0 and code is not None:
+        reason, failures = _recompile_reason(code, cid, dynamo_index)
+    with _lock:
+        ours_before = _compiled_by_us.get(code, 0) if code is not None else dynamo_index
+        if code is not None and cid not in _pending:
+            _compiled_by_us[code] = ours_before + 1
+    # A recompile of ours: we compiled this frame before and a guard (not the backend match)
+    # failed; the reason shown is that guard's.
+    guard_failed = [f for f in failures if _BACKEND_MATCH not in f]
+    index = ours_before if dynamo_index > 0 and ours_before > 0 and (guard_failed or not failures) else 0
+    if index and _BACKEND_MATCH in reason and guard_failed:
+        reason = _first_line(guard_failed[-1])
     with _lock:
         if cid not in _pending:
             _pending[cid] = _Pending(
-                cid, function, index, reason,
+                cid, function, index, reason if index else "",
                 tc.guards_context.dynamo_guards if tc is not None else None,
                 getattr(tc.fake_mode, "shape_env", None) if tc is not None else None,
                 code,
@@ -109,6 +131,9 @@ def on_backend_call(gm: torch.fx.GraphModule) -> str:
             )
     if index > 0:
         log.info("recompiling %s [%s], recompile #%d, because a guard failed: %s", function, cid, index, reason)
+    elif dynamo_index > 0:
+        log.info("compiling %s [%s]: the first compile by inductor_swiglu (Dynamo holds %d earlier compile(s) of "
+                 "this function by another backend or torch.compile configuration)", function, cid, dynamo_index)
     else:
         log.info("compiling %s [%s]", function, cid)
     return cid

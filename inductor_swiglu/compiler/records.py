@@ -56,7 +56,7 @@ class GraphRecord:
 class FrameRecord:
     compile_id: str
     function: str                # "forward (model.py:12)"
-    recompile_index: int         # 0 = first compile of this frame
+    recompile_index: int         # 0 = first compile of this frame by inductor_swiglu
     recompile_reason: str
     guard_count: int | None
     graphs: list[GraphRecord] = field(default_factory=list)
