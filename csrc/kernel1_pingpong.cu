@@ -37,6 +37,7 @@
 
 #include "isw_common.hpp"
 #include "kernel1_pingpong_kernel.hpp"
+#include "launch.hpp"
 
 // A named namespace, not an anonymous one: with `using namespace cute` inside an anonymous
 // namespace, nvcc's generated kernel stubs hit an ambiguity with cute's own anonymous namespace.
@@ -57,25 +58,9 @@ template <class E> using K1Dual_c1x1 = SwigluPingpongKernel<Kernel1Traits<E, Til
 template <class E> using K1Dual_c2x1 = SwigluPingpongKernel<Kernel1Traits<E, Tile_64x128x64, Cluster_2x1, true>>;
 template <class E> using K1Dual_c2x2 = SwigluPingpongKernel<Kernel1Traits<E, Tile_64x128x64, Cluster_2x2, true>>;
 
-constexpr int kMaxDevices = 64;   // per-device caches; devices beyond this are served uncached
-
 ///////////////////////////////////////////////////////////////////////////////////////////////////
 // Launcher
 ///////////////////////////////////////////////////////////////////////////////////////////////////
-
-// Number of SMs of `device`, cached (cudaDeviceGetAttribute is cheap but not free on every call).
-static int sm_count_of(int device, int* sm_count) {
-  static std::atomic<int> cache[kMaxDevices];
-  if (device >= 0 && device < kMaxDevices) {
-    int v = cache[device].load(std::memory_order_relaxed);
-    if (v > 0) { *sm_count = v; return ISW_OK; }
-  }
-  int v = 0;
-  ISW_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < kMaxDevices) cache[device].store(v, std::memory_order_relaxed);
-  *sm_count = v;
-  return ISW_OK;
-}
 
 // Tile-order knobs of the persistent scheduler, overridable for tuning without a rebuild:
 //   ISW_K1_SWIZZLE = 1 | 2 | 4 | 8   (default: pick_swizzle below)
@@ -141,42 +126,12 @@ struct Launcher {
   using Params       = typename Kernel::Params;
   static constexpr int kClusterM = size<0>(ClusterShape{});
   static constexpr int kClusterN = size<1>(ClusterShape{});
-  static constexpr int kClusterSize = kClusterM * kClusterN;
 
-  // Per-device one-time setup: the >48 KiB dynamic smem opt-in, and for clusters the number of
-  // clusters that can be co-resident (sizes the persistent grid).  Returns that count (0 = let the
-  // scheduler's heuristic decide).  Racing threads do the same idempotent work.
+  // Per device, once: the smem opt-in and the co-resident cluster count (launch.hpp).
   static int setup_device(int device, int* max_active_clusters) {
-    static std::atomic<int> cache[kMaxDevices];   // 0 = not done, else max_active_clusters + 1
-    if (device >= 0 && device < kMaxDevices) {
-      int v = cache[device].load(std::memory_order_acquire);
-      if (v > 0) { *max_active_clusters = v - 1; return ISW_OK; }
-    }
-    auto* fn = &swiglu_pingpong_device<Kernel>;
-    ISW_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Kernel::kSmemBytes));
-    int clusters = 0;
-    if constexpr (kClusterSize > 1) {
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(kClusterM, kClusterN, 1);   // one cluster; must be divisible by its shape
-      cfg.blockDim = dim3(Kernel::kThreads, 1, 1);
-      cfg.dynamicSmemBytes = Kernel::kSmemBytes;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = kClusterM;
-      attr.val.clusterDim.y = kClusterN;
-      attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      ISW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg));
-      if (clusters <= 0)
-        return isw::fail(ISW_ERR_UNSUPPORTED,
-                         "Kernel-1: a %dx%d cluster of %d-byte-smem CTAs cannot be resident on device %d",
-                         kClusterM, kClusterN, Kernel::kSmemBytes, device);
-    }
-    if (device >= 0 && device < kMaxDevices) cache[device].store(clusters + 1, std::memory_order_release);
-    *max_active_clusters = clusters;
-    return ISW_OK;
+    static std::atomic<int> cache[kMaxDevices];
+    return setup_device_once(&swiglu_pingpong_device<Kernel>, dim3(Kernel::kThreads, 1, 1), Kernel::kSmemBytes,
+                             kClusterM, kClusterN, device, cache, "Kernel-1", max_active_clusters);
   }
 
   // Host-side Params and persistent grid for one problem.  Pure host code apart from the TMA
@@ -271,20 +226,9 @@ struct Launcher {
     make_params(p, device, sm_count, max_active_clusters, &params, &grid);
     if (int st = check_descriptors(params); st != ISW_OK) return st;
 
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(Kernel::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = Kernel::kSmemBytes;
-    cfg.stream = static_cast<cudaStream_t>(p->stream);
-    cudaLaunchAttribute attr{};
-    if constexpr (kClusterSize > 1) {
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = kClusterM;
-      attr.val.clusterDim.y = kClusterN;
-      attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-    }
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = launch_config(grid, dim3(Kernel::kThreads, 1, 1), Kernel::kSmemBytes,
+                                           static_cast<cudaStream_t>(p->stream), kClusterM, kClusterN, &attr);
     ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, &swiglu_pingpong_device<Kernel>, params));
     ISW_CUDA_CHECK(cudaGetLastError());
     return ISW_OK;

@@ -71,7 +71,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "cutlass/cutlass.h"
 #include "cutlass/device_kernel.h"
@@ -85,6 +84,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "isw_common.hpp"
+#include "launch.hpp"
 #include "pair_mul_store.hpp"
 
 namespace isw::k2 {
@@ -424,17 +424,6 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
 
 namespace isw::k2 {
 
-// SM count per device, queried once (sizes the persistent grid).
-static int sm_count_of(int device) {
-  static std::atomic<int> cache[64] = {};
-  int v = (device >= 0 && device < 64) ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (v <= 0) {
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
-    if (device >= 0 && device < 64) cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
-
 // can_implement touches no device: the SM count only sizes the grid, so a nominal 132 is used.
 template <class Gemm>
 static int can_implement_impl(const isw_problem* p) {
@@ -446,46 +435,10 @@ static int can_implement_impl(const isw_problem* p) {
 template <class Gemm>
 static size_t workspace_impl(const isw_problem* p) {
   int device = 0, sms = 0;
-  if (cudaGetDevice(&device) == cudaSuccess) sms = sm_count_of(device);
+  if (cudaGetDevice(&device) != cudaSuccess || sm_count_of(device, &sms) != ISW_OK) sms = 0;
   typename Gemm::GemmKernel::Arguments args{};
   if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args) != ISW_OK) return 0;
   return Gemm::GemmKernel::get_workspace_size(args);
-}
-
-// Per device, once: the >48 KiB dynamic smem opt-in and, for clusters, how many clusters can be
-// co-resident (the persistent grid is sized to it: with one CTA per SM, a GPC whose SM count is
-// odd holds fewer 2-CTA clusters than sm_count / 2).  Racing threads do the same idempotent work.
-template <class Gemm>
-static int setup_device(int device, int* max_active_clusters) {
-  using Kernel = typename Gemm::GemmKernel;
-  static std::atomic<int> cache[64];   // 0 = not done, else max_active_clusters + 1
-  if (device >= 0 && device < 64) {
-    int v = cache[device].load(std::memory_order_acquire);
-    if (v > 0) { *max_active_clusters = v - 1; return ISW_OK; }
-  }
-  auto* fn = &cutlass::device_kernel<Kernel>;
-  ISW_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Kernel::SharedStorageSize)));
-  int clusters = 0;
-  if constexpr (Gemm::kClusterM > 1) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(Gemm::kClusterM, 1, 1);
-    cfg.blockDim = Kernel::get_block_shape();
-    cfg.dynamicSmemBytes = Kernel::SharedStorageSize;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Gemm::kClusterM;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    ISW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg));
-    if (clusters <= 0)
-      return fail(ISW_ERR_UNSUPPORTED, "kernel2: a cluster of %d CTAs with %d bytes of smem each cannot be resident on device %d",
-                  Gemm::kClusterM, int(Kernel::SharedStorageSize), device);
-  }
-  if (device >= 0 && device < 64) cache[device].store(clusters + 1, std::memory_order_release);
-  *max_active_clusters = clusters;
-  return ISW_OK;
 }
 
 template <class Gemm>
@@ -493,10 +446,14 @@ static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
   int device = 0;
   ISW_CUDA_CHECK(cudaGetDevice(&device));
-  int sm_count = sm_count_of(device);
-  if (sm_count <= 0) return fail(ISW_ERR_CUDA, "kernel2: could not query the SM count of device %d", device);
+  int sm_count = 0;
+  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
+  static std::atomic<int> setup_cache[kMaxDevices];
   int max_active_clusters = 0;
-  if (int st = setup_device<Gemm>(device, &max_active_clusters); st != ISW_OK) return st;
+  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
+                                 Gemm::kClusterM, 1, device, setup_cache, "kernel2", &max_active_clusters);
+      st != ISW_OK)
+    return st;
 
   typename Kernel::Arguments args{};
   int st = make_arguments<Gemm>(p, sm_count, args);
@@ -524,23 +481,9 @@ static int run_impl(const isw_problem* p) {
     return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
                 "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
 
-  dim3 grid = Kernel::get_grid_shape(params);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = Kernel::get_block_shape();
-  cfg.dynamicSmemBytes = Kernel::SharedStorageSize;
-  cfg.stream = stream;
-  // A cluster kernel must be launched as clusters: its multicast TMA writes into the shared
-  // memory of the partner CTA, which a plain <<<>>> launch does not create (illegal instruction).
-  cudaLaunchAttribute attr{};
-  if constexpr (Gemm::kClusterM > 1) {
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Gemm::kClusterM;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
+                                         Kernel::SharedStorageSize, stream, Gemm::kClusterM, 1, &attr);
   ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
   ISW_CUDA_CHECK(cudaGetLastError());
   return ISW_OK;
