@@ -45,6 +45,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import column_tokens, rotating_samples, wall_seconds  # noqa: E402
+
 PROMPT_LEN = 32
 
 
@@ -79,19 +82,6 @@ DEFAULT_VARIANTS = ("eager", "inductor-ro", "swiglu-ro", "inductor-default", "sw
 PAIRS = (("inductor-ro", "swiglu-ro"), ("inductor-default", "swiglu-default"), ("inductor-ro", "swiglu-ro-pdl"),
          ("inductor-ro-tpdl", "swiglu-ro-tpdl"), ("inductor-ro", "inductor-ro-tpdl"), ("swiglu-ro", "swiglu-ro-pdl"))
 COLUMNS = ("decode_b1", "decode_b8", "prefill_512", "prefill_2048")
-
-
-def _sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def timed(fn) -> float:
-    _sync()
-    t = time.perf_counter()
-    fn()
-    _sync()
-    return time.perf_counter() - t
 
 
 def _small(args) -> dict:
@@ -168,7 +158,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
             rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if eager else 2)
             row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
             print(f"[{name}] prefill {length} warm-up: {rep}", flush=True)
-            runs[f"prefill_{length}"] = lambda fwd=fwd: timed(fwd)
+            runs[f"prefill_{length}"] = lambda fwd=fwd: wall_seconds(fwd)
     row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
     c = inductor_swiglu.counters()
     row.update(graphs=inductor_swiglu.dynamo_graphs() - g0, cudagraphs=inductor_swiglu.cudagraphs_recorded() - c0,
@@ -181,25 +171,15 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
 def measure(runs: dict[str, dict], rows: dict[str, dict], args, save=lambda: None) -> None:
     """Time every column with the variants interleaved (see the module docstring).  Eager decode
     runs in the first rep only: it is the slow reference, not a candidate."""
-    import inductor_swiglu
-
     names = list(runs)
     for column in COLUMNS:
         names_c = [n for n in names if column in runs[n]]
         if not names_c:
             continue
-        for n in names_c:
-            runs[n][column]()
-        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
         reps = args.reps_decode if column.startswith("decode") else args.reps
-        samples: dict[str, list[float]] = {n: [] for n in names_c}
-        for r in range(reps):
-            for n in names_c[r % len(names_c):] + names_c[:r % len(names_c)]:
-                if r == 0 or not (n == "eager" and column.startswith("decode")):
-                    samples[n].append(runs[n][column]())
-        new = (inductor_swiglu.dynamo_graphs() - g1) + (inductor_swiglu.cudagraphs_recorded() - c1)
-        kind, _, size = column.partition("_")
-        work = int(size.removeprefix("b")) * (args.tokens - 1) if kind == "decode" else int(size)
+        eager_once = frozenset({"eager"} if column.startswith("decode") else ())
+        samples, new = rotating_samples({n: runs[n][column] for n in names_c}, reps, eager_once)
+        work = column_tokens(column, args.tokens)
         for n in names_c:
             rows[n][f"{column}_tok_s"] = work / statistics.median(samples[n])
             rows[n][f"{column}_new_graphs"] = new

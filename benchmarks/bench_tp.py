@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import SmClock  # noqa: E402
+from timing import SmClock, column_tokens, rotating_samples, wall_seconds  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.decode import StaticDecoder  # noqa: E402
@@ -103,14 +103,6 @@ def prompts(vocab: int, device: str) -> dict:
     return {k: v.to(device) for k, v in out.items()}
 
 
-def timed(fn, device: str) -> float:
-    sync(device)
-    t = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - t
-
-
 @torch.no_grad()
 def prepare_variant(name: str, model, inputs: dict, reference: dict, res: Results, args) -> dict:
     """Compile and warm up one variant for every column; record what compiling did.  Returns, per
@@ -146,7 +138,7 @@ def prepare_variant(name: str, model, inputs: dict, reference: dict, res: Result
         rep = inductor_swiglu.warmup(fwd, [()], min_rounds=WARMUP_ROUNDS, max_rounds=WARMUP_ROUNDS)
         row[f"prefill_{length}_warmup_s"] = round(rep.seconds, 2)
         log(f"[{name}] prefill {length} warm-up: {rep}")
-        runs[f"prefill_{length}"] = lambda fwd=fwd: timed(fwd, args.device)
+        runs[f"prefill_{length}"] = lambda fwd=fwd: wall_seconds(fwd)
     row["total_warmup_s"] = round(time.perf_counter() - t_start, 1)
     if agree_dec is not None:
         tokens = agree_dec.generate(inputs["agreement"], args.tokens).tokens[0].tolist()
@@ -180,16 +172,8 @@ def measure(runs: dict[str, dict], res: Results, args) -> None:
     names = list(runs)
     clock = SmClock(torch.cuda.current_device()) if args.device == "cuda" else None
     for column in runs[names[0]]:
-        for name in names:
-            runs[name][column]()
-        g1, c1 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-        samples = {name: [] for name in names}
-        for r in range(args.reps):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                samples[name].append(runs[name][column]())
-        new_graphs = (inductor_swiglu.dynamo_graphs() - g1) + (inductor_swiglu.cudagraphs_recorded() - c1)
-        kind, _, size = column.partition("_")
-        work = int(size.removeprefix("b")) * (args.tokens - 1) if kind == "decode" else int(size)
+        samples, new_graphs = rotating_samples({name: runs[name][column] for name in names}, args.reps)
+        work = column_tokens(column, args.tokens)
         for name in names:
             row = res.data["variants"][name]
             per_rank = gather(statistics.median(samples[name]))

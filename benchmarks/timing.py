@@ -12,12 +12,15 @@
 * Burst and sustained: `sustained` = medians after `warm_s` seconds of
   continuous load; `burst` = the first replay of a graph after the GPU sat idle.
 * The SM clock is read through NVML around the timed rounds and reported.
+* Whole models (bench_model, bench_tp) cannot live in one CUDA graph per call, so their
+  columns are wall-timed calls, interleaved the same way (rotating_samples).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -221,3 +224,43 @@ def host_us_per_call(fn, calls: int = 2000) -> float:
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
+
+
+def wall_seconds(fn) -> float:
+    """Wall time of one call of fn, the GPU synchronized before and after."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+def rotating_samples(fns: dict[str, Callable[[], float]], reps: int,
+                     first_rep_only: frozenset[str] = frozenset()) -> tuple[dict[str, list[float]], int]:
+    """Seconds of each variant's run (each fn times itself), interleaved: one untimed run of each,
+    then `reps` rounds of all of them, the first one rotating, so a drift of the clock or the host
+    falls on every variant alike.  Names in first_rep_only run in the first round only (a slow
+    reference).  Also returns how many graphs were compiled or CUDA graphs recorded meanwhile
+    (anything but 0 means a variant was not warm)."""
+    import inductor_swiglu
+
+    names = list(fns)
+    for name in names:
+        fns[name]()
+    g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            if r == 0 or name not in first_rep_only:
+                samples[name].append(fns[name]())
+    new = (inductor_swiglu.dynamo_graphs() - g0) + (inductor_swiglu.cudagraphs_recorded() - c0)
+    return samples, new
+
+
+def column_tokens(column: str, new_tokens: int) -> int:
+    """Tokens one run of a whole-model column produces: decode_b<B> makes B x (new_tokens - 1)
+    timed tokens (the first comes from the prompt), prefill_<L> processes L."""
+    kind, _, size = column.partition("_")
+    return int(size.removeprefix("b")) * (new_tokens - 1) if kind == "decode" else int(size)
