@@ -30,9 +30,9 @@ from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 
-from ..ops import dispatch, native
+from ..ops import dispatch, impl_stats, native
 from ..ops.cuda_impl import is_hopper
-from ..ops.swiglu_op import QUALNAME, SCHEMA, native_serves
+from ..ops.swiglu_op import QUALNAME, SCHEMA, cpu_impl, native_serves
 from ..version import __version__
 from . import freezing_canon, near_miss, pattern_registry
 from .fx_utils import (
@@ -168,9 +168,10 @@ def _hopper(device: torch.device) -> bool:
 
 def _dispatch_for(x, N, K, biased: bool) -> str:
     if x.device.type == "cpu":
-        if x.dtype in (torch.float32, torch.float64):
-            return "reference_cpu (CPU graph)"
-        return "unfused_cpu (CPU graph: the GEMMs in the input dtype, as stock Inductor)"
+        impl = cpu_impl(x.dtype)
+        if impl == impl_stats.REFERENCE_CPU:
+            return f"{impl} (CPU graph)"
+        return f"{impl} (CPU graph: the GEMMs in the input dtype, as stock Inductor)"
     if not _hopper(x.device):
         return "triton (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
     if biased or x.dtype == torch.float32:

@@ -131,14 +131,19 @@ def _swiglu_fake(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations
     return x.new_empty((*x.shape[:-1], w_gate.shape[0]))
 
 
+def cpu_impl(dtype: torch.dtype) -> str:
+    """Which implementation serves CPU inputs of this dtype: fp32/fp64 the rounded-once reference;
+    16-bit what stock Inductor runs on CPU, since the reference would upcast both weights to fp32
+    on every call (a full copy of each) and run fp32 GEMMs: 3x slower than stock in bf16."""
+    return impl_stats.REFERENCE_CPU if dtype in (torch.float32, torch.float64) else impl_stats.UNFUSED_CPU
+
+
 def _swiglu_cpu(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
     check_inputs(x, w_gate, w_up, b_gate, b_up, activation)
-    if x.dtype in (torch.float32, torch.float64):
-        impl_stats.record(impl_stats.REFERENCE_CPU)
+    impl = cpu_impl(x.dtype)
+    impl_stats.record(impl)
+    if impl == impl_stats.REFERENCE_CPU:
         return swiglu_reference(x, w_gate, w_up, b_gate, b_up, activation)
-    # 16-bit: what stock Inductor runs on CPU.  The reference would upcast both weights to fp32
-    # on every call (a full copy of each) and run fp32 GEMMs: 3x slower than stock in bf16.
-    impl_stats.record(impl_stats.UNFUSED_CPU)
     gate = torch.nn.functional.linear(x, w_gate, b_gate)
     up = torch.nn.functional.linear(x, w_up, b_up)
     return (activations.apply(activation, gate.float()) * up.float()).to(x.dtype).contiguous()
