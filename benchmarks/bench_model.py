@@ -42,6 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -95,25 +96,6 @@ def _build(args, dtype: torch.dtype):
     return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
 
 
-class _Env:
-    """Environment variables set for a block, then restored (Kernel-3 reads INDUCTOR_SWIGLU_PDL at
-    each launch; a CUDA graph keeps the launch attributes it captured)."""
-
-    def __init__(self, env: dict) -> None:
-        self.env, self.saved = env, {}
-
-    def __enter__(self):
-        self.saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 @torch.no_grad()
 def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, dict]:
     """Compile and warm up one variant on every column.  Returns its report row, per column a
@@ -141,7 +123,8 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     eager = v.backend is None
     runs, decoders = {}, {}
     t_start = time.perf_counter()
-    with _Env(v.env):
+    # Kernel-3 reads INDUCTOR_SWIGLU_PDL at each launch; a CUDA graph keeps what it captured
+    with mock.patch.dict(os.environ, v.env):
         for batch in (1, 8):
             dec = decoders[batch] = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
             prompt = inputs[f"b{batch}"]
