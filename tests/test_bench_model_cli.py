@@ -143,12 +143,33 @@ def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
     assert "| inductor_swiglu | 17 | None |" in text and "| eager, sharded | - | 40 |" in text
 
 
-def test_sweep_reports_what_the_triton_reference_would_gain():
+def test_sweep_chooses_triton_for_graphs_only_beyond_the_margin():
+    """The eager choice never is Triton; Triton becomes the in-graph choice only if it beats the eager
+    choice by the margin, and an incumbent Triton config within the margin of the fastest is kept."""
     sweep = benchmark_module("sweep_dispatch")
-    rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6},
-             "references": {"triton:a": {"us": 68.0}, "triton:b": {"us": 70.0}, "cublas_2N": {"us": 70.0}}},
-            {"model": "q0.5B", "M": 1, "choice": {"us": 6.0}, "references": {"triton:a": {"us": 7.0}}},
-            {"model": "q72B", "M": 8192, "choice": {"us": 900.0}, "references": {"cublas_2N": {"us": 880.0}}}]
-    assert sweep.triton_summary(rows) == ("Triton (not a candidate) faster than the chosen implementation at 1 of 2 "
-                                          "points; most: q7B M=16 1.14x.")
+    from inductor_swiglu.ops.dispatch import Entry
+
+    def row(**us):
+        return {"candidates": {n.replace("__", ":"): {"us": t, "numerics_ok": True} for n, t in us.items()}}
+
+    ch = sweep.choose(row(kernel3__k3a=77.6, unfused=80.0, triton__tr_a=68.0, triton__tr_b=70.0), None, 0.02)
+    assert (ch["kernel"], ch["config"], ch["triton"], ch["triton_us"]) == ("kernel3", "k3a", "tr_a", 68.0)
+    ch = sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=69.0), None, 0.02)   # 1.4% faster: not enough
+    assert ch["kernel"] == "kernel3" and "triton" not in ch
+    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_b")
+    ch = sweep.choose(row(kernel3__k3a=77.6, triton__tr_a=68.0, triton__tr_b=69.0), inc, 0.02)
+    assert ch["triton"] == "tr_b"
+    bad = row(kernel3__k3a=77.6, triton__tr_a=60.0)
+    bad["candidates"]["triton:tr_a"]["numerics_ok"] = False
+    assert "triton" not in sweep.choose(bad, None, 0.02)
+
+
+def test_sweep_reports_where_triton_was_chosen_for_graphs():
+    sweep = benchmark_module("sweep_dispatch")
+    rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6, "triton": "a", "triton_us": 68.0},
+             "candidates": {"triton:a": {"us": 68.0}, "triton:b": {"us": 70.0}}},
+            {"model": "q0.5B", "M": 1, "choice": {"us": 6.0}, "candidates": {"triton:a": {"us": 7.0}}},
+            {"model": "q72B", "M": 8192, "choice": {"us": 900.0}, "candidates": {"kernel1:x": {"us": 900.0}}}]
+    assert sweep.triton_summary(rows) == ("Triton chosen for CUDA graphs at 1 of 2 points where it was timed; "
+                                          "largest gains over the eager choice: q7B M=16 1.14x.")
     assert sweep.triton_summary(rows[2:]) == "Triton: not timed."

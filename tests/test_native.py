@@ -19,7 +19,7 @@ from mlp_models import GatedMLP
 import inductor_swiglu
 from inductor_swiglu.compiler import swiglu_pass
 from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, PairMulConfig
-from inductor_swiglu.ops import dispatch, native
+from inductor_swiglu.ops import dispatch, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,9 +65,22 @@ def test_cpp_plan_matches_python_plan_everywhere():
     mismatches = []
     for M, N, K in _probe_points():
         py = dispatch.choose(M, N, K)
-        if native.plan(M, N, K) != (py.kernel, py.config):
-            mismatches.append((M, N, K, native.plan(M, N, K), (py.kernel, py.config), py.reason))
+        if native.plan(M, N, K) != (py.kernel, py.config, py.triton):
+            mismatches.append((M, N, K, native.plan(M, N, K), (py.kernel, py.config, py.triton), py.reason))
     assert not mismatches, mismatches[:10]
+
+
+@built
+def test_cpp_plan_carries_the_triton_choice_for_graph_capture():
+    """A row's seventh column (the Triton config under CUDA-graph capture) reaches the C++ plan,
+    beside the eager choice, and a table without it plans no Triton."""
+    try:
+        native.set_plans([(1024, 4096, 1, 16, kl.KERNEL3, 2, 5), (1024, 4096, 17, 1 << 62, kl.KERNEL2, 1, -1)])
+        assert native.plan(8, 4096, 1024) == (kl.KERNEL3, 2, 5)
+        assert native.plan(64, 4096, 1024) == (kl.KERNEL2, 1, -1)
+    finally:
+        native.set_plans(dispatch.plan_rows())
+    assert native.plan(8, 4096, 1024) == (lambda p: (p.kernel, p.config, p.triton))(dispatch.choose(8, 4096, 1024))
 
 
 def test_table_covers_every_m_once_per_shape():
@@ -82,9 +95,11 @@ def test_table_covers_every_m_once_per_shape():
         for a, b in zip(rows, rows[1:]):
             assert b.m_lo == a.m_hi + 1, (shape, a, b)   # no gap, no overlap
         assert rows[-1].m_hi >= 1 << 40, shape
+    triton_names = [c.name for c in triton_swiglu.CONFIGS]
     for e in entries:
-        assert e.kernel in kl.KERNEL_IDS, e
+        assert e.kernel in kl.KERNEL_IDS and e.kernel != "triton", e   # the eager choice is never Triton
         assert (e.kernel == "unfused") == (e.config == ""), e
+        assert e.triton == "" or e.triton in triton_names, e
 
 
 @built
@@ -146,11 +161,12 @@ def test_unfused_entries_say_they_were_measured():
 @built
 def test_stats_merge_and_reset():
     inductor_swiglu.reset_op_stats()
-    outcomes, per_config = native.counts()
+    outcomes, per_config, events = native.counts()
     assert len(outcomes) == len(native.OUTCOMES) and not any(outcomes)
-    assert set(per_config) == {1, 2, 3}
+    assert len(events) == len(native.EVENTS) and not any(events)
+    assert set(per_config) == {kl.KERNEL1, kl.KERNEL2, kl.KERNEL3, kl.TRITON}
     stats = inductor_swiglu.op_stats()
-    assert stats["native"] is True and stats["calls"] == {}
+    assert stats["native"] is True and stats["calls"] == {} and stats["events"] == {}
 
 
 def test_pass_retargets_only_where_the_cpp_op_serves(monkeypatch):

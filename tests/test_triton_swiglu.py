@@ -231,3 +231,22 @@ def test_default_config_follows_m(M, block_m):
     # Fits every sm_80+ GPU for 16-bit inputs; fp32 inputs get fewer stages to fit too.
     assert cfg.smem_bytes(2) <= ts._DEFAULT_SMEM_BUDGET
     assert ts._fit_default(cfg, 4).smem_bytes(4) <= ts._DEFAULT_SMEM_BUDGET
+
+
+@pytest.mark.parametrize("config", [-1, 0, 6])
+def test_triton_out_op_writes_the_result_into_out(config):
+    """swiglu_triton_out, what the C++ op calls through the dispatcher: the config index of
+    CONFIGS (or -1, the default for M) and the activation name reach the kernel, out is filled."""
+    import inductor_swiglu  # noqa: F401  (registers the op)
+
+    x, wg, wu = _inputs(5, 40, 72, torch.float32, seed=config + 7)
+    out = torch.full((5, 40), float("nan"))
+    torch.ops.inductor_swiglu.swiglu_triton_out(x, wg, wu, out, config, "gelu_tanh")
+    ref = ACTIVATIONS["gelu_tanh"](x.double() @ wg.double().T) * (x.double() @ wu.double().T)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_default_indices_name_the_default_configs():
+    """The C++ op gets the defaults as indices into CONFIGS: the same configs default_config picks."""
+    for M, index in zip((1, 40, 300), ts.default_indices()):
+        assert ts.CONFIGS[index] == ts.default_config(M, 4096, 4096)

@@ -24,6 +24,16 @@
 //   4. the launch; a kernel that declines falls through to the next, then to the unfused path.
 // Every outcome is counted (isw_op_stats), so the diagnostics say which kernel ran.
 //
+// The fused Triton kernel (ops/triton_swiglu.py) is a candidate only while a CUDA graph is being
+// captured.  Its launch goes through Python (the op inductor_swiglu::swiglu_triton_out, reached
+// through the dispatcher), tens of microseconds of host time that a graph replay never pays but
+// an eager decode step would.  So a plan row carries two choices: the kernel for eager calls, and
+// the Triton configuration that measured faster under graph replay (or none).  Triton compiles a
+// kernel at its first launch, which must not happen inside a capture: the first eager call of a
+// (configuration, dtype, activation, shape, strides) runs Triton once, and only such warmed keys
+// are launched while capturing (cudagraph trees, torch.cuda.graph and vLLM all run eager warm-up
+// calls first).  A capture that meets a cold key runs the eager plan and counts the event.
+//
 // The unfused path is what stock Inductor runs: two cuBLAS GEMMs through the dispatcher (one
 // when gate and up are the two halves of one merged weight) and one act(gate) * up pass.
 
@@ -70,21 +80,38 @@ enum Outcome : int {
   kUnfusedLayout,     // weights not K-major / 16-byte aligned, or K, N not multiples of 8
   kUnfusedDeclined,   // every kernel declined the problem
   kEmpty,             // M == 0
+  kTritonCaptured,    // Triton, captured into a CUDA graph: the plan table measured it faster
+  kTritonWarmup,      // Triton, eager: the first call of a key whose graphs will launch Triton
+  kTritonForced,      // INDUCTOR_SWIGLU_FORCE_KERNEL=triton
+  kTritonNotHopper,   // Triton, captured into a CUDA graph on a GPU other than sm_90
   kNumOutcomes
 };
 
+// Events that are not an implementation choice, counted for the diagnostics.
+enum Event : int {
+  kTritonColdInCapture = 0,  // a capture met a Triton key no eager call had warmed: the eager plan ran
+  kNumEvents
+};
+
 std::array<std::atomic<int64_t>, kNumOutcomes> g_outcomes{};
+std::array<std::atomic<int64_t>, kNumEvents> g_events{};
+constexpr int kTriton = 4;  // the Triton kernel's id in the counters (kernel_library.TRITON)
 constexpr int kMaxConfigs = 64;
-std::array<std::array<std::atomic<int64_t>, kMaxConfigs>, 4> g_config_calls{};  // [kernel][config]
+std::array<std::array<std::atomic<int64_t>, kMaxConfigs>, 5> g_config_calls{};  // [kernel][config]
 
 void count(Outcome o) { g_outcomes[o].fetch_add(1, std::memory_order_relaxed); }
+void count_config(int kernel, int config) {
+  const int cfg = config < 0 ? 0 : config;
+  if (cfg < kMaxConfigs) g_config_calls[kernel][cfg].fetch_add(1, std::memory_order_relaxed);
+}
 
 // ------------------------------------------------------------------------------------------------
 // Plan table: rows (K, N, m_lo, m_hi, kernel, config); kernel 0 = unfused.
 // ------------------------------------------------------------------------------------------------
 struct Plan {
-  int kernel;  // 0 unfused, 1, 2, 3
-  int config;  // -1 = the kernel's default
+  int kernel;          // 0 unfused, 1, 2, 3
+  int config;          // -1 = the kernel's default
+  int triton = -1;     // Triton configuration for CUDA-graph capture; -1 = none (use kernel)
 };
 
 struct PlanRow {
@@ -128,9 +155,9 @@ size_t nearest_shape(const PlanTable* t, int64_t K, int64_t N) {
 // Without a table (never the case once Python has loaded the op): decode sizes on Kernel-3,
 // mid sizes on Kernel-2, prefill on Kernel-1.
 Plan default_plan(int64_t M) {
-  if (M <= 16) return {ISW_KERNEL3_SKINNY, -1};
-  if (M <= 512) return {ISW_KERNEL2_PAIRMUL, -1};
-  return {ISW_KERNEL1_PINGPONG, -1};
+  if (M <= 16) return {ISW_KERNEL3_SKINNY, -1, -1};
+  if (M <= 512) return {ISW_KERNEL2_PAIRMUL, -1, -1};
+  return {ISW_KERNEL1_PINGPONG, -1, -1};
 }
 
 Plan measured_plan(int64_t M, int64_t N, int64_t K) {
@@ -148,13 +175,63 @@ Plan measured_plan(int64_t M, int64_t N, int64_t K) {
   return nearest ? nearest->plan : default_plan(M);
 }
 
-// INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused, read per call so tests and experiments can flip it.
+// INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused|triton, read per call so tests and experiments can
+// flip it.  "triton" runs the Triton kernel (its default configuration for M) on every call, eager
+// ones included.
 std::optional<Plan> forced_plan() {
   const char* v = std::getenv("INDUCTOR_SWIGLU_FORCE_KERNEL");
   if (v == nullptr || v[0] == '\0') return std::nullopt;
-  if (std::strcmp(v, "unfused") == 0) return Plan{0, -1};
-  if (v[0] >= '1' && v[0] <= '3' && v[1] == '\0') return Plan{v[0] - '0', -1};
+  if (std::strcmp(v, "unfused") == 0) return Plan{0, -1, -1};
+  if (std::strcmp(v, "triton") == 0) return Plan{kTriton, -1, -1};
+  if (v[0] >= '1' && v[0] <= '3' && v[1] == '\0') return Plan{v[0] - '0', -1, -1};
   return std::nullopt;
+}
+
+// Whether Python registered swiglu_triton_out with a working Triton, and the Triton configurations
+// (indices into triton_swiglu.CONFIGS) for M <= 16, M <= 64 and larger M where no measurement
+// chose one: the GPUs other than Hopper, and INDUCTOR_SWIGLU_FORCE_KERNEL=triton (isw_op_set_triton).
+std::atomic<bool> g_triton_enabled{false};
+std::array<std::atomic<int>, 3> g_triton_defaults{};
+
+int triton_default(int64_t M) {
+  return g_triton_defaults[M <= 16 ? 0 : M <= 64 ? 1 : 2].load(std::memory_order_relaxed);
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUDA-graph capture and the Triton keys warmed by an eager call.
+// ------------------------------------------------------------------------------------------------
+using StreamIsCapturingFn = int (*)(void*, int*);  // cuStreamIsCapturing (driver API, libcuda)
+
+bool capturing(void* stream) {
+  static StreamIsCapturingFn fn = []() -> StreamIsCapturingFn {
+    void* h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    return h ? reinterpret_cast<StreamIsCapturingFn>(dlsym(h, "cuStreamIsCapturing")) : nullptr;
+  }();
+  int status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
+  return fn != nullptr && fn(stream, &status) == 0 && status != 0;
+}
+
+// Everything Triton specialises a compiled kernel on, given the op's checks (16-byte aligned
+// pointers, M not specialised): the configuration, dtype, activation, device, sizes and strides.
+struct TritonKey {
+  int config, dtype, act, device;
+  int64_t N, K, ld_x, ld_gate, ld_up;
+  bool operator==(const TritonKey& o) const {
+    return config == o.config && dtype == o.dtype && act == o.act && device == o.device && N == o.N && K == o.K &&
+           ld_x == o.ld_x && ld_gate == o.ld_gate && ld_up == o.ld_up;
+  }
+};
+std::mutex g_warm_mu;
+std::vector<TritonKey> g_warm;  // a few keys per model (one per M bucket that chose Triton)
+
+bool warmed(const TritonKey& k) {
+  std::lock_guard<std::mutex> lock(g_warm_mu);
+  return std::find(g_warm.begin(), g_warm.end(), k) != g_warm.end();
+}
+
+void mark_warmed(const TritonKey& k) {
+  std::lock_guard<std::mutex> lock(g_warm_mu);
+  if (std::find(g_warm.begin(), g_warm.end(), k) == g_warm.end()) g_warm.push_back(k);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -291,6 +368,17 @@ int activation_id(const std::string& name) {
   return -1;
 }
 
+// The Triton kernel through its Python op: out = act(x2 w_gate^T) * (x2 w_up^T).  `config` is an
+// index into triton_swiglu.CONFIGS, -1 its default for M.
+void call_triton(const Tensor& x2, const Tensor& w_gate, const Tensor& w_up, const Tensor& out, int config,
+                 const std::string& activation) {
+  std::array<StableIValue, 6> stack{torch::stable::detail::from(x2), torch::stable::detail::from(w_gate),
+                                    torch::stable::detail::from(w_up), torch::stable::detail::from(out),
+                                    torch::stable::detail::from(int64_t(config)),
+                                    torch::stable::detail::from(activation)};
+  ISW_SHIM(torch_call_dispatcher("inductor_swiglu::swiglu_triton_out", "", stack.data(), TORCH_ABI_VERSION));
+}
+
 // The unfused path: cuBLAS GEMMs, then act(gate) * up in one pass.
 Tensor unfused(const Tensor& x2, const Meta& mx, const Tensor& w_gate, const Meta& mg, const Tensor& w_up,
                const Meta& mu, const std::optional<Tensor>& b_gate, const std::optional<Tensor>& b_up, Tensor out,
@@ -391,14 +479,39 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
     count(why);
     return unfused(x2, mx, w_gate, mg, w_up, mu, b_gate, b_up, out, M, N, K, act, stream);
   };
-  if (isw_device_sm(mx.device_index) != 90) return fall_back(kUnfusedNotHopper);
+  const int sm = isw_device_sm(mx.device_index);
+  const bool hopper = sm == 90;
+  const bool fusable = dt != ISW_FP32 && !b_gate.has_value() && !b_up.has_value() && K % 8 == 0 && N % 8 == 0 &&
+                       k_major(mg) && k_major(mu);
+  const std::optional<Plan> forced = forced_plan();
+  const Plan measured = hopper ? measured_plan(M, N, K) : Plan{0, -1, -1};
+  // The Triton kernel (sm_80 and newer): forced, or planned for graph capture (measured on Hopper;
+  // its default configuration elsewhere, where no CUTLASS kernel runs).
+  if (fusable && sm >= 80 && g_triton_enabled.load(std::memory_order_relaxed) && (!forced || forced->kernel == kTriton)) {
+    const int config = forced || !hopper ? triton_default(M) : measured.triton;
+    if (config >= 0) {
+      const TritonKey key{config, dt, act, mx.device_index, N, K, ld_x, mg.strides[0], mu.strides[0]};
+      Outcome ran = kNumOutcomes;
+      if (forced) ran = kTritonForced;
+      else if (!capturing(stream)) ran = warmed(key) ? kNumOutcomes : kTritonWarmup;
+      else if (warmed(key)) ran = hopper ? kTritonCaptured : kTritonNotHopper;
+      else g_events[kTritonColdInCapture].fetch_add(1, std::memory_order_relaxed);
+      if (ran != kNumOutcomes) {
+        call_triton(x2, w_gate, w_up, out, config, activation);
+        mark_warmed(key);
+        count(ran);
+        count_config(kTriton, config);
+        return out;
+      }
+    }
+  }
+  if (!hopper) return fall_back(kUnfusedNotHopper);
   if (dt == ISW_FP32) return fall_back(kUnfusedDtype);
   if (b_gate.has_value() || b_up.has_value()) return fall_back(kUnfusedBias);
-  if (K % 8 || N % 8 || !k_major(mg) || !k_major(mu)) return fall_back(kUnfusedLayout);
+  if (!fusable) return fall_back(kUnfusedLayout);
 
-  const std::optional<Plan> forced = forced_plan();
-  const Plan plan = forced ? *forced : measured_plan(M, N, K);
-  if (plan.kernel == 0) return fall_back(forced ? kUnfusedForced : kUnfusedTable);
+  const Plan plan = forced && forced->kernel != kTriton ? *forced : measured;
+  if (plan.kernel == 0) return fall_back(forced && forced->kernel == 0 ? kUnfusedForced : kUnfusedTable);
 
   isw_problem p{};
   p.x = x2.data_ptr();
@@ -435,8 +548,7 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
     }
     if (st == ISW_OK) {
       count(Outcome(kFused1 + kernel - 1));
-      const int cfg = p.config < 0 ? 0 : p.config;
-      if (cfg < kMaxConfigs) g_config_calls[kernel][cfg].fetch_add(1, std::memory_order_relaxed);
+      count_config(kernel, p.config);
       return out;
     }
     STD_TORCH_CHECK(st == ISW_ERR_UNSUPPORTED, "inductor_swiglu: kernel ", kernel, " failed: ", isw_last_error());
@@ -454,12 +566,13 @@ STABLE_TORCH_LIBRARY_IMPL(inductor_swiglu, CUDA, m) { m.impl("swiglu_forward", T
 
 ISW_OP_EXPORT int isw_op_abi_version(void) { return ISW_ABI_VERSION; }
 
-// rows: n_rows x 6 int64 (K, N, m_lo, m_hi, kernel, config); replaces the table.
+// rows: n_rows x 7 int64 (K, N, m_lo, m_hi, kernel, config, Triton config under capture or -1);
+// replaces the table.
 ISW_OP_EXPORT void isw_op_set_plans(const int64_t* rows, int64_t n_rows) {
   auto* t = new PlanTable();
   for (int64_t i = 0; i < n_rows; ++i) {
-    const int64_t* r = rows + 6 * i;
-    t->rows.push_back(PlanRow{r[0], r[1], r[2], r[3], Plan{int(r[4]), int(r[5])}});
+    const int64_t* r = rows + 7 * i;
+    t->rows.push_back(PlanRow{r[0], r[1], r[2], r[3], Plan{int(r[4]), int(r[5]), int(r[6])}});
     if (std::find(t->shapes.begin(), t->shapes.end(), std::make_pair(r[0], r[1])) == t->shapes.end())
       t->shapes.emplace_back(r[0], r[1]);
   }
@@ -468,23 +581,37 @@ ISW_OP_EXPORT void isw_op_set_plans(const int64_t* rows, int64_t n_rows) {
   if (old) g_retired.push_back(old);
 }
 
-// The plan for (M, N, K) as (kernel, config), for the diagnostics and tests.
-ISW_OP_EXPORT void isw_op_plan(int64_t M, int64_t N, int64_t K, int32_t* kernel, int32_t* config) {
+// The plan for (M, N, K) as (kernel, config, Triton config under capture), for the diagnostics
+// and tests.
+ISW_OP_EXPORT void isw_op_plan(int64_t M, int64_t N, int64_t K, int32_t* kernel, int32_t* config, int32_t* triton) {
   const Plan p = measured_plan(M, N, K);
   *kernel = p.kernel;
   *config = p.config;
+  *triton = p.triton;
+}
+
+// Python registered swiglu_triton_out and Triton can run: Triton plans may be followed.
+ISW_OP_EXPORT void isw_op_set_triton(int enabled, int default_m16, int default_m64, int default_large) {
+  g_triton_defaults[0].store(default_m16);
+  g_triton_defaults[1].store(default_m64);
+  g_triton_defaults[2].store(default_large);
+  g_triton_enabled.store(enabled != 0);
 }
 
 ISW_OP_EXPORT int isw_op_num_outcomes(void) { return kNumOutcomes; }
+ISW_OP_EXPORT int isw_op_num_events(void) { return kNumEvents; }
 
-// outcomes[kNumOutcomes]; configs[3 * 64] (calls per config of kernels 1, 2, 3).
-ISW_OP_EXPORT void isw_op_stats(int64_t* outcomes, int64_t* configs) {
+// outcomes[kNumOutcomes]; configs[4 * 64] (calls per config of kernels 1, 2, 3 and Triton);
+// events[kNumEvents].
+ISW_OP_EXPORT void isw_op_stats(int64_t* outcomes, int64_t* configs, int64_t* events) {
   for (int i = 0; i < kNumOutcomes; ++i) outcomes[i] = g_outcomes[i].load(std::memory_order_relaxed);
-  for (int k = 1; k <= 3; ++k)
+  for (int k = 1; k <= kTriton; ++k)
     for (int c = 0; c < kMaxConfigs; ++c) configs[(k - 1) * kMaxConfigs + c] = g_config_calls[k][c].load(std::memory_order_relaxed);
+  for (int i = 0; i < kNumEvents; ++i) events[i] = g_events[i].load(std::memory_order_relaxed);
 }
 
 ISW_OP_EXPORT void isw_op_reset_stats(void) {
+  for (auto& e : g_events) e.store(0, std::memory_order_relaxed);
   for (auto& o : g_outcomes) o.store(0, std::memory_order_relaxed);
   for (auto& k : g_config_calls)
     for (auto& c : k) c.store(0, std::memory_order_relaxed);

@@ -10,10 +10,17 @@ log K, log N), then the bucket that holds its M, so a model with dynamic M picks
 per call.  The unfused path is a candidate like any kernel: where two cuBLAS
 GEMMs measure faster, the op runs them, and says so in ``op_stats()``.
 
-The same rows drive both implementations of the op: ``plan_rows()`` hands them
-to the C++ one (``native.set_plans``) and ``choose()`` serves the Python one.
+An entry may also name a configuration of the fused Triton kernel for calls
+captured into a CUDA graph (``triton``): the sweep times Triton like the others,
+but a Triton launch goes through Python (tens of microseconds of host time), so
+the C++ op uses it only where no host time is paid per call, inside a graph,
+and only where it measured faster than the eager choice by the margin.
 
-Override for experiments: ``INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused``.
+The same rows drive both implementations of the op: ``plan_rows()`` hands them
+to the C++ one (``native.set_plans``) and ``choose()`` serves the Python one,
+which follows the eager choice only (it has no capture-time Triton path).
+
+Override for experiments: ``INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused|triton``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kernel_library as kl
+from . import triton_swiglu
 
 TABLE_PATH = Path(__file__).resolve().parent / "dispatch_table.json"
 
@@ -42,6 +50,7 @@ class Plan:
     kernel: int          # kl.UNFUSED, kl.KERNEL1, kl.KERNEL2 or kl.KERNEL3
     config: int          # index into the kernel's config table; -1 = its default
     reason: str          # why, in words
+    triton: int = -1     # Triton config index for calls captured into a CUDA graph (C++ op only); -1 none
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class Entry:
     m_hi: int
     kernel: str          # "kernel1" | "kernel2" | "kernel3" | "unfused"
     config: str          # the kernel's config name ("" for unfused)
+    triton: str = ""     # Triton config name for calls captured into a CUDA graph ("" = none)
 
 
 def forced() -> str:
@@ -64,7 +74,8 @@ def table() -> tuple[Entry, ...]:
     if not TABLE_PATH.exists():
         return ()
     data = json.loads(TABLE_PATH.read_text())
-    return tuple(Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"], e.get("config", "")) for e in data["entries"])
+    return tuple(Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"], e.get("config", ""), e.get("triton", ""))
+                 for e in data["entries"])
 
 
 def provisional() -> bool:
@@ -80,10 +91,17 @@ def config_index(kernel: int, name: str) -> int:
     return names.index(name) if name in names else -1
 
 
-def plan_rows() -> list[tuple[int, int, int, int, int, int]]:
-    """The table as (K, N, m_lo, m_hi, kernel id, config index) rows, for the C++ op."""
-    return [(e.K, e.N, e.m_lo, e.m_hi, kl.KERNEL_IDS[e.kernel], config_index(kl.KERNEL_IDS[e.kernel], e.config))
-            for e in table()]
+def triton_index(name: str) -> int:
+    """Index of a Triton config name in ``triton_swiglu.CONFIGS``; -1 for "" or a name it lacks."""
+    names = [c.name for c in triton_swiglu.CONFIGS]
+    return names.index(name) if name in names else -1
+
+
+def plan_rows() -> list[tuple[int, int, int, int, int, int, int]]:
+    """The table as (K, N, m_lo, m_hi, kernel id, config index, Triton config index under capture
+    or -1) rows, for the C++ op."""
+    return [(e.K, e.N, e.m_lo, e.m_hi, kl.KERNEL_IDS[e.kernel], config_index(kl.KERNEL_IDS[e.kernel], e.config),
+             triton_index(e.triton)) for e in table()]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -97,7 +115,10 @@ def _measured(M: int, N: int, K: int) -> Plan | None:
     e = min(points, key=lambda e: 0 if e.m_lo <= M <= e.m_hi else min(abs(M - e.m_lo), abs(M - e.m_hi)))
     kid = kl.KERNEL_IDS[e.kernel]
     what = "two cuBLAS GEMMs + gated_mul" if kid == kl.UNFUSED else f"{e.kernel} {e.config}"
-    return Plan(kid, config_index(kid, e.config), f"measured best at K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]: {what}")
+    if triton_index(e.triton) >= 0:
+        what += f"; in CUDA graphs triton {e.triton}"
+    return Plan(kid, config_index(kid, e.config), f"measured best at K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]: {what}",
+                triton_index(e.triton))
 
 
 def default_plan(M: int) -> Plan:

@@ -20,7 +20,7 @@ import logging
 import threading
 
 from . import kernel_library as kl
-from . import native
+from . import native, triton_swiglu
 
 log = logging.getLogger("inductor_swiglu.op")
 
@@ -54,6 +54,14 @@ def _log_first(impl: str, reason: str, detail: str = "") -> None:
     log.log(level, msg + " [logged once per implementation and reason]")
 
 
+def _log_event(name: str, what: str) -> None:
+    with _lock:
+        if ("event", name) in _logged:
+            return
+        _logged.add(("event", name))
+    log.warning(f"{what} [{name}; logged once]")
+
+
 def record(impl: str, reason: str = "", *, detail: str = "", config: str = "") -> None:
     """Count one call of implementation `impl`; `reason` says why it was chosen, `config` which tiles."""
     with _lock:
@@ -66,25 +74,31 @@ def record(impl: str, reason: str = "", *, detail: str = "", config: str = "") -
 
 def op_stats() -> dict[str, object]:
     """{'calls': {impl: n}, 'reasons': {impl: {reason: n}}, 'configs': {impl: {config: n}},
-    'fused_calls': n, 'unfused_calls': n, 'native': bool} over both implementations."""
+    'fused_calls': n, 'unfused_calls': n, 'native': bool, 'events': {name: n}} over both
+    implementations; 'events' are native.EVENTS that happened (e.g. a CUDA graph captured at a
+    shape whose Triton kernel was not compiled first)."""
     with _lock:
         calls = collections.Counter(_calls)
         reasons = {k: collections.Counter(v) for k, v in _reasons.items()}
         configs = {k: collections.Counter(v) for k, v in _configs.items()}
-    outcomes, per_config = native.counts()
+    outcomes, per_config, event_counts = native.counts()
     for (kernel, reason), n in zip(native.OUTCOMES, outcomes):
         if n:
             impl = kernel
             calls[impl] += n
             reasons.setdefault(impl, collections.Counter())[reason] += n
             _log_first(impl, reason, "C++ implementation")
+    events = {name: n for (name, _), n in zip(native.EVENTS, event_counts) if n}
+    for name, what in native.EVENTS:
+        if name in events:
+            _log_event(name, what)
     lib = kl.get_library()
-    if lib is not None:
-        for kid, counts in per_config.items():
-            names = lib.configs(kid)
-            for i, n in enumerate(counts):
-                if n and i < len(names):
-                    configs.setdefault(kl.KERNEL_NAMES[kid], collections.Counter())[names[i]] += n
+    for kid, counts in per_config.items():
+        names = ([c.name for c in triton_swiglu.CONFIGS] if kid == kl.TRITON
+                 else lib.configs(kid) if lib is not None else [])
+        for i, n in enumerate(counts):
+            if n and i < len(names):
+                configs.setdefault(kl.KERNEL_NAMES[kid], collections.Counter())[names[i]] += n
     fused = sum(n for k, n in calls.items() if k in FUSED)
     return {
         "calls": dict(calls),
@@ -93,6 +107,7 @@ def op_stats() -> dict[str, object]:
         "fused_calls": fused,
         "unfused_calls": sum(calls.values()) - fused,
         "native": native.enabled(),
+        "events": events,
     }
 
 

@@ -22,12 +22,14 @@ LIB_NAME = "libinductor_swiglu_sm90.so"
 ABI_VERSION = 3
 
 # Kernel ids of the C ABI (isw_kernel) and the names tables and logs use for them; 0 is the
-# unfused path (two cuBLAS GEMMs, then act(gate) * up).
+# unfused path (two cuBLAS GEMMs, then act(gate) * up), 4 the fused Triton kernel (not in this
+# library: the C++ op launches it through Python, see ops/triton_swiglu.py).
 UNFUSED = 0
 KERNEL1 = 1
 KERNEL2 = 2
 KERNEL3 = 3
-KERNEL_NAMES = {UNFUSED: "unfused", KERNEL1: "kernel1", KERNEL2: "kernel2", KERNEL3: "kernel3"}
+TRITON = 4
+KERNEL_NAMES = {UNFUSED: "unfused", KERNEL1: "kernel1", KERNEL2: "kernel2", KERNEL3: "kernel3", TRITON: "triton"}
 KERNEL_IDS = {name: kid for kid, name in KERNEL_NAMES.items()}
 
 ISW_OK = 0

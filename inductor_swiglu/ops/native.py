@@ -45,6 +45,16 @@ OUTCOMES: tuple[tuple[str, str], ...] = (
     ("unfused", "weights are not [N, K] row-major with 16-byte aligned rows, or K, N are not multiples of 8"),
     ("unfused", "kernels declined the problem"),
     ("unfused", "empty input: nothing to compute"),
+    ("triton", "captured in a CUDA graph: measured faster than the CUTLASS kernels at this shape (dispatch table)"),
+    ("triton", "first eager call at this shape: compiles the Triton kernel before a CUDA graph captures it"),
+    ("triton", "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=triton"),
+    ("triton", "captured in a CUDA graph on a GPU other than Hopper (sm_90): the fused path there"),
+)
+# Events of `enum Event`: (name, what it means); not calls of an implementation.
+EVENTS: tuple[tuple[str, str], ...] = (
+    ("triton_cold_in_capture",
+     "a CUDA graph was captured at a shape whose Triton kernel no eager call had compiled first: "
+     "the graph holds the CUTLASS kernel instead (run one eager call before capturing)"),
 )
 _MAX_CONFIGS = 64
 
@@ -72,12 +82,15 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
             handle = ctypes.CDLL(str(path))
             handle.isw_op_abi_version.restype = ctypes.c_int
             handle.isw_op_set_plans.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
-            handle.isw_op_plan.argtypes = [ctypes.c_int64] * 3 + [ctypes.POINTER(ctypes.c_int32)] * 2
+            handle.isw_op_plan.argtypes = [ctypes.c_int64] * 3 + [ctypes.POINTER(ctypes.c_int32)] * 3
+            handle.isw_op_set_triton.argtypes = [ctypes.c_int] * 4
             handle.isw_op_num_outcomes.restype = ctypes.c_int
-            handle.isw_op_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+            handle.isw_op_num_events.restype = ctypes.c_int
+            handle.isw_op_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 3
         except (OSError, RuntimeError, AttributeError) as e:
             return None, f"could not load {path}: {e}"
-        if handle.isw_op_abi_version() != kl.ABI_VERSION or handle.isw_op_num_outcomes() != len(OUTCOMES):
+        if (handle.isw_op_abi_version() != kl.ABI_VERSION or handle.isw_op_num_outcomes() != len(OUTCOMES)
+                or handle.isw_op_num_events() != len(EVENTS)):
             return None, f"{path} does not match this package: rebuild it (python -m inductor_swiglu.kernel_build)"
         return handle, ""
 
@@ -92,35 +105,48 @@ def status() -> dict[str, object]:
     return {"available": handle is not None, "reason": why, "path": str(_path()) if handle is not None else None}
 
 
-def set_plans(rows: list[tuple[int, int, int, int, int, int]]) -> None:
-    """Replace the C++ plan table: rows of (K, N, m_lo, m_hi, kernel, config index)."""
+def set_plans(rows: list[tuple[int, int, int, int, int, int, int]]) -> None:
+    """Replace the C++ plan table: rows of (K, N, m_lo, m_hi, kernel, config index, Triton config
+    index under CUDA-graph capture or -1)."""
     handle = _load()[0]
     if handle is None:
         return
-    flat = (ctypes.c_int64 * (6 * len(rows)))(*[v for r in rows for v in r])
+    flat = (ctypes.c_int64 * (7 * len(rows)))(*[v for r in rows for v in r])
     handle.isw_op_set_plans(flat, len(rows))
 
 
-def plan(M: int, N: int, K: int) -> tuple[int, int] | None:
-    """(kernel, config index) the C++ op will use for this problem, or None without the library."""
+def set_triton(enabled: bool, defaults: tuple[int, int, int]) -> None:
+    """Whether the C++ op may launch the Triton kernel (through ``swiglu_triton_out``), and its
+    configuration indices for M <= 16, M <= 64 and larger M where no measurement chose one."""
+    handle = _load()[0]
+    if handle is not None:
+        handle.isw_op_set_triton(int(enabled), *defaults)
+
+
+def plan(M: int, N: int, K: int) -> tuple[int, int, int] | None:
+    """(kernel, config index, Triton config index under capture or -1) the C++ op will use for this
+    problem on Hopper, or None without the library."""
     handle = _load()[0]
     if handle is None:
         return None
-    kernel, config = ctypes.c_int32(), ctypes.c_int32()
-    handle.isw_op_plan(M, N, K, ctypes.byref(kernel), ctypes.byref(config))
-    return kernel.value, config.value
+    kernel, config, triton = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+    handle.isw_op_plan(M, N, K, ctypes.byref(kernel), ctypes.byref(config), ctypes.byref(triton))
+    return kernel.value, config.value, triton.value
 
 
-def counts() -> tuple[list[int], dict[int, list[int]]]:
-    """(calls per outcome, {kernel: calls per config index}); zeros without the library."""
+def counts() -> tuple[list[int], dict[int, list[int]], list[int]]:
+    """(calls per outcome, {kernel: calls per config index}, count per event); zeros without the
+    library.  Kernel ids are those of kernel_library, Triton's included."""
     handle = _load()[0]
     if handle is None:
-        return [0] * len(OUTCOMES), {}
+        return [0] * len(OUTCOMES), {}, [0] * len(EVENTS)
     outcomes = (ctypes.c_int64 * len(OUTCOMES))()
-    configs = (ctypes.c_int64 * (3 * _MAX_CONFIGS))()
-    handle.isw_op_stats(outcomes, configs)
-    per_kernel = {k: list(configs[(k - 1) * _MAX_CONFIGS:k * _MAX_CONFIGS]) for k in (1, 2, 3)}
-    return list(outcomes), per_kernel
+    kernels = (kl.KERNEL1, kl.KERNEL2, kl.KERNEL3, kl.TRITON)
+    configs = (ctypes.c_int64 * (len(kernels) * _MAX_CONFIGS))()
+    events = (ctypes.c_int64 * len(EVENTS))()
+    handle.isw_op_stats(outcomes, configs, events)
+    per_kernel = {k: list(configs[i * _MAX_CONFIGS:(i + 1) * _MAX_CONFIGS]) for i, k in enumerate(kernels)}
+    return list(outcomes), per_kernel, list(events)
 
 
 def reset_counts() -> None:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import torch
 
-from . import activations, dispatch, impl_stats, native
+from . import activations, dispatch, impl_stats, native, triton_swiglu
 from .reference import compute_dtype, swiglu_reference
 
 OP_NAMESPACE = "inductor_swiglu"
@@ -160,10 +160,27 @@ for _name in (QUALNAME, FORWARD_QUALNAME):
     torch.library.register_fake(_name)(_swiglu_fake)
     torch.library.impl(_name, "cpu")(_swiglu_cpu)
 
+# The fused Triton kernel as an op, so that the C++ implementation can reach it through the
+# dispatcher: it launches Triton only while a CUDA graph is captured (and once eagerly before,
+# to compile it), where the Python host time of a Triton launch is never paid again.  ``config``
+# indexes triton_swiglu.CONFIGS (-1: its default for M); ``out`` is a contiguous [M, N].  CPU
+# tensors run only under TRITON_INTERPRET=1 (the tests), otherwise swiglu_triton says so.
+TRITON_OUT_QUALNAME = f"{OP_NAMESPACE}::swiglu_triton_out"
+torch.library.define(TRITON_OUT_QUALNAME,
+                     "(Tensor x, Tensor w_gate, Tensor w_up, Tensor(a!) out, int config, str activation) -> ()")
+
+
+@torch.library.impl(TRITON_OUT_QUALNAME, ("cuda", "cpu"))
+def _swiglu_triton_out(x, w_gate, w_up, out, config, activation):
+    cfg = triton_swiglu.CONFIGS[config] if config >= 0 else None
+    triton_swiglu.swiglu_triton(x, w_gate, w_up, config=cfg, out=out, activation=activation)
+
+
 # The C++ library registers swiglu_forward's CUDA kernel when it loads; only without it does the
 # Python implementation take that place (a key cannot have two kernels).
 if native.enabled():
     native.set_plans(dispatch.plan_rows())
+    native.set_triton(triton_swiglu.importable(), triton_swiglu.default_indices())
 else:
     torch.library.impl(FORWARD_QUALNAME, "cuda")(_swiglu_cuda_python)
 

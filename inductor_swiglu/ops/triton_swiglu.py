@@ -131,6 +131,17 @@ def default_config(M: int, N: int, K: int) -> TritonConfig:
     return _DEFAULTS[2]
 
 
+def default_indices() -> tuple[int, int, int]:
+    """Indices in ``CONFIGS`` of the default configs for M <= 16, M <= 64 and larger M (what the
+    C++ op launches where no measurement chose a config)."""
+    return tuple(CONFIGS.index(c) for c in _DEFAULTS)
+
+
+def importable() -> bool:
+    """Whether Triton imported (``available()`` also checks the GPU, which starts CUDA)."""
+    return triton is not None
+
+
 def _interpreting() -> bool:
     return bool(triton.knobs.runtime.interpret)
 
@@ -229,7 +240,10 @@ def _swiglu_kernel(
 def _kernel(interpret: bool):
     # Keyed by the mode because triton.jit picks compiled or interpreted at
     # decoration time; the argument only separates the two cache entries.
-    return triton.jit(_swiglu_kernel)
+    # M is not specialised (Triton would compile one kernel for M == 1 and another for the rest):
+    # the C++ op compiles a configuration with its first eager call and then launches it inside
+    # CUDA-graph captures at any M of the bucket, where a compile must not happen.
+    return triton.jit(_swiglu_kernel, do_not_specialize=["M"])
 
 
 @functools.cache

@@ -1,0 +1,139 @@
+"""The C++ op's Triton path on a Hopper GPU: forced on every call, and chosen by the plan table
+for calls captured into a CUDA graph (after one eager call compiled it), against fp64.
+
+Outputs are poisoned with NaN before each run, inputs fresh random data, and which
+implementation ran is read back from op_stats(), so a test cannot pass on the CUTLASS path
+when it means the Triton one.
+"""
+
+import pytest
+import torch
+
+import inductor_swiglu
+from inductor_swiglu.models.shapes import QWEN25_MLP
+from inductor_swiglu.ops import dispatch, impl_stats, native, triton_swiglu
+from inductor_swiglu.ops import kernel_library as kl
+from inductor_swiglu.testing.inputs import swiglu_inputs
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64
+
+pytestmark = [pytest.mark.gpu, pytest.mark.hopper,
+              pytest.mark.skipif(not triton_swiglu.importable(), reason="triton not importable")]
+
+op = torch.ops.inductor_swiglu.swiglu_forward
+
+
+def _fused_ok(out, x, wg, wu):
+    s = error_stats(out, reference_fp64(x, wg, wu, with_noise=True))
+    assert s["nonfinite"] == 0 and s["frac_over_1pct_resolved"] == 0.0 and s["normwise"] < 4e-3, s
+    return s
+
+
+def _reasons(stats, impl):
+    return set(stats["reasons"].get(impl, {}))
+
+
+@pytest.fixture
+def triton_plan():
+    """Plan Triton config `index` for CUDA graphs at (K, N), M in [1, 256]; restores the table."""
+    def install(K, N, index, kernel=kl.KERNEL2):
+        native.set_plans([(K, N, 1, 256, kernel, -1, index), (K, N, 257, 1 << 62, kl.KERNEL1, -1, -1)])
+    yield install
+    native.set_plans(dispatch.plan_rows())
+
+
+@pytest.mark.parametrize("model", list(QWEN25_MLP))
+def test_forced_triton_on_every_shape(model, monkeypatch):
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "triton")
+    K, N = QWEN25_MLP[model]
+    for M in (1, 3, 7, 16, 77, 128):
+        x, wg, wu = swiglu_inputs(M, K, N, seed=M + K)
+        torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the next block
+        inductor_swiglu.reset_op_stats()
+        out = op(x, wg, wu)
+        stats = inductor_swiglu.op_stats()
+        assert stats["calls"] == {impl_stats.TRITON: 1}, stats
+        assert any("forced" in r for r in _reasons(stats, impl_stats.TRITON)), stats
+        _fused_ok(out, x, wg, wu)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh"])
+def test_planned_triton_is_warmed_eagerly_then_captured(dtype, activation, triton_plan):
+    """First eager call: Triton (compiles it); next eager calls: the CUTLASS kernel; capture:
+    Triton, replayed with new inputs; no capture met a cold key."""
+    K, N = QWEN25_MLP["q1.5B"]
+    index = 1
+    triton_plan(K, N, index)
+    M = 5
+    x, wg, wu = swiglu_inputs(M, K, N, dtype, seed=11)
+    inductor_swiglu.reset_op_stats()
+    out1 = op(x, wg, wu, activation=activation)
+    out2 = op(x, wg, wu, activation=activation)
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"] == {impl_stats.TRITON: 1, impl_stats.KERNEL2: 1}, stats
+    assert any("first eager call" in r for r in _reasons(stats, impl_stats.TRITON)), stats
+    for out in (out1, out2):
+        s = error_stats(out, reference_fp64(x, wg, wu, with_noise=True, activation=activation))
+        assert s["nonfinite"] == 0 and s["frac_over_1pct_resolved"] == 0.0, s
+
+    static_x = x.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = op(static_x, wg, wu, activation=activation)
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"][impl_stats.TRITON] == 2 and stats["events"] == {}, stats
+    assert any("captured in a CUDA graph" in r for r in _reasons(stats, impl_stats.TRITON)), stats
+    assert stats["configs"][impl_stats.TRITON] == {triton_swiglu.CONFIGS[index].name: 2}, stats
+    for seed in (1, 2, 3):
+        nx, _, _ = swiglu_inputs(M, K, N, dtype, seed=100 + seed)
+        static_x.copy_(nx)
+        static_out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        s = error_stats(static_out, reference_fp64(nx, wg, wu, with_noise=True, activation=activation))
+        assert s["nonfinite"] == 0 and s["frac_over_1pct_resolved"] == 0.0, s
+
+
+def test_capture_of_a_cold_key_keeps_cutlass_and_says_so(triton_plan, monkeypatch):
+    """A capture at a shape no eager call warmed must not compile Triton inside the capture: the
+    eager plan is captured and the event is counted (and named in op_stats)."""
+    K, N = QWEN25_MLP["q3B"]
+    triton_plan(K, N, 0)
+    x, wg, wu = swiglu_inputs(4, K, N, seed=3)
+    # K - 8 features of row stride K: a key (shape and strides) no other test warms.
+    static_x, wgs, wus = x[:, : K - 8], wg[:, : K - 8], wu[:, : K - 8]
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "2")   # set up Kernel-2 eagerly, Triton untouched
+    op(static_x, wgs, wus)
+    monkeypatch.delenv("INDUCTOR_SWIGLU_FORCE_KERNEL")
+    inductor_swiglu.reset_op_stats()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = op(static_x, wgs, wus)
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"] == {impl_stats.KERNEL2: 1}, stats
+    assert stats["events"] == {"triton_cold_in_capture": 1}, stats
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    _fused_ok(out, static_x, wgs, wus)
+
+
+def test_reduce_overhead_graphs_launch_the_planned_triton(triton_plan):
+    """Under torch.compile's reduce-overhead mode: cudagraph trees warm up eagerly, then record;
+    the recorded graph holds Triton, and replays give the right numbers."""
+    from mlp_models import GatedMLP
+
+    K, N = QWEN25_MLP["q0.5B"]
+    triton_plan(K, N, 0)
+    torch.manual_seed(0)
+    model = GatedMLP(K, N).to("cuda", torch.bfloat16)
+    compiled = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
+    inductor_swiglu.reset_op_stats()
+    with torch.no_grad():
+        for step in range(4):
+            x = torch.randn(2, K, device="cuda", dtype=torch.bfloat16)
+            out = compiled(x).clone()
+            torch.testing.assert_close(out, model(x), atol=3e-2, rtol=3e-2)
+    stats = inductor_swiglu.op_stats()
+    assert any("captured in a CUDA graph" in r for r in _reasons(stats, impl_stats.TRITON)), stats
+    assert stats["events"] == {}, stats
