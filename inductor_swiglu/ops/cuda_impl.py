@@ -1,9 +1,11 @@
 """The Python CUDA implementation of the op: the reference for the C++ one, and the path
-for GPUs other than Hopper.
+when the C++ library is not loaded.
 
-On Hopper with the C++ library loaded (``native``), calls never come here: the
-dispatcher runs ``csrc/op/swiglu_forward.cpp``, which follows the same rules.
-This path serves the rest, and says which, through ``impl_stats``:
+With the C++ library loaded (``native``), calls never come here: the dispatcher
+runs ``csrc/op/swiglu_forward.cpp``, which follows the same rules but one: it
+launches the Triton kernel only inside CUDA graphs (where its Python launch cost
+is paid once), on Hopper where the table measured it faster and elsewhere as the
+fused path.  This path serves calls without it, and says which, through ``impl_stats``:
 
 1. ``M == 0``: an empty ``[..., N]`` result, no launch.
 2. A GPU other than Hopper (sm_80 and newer): the fused Triton kernel
