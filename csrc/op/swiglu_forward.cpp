@@ -376,7 +376,9 @@ void call_triton(const Tensor& x2, const Tensor& w_gate, const Tensor& w_up, con
                                     torch::stable::detail::from(w_up), torch::stable::detail::from(out),
                                     torch::stable::detail::from(int64_t(config)),
                                     torch::stable::detail::from(activation)};
-  ISW_SHIM(torch_call_dispatcher("inductor_swiglu::swiglu_triton_out", "", stack.data(), TORCH_ABI_VERSION));
+  STD_TORCH_CHECK(torch_call_dispatcher("inductor_swiglu::swiglu_triton_out", "", stack.data(), TORCH_ABI_VERSION) ==
+                      AOTI_TORCH_SUCCESS,
+                  "inductor_swiglu: the Triton kernel failed (its Python error is printed above)");
 }
 
 // The unfused path: cuBLAS GEMMs, then act(gate) * up in one pass.
@@ -497,7 +499,7 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
       else if (warmed(key)) ran = hopper ? kTritonCaptured : kTritonNotHopper;
       else g_events[kTritonColdInCapture].fetch_add(1, std::memory_order_relaxed);
       if (ran != kNumOutcomes) {
-        call_triton(x2, w_gate, w_up, out, config, activation);
+        call_triton(x2, w_gate, w_up, view2d(out, M, N, N, 1), config, activation);  // out is [..., N]
         mark_warmed(key);
         count(ran);
         count_config(kTriton, config);

@@ -56,6 +56,17 @@ def test_forced_triton_on_every_shape(model, monkeypatch):
         _fused_ok(out, x, wg, wu)
 
 
+def test_forced_triton_with_a_3d_input(monkeypatch):
+    """x [batch, seq, K] gives out [batch, seq, N]: the kernel gets its [M, N] view."""
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "triton")
+    K, N = QWEN25_MLP["q0.5B"]
+    x, wg, wu = swiglu_inputs(8, K, N, seed=21)
+    inductor_swiglu.reset_op_stats()
+    out = op(x.view(8, 1, K), wg, wu)
+    assert out.shape == (8, 1, N) and inductor_swiglu.op_stats()["calls"] == {impl_stats.TRITON: 1}
+    _fused_ok(out.view(8, N), x, wg, wu)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("activation", ["silu", "gelu_tanh"])
 def test_planned_triton_is_warmed_eagerly_then_captured(dtype, activation, triton_plan):
