@@ -424,3 +424,17 @@ def test_cli_on_the_qwen25_example(tmp_path):
     assert c["rewrites"] >= 3 and c["near_misses"] == 0 and c["recompiles"] >= 2
     assert all(r["location"].startswith("modeling_qwen2.py") for r in s["rewrites"])
     assert any("input_ids" in a["text"] and "mark_dynamic" in a["text"] for a in s["advice"])
+
+
+def test_summary_advises_warming_up_when_a_capture_met_a_cold_triton_key():
+    """The C++ op counts a CUDA-graph capture that could not launch the planned Triton kernel
+    (no eager call compiled it first); the summary turns the count into an action."""
+    from inductor_swiglu.diagnostics.data import RunData
+    from inductor_swiglu.diagnostics.summary import build
+
+    d = RunData(target="t", dump_dir=Path("d"))
+    d.op_events = {"triton_cold_in_capture": 3}
+    texts = [a["text"] for a in build(d, {})["advice"] if a["level"] == "action"]
+    assert any(t.startswith("3 CUDA-graph capture(s) of the op took the CUTLASS kernel") for t in texts), texts
+    d.op_events = {}
+    assert not any("CUDA-graph capture(s)" in a["text"] for a in build(d, {})["advice"])

@@ -28,6 +28,7 @@ class RunData:
     pass_errors: int = 0
     op_calls: dict[str, int] = field(default_factory=dict)      # implementation -> calls during the session
     op_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    op_events: dict[str, int] = field(default_factory=dict)     # op_stats()['events'] during the session
     run_error: str = ""                           # the exception that ended the user's code, if any
     dump_errors: list[str] = field(default_factory=list)        # parts of the dump that could not be written
     versions: dict[str, str] = field(default_factory=dict)

@@ -221,6 +221,8 @@ class Session:
                 d.op_reasons[impl] = {
                     r: c - old.get(r, 0) for r, c in after["reasons"].get(impl, {}).items() if c - old.get(r, 0) > 0
                 }
+        old_events = self._op_before.get("events", {})
+        d.op_events = {k: n - old_events.get(k, 0) for k, n in after.get("events", {}).items() if n > old_events.get(k, 0)}
         d.versions = {
             "inductor_swiglu": __version__,
             "torch": torch.__version__,

@@ -265,6 +265,11 @@ def _advise_patterns(d: RunData, out: list) -> None:
         reasons = "; ".join(r for r in d.op_reasons.get("unfused", {}) if not any(c in r for c in chosen))
         out.append((ACTION, fallback, f"the fused op ran its unfused CUDA fallback {fallback} time(s) ({reasons}): "
                                       "check `python -m inductor_swiglu status`."))
+    cold = d.op_events.get("triton_cold_in_capture", 0)
+    if cold:
+        out.append((ACTION, cold, f"{cold} CUDA-graph capture(s) of the op took the CUTLASS kernel where the Triton "
+                                  "kernel measured faster: no eager call at that shape compiled Triton first. Run one "
+                                  "eager call (or torch.compile's own warm-up) per shape before capturing."))
 
 
 def _advise_torch(d: RunData, counts: dict, out: list) -> None:
