@@ -56,6 +56,18 @@ def test_forced_triton_on_every_shape(model, monkeypatch):
         _fused_ok(out, x, wg, wu)
 
 
+@pytest.mark.parametrize("config", range(len(triton_swiglu.CONFIGS)), ids=[c.name for c in triton_swiglu.CONFIGS])
+def test_every_triton_config_on_every_shape(config):
+    """Every configuration the sweep may put in the table, on the 7 Qwen2.5 shapes."""
+    cfg = triton_swiglu.CONFIGS[config]
+    for K, N in QWEN25_MLP.values():
+        for M in (1, 3, 7, 16, 77, 128):
+            x, wg, wu = swiglu_inputs(M, K, N, seed=M + config)
+            out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            triton_swiglu.swiglu_triton(x, wg, wu, config=cfg, out=out)
+            _fused_ok(out, x, wg, wu)
+
+
 def test_forced_triton_with_a_3d_input(monkeypatch):
     """x [batch, seq, K] gives out [batch, seq, N]: the kernel gets its [M, N] view."""
     monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "triton")
