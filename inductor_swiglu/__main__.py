@@ -19,6 +19,7 @@ def _status() -> int:
     import torch
 
     import inductor_swiglu
+    from inductor_swiglu.ops import triton_swiglu
 
     info = {
         "inductor_swiglu": inductor_swiglu.__version__,
@@ -27,6 +28,9 @@ def _status() -> int:
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "capability": list(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None,
         "kernels": inductor_swiglu.kernel_status(),
+        # where the table measured it faster, and only inside CUDA graphs (its launch costs host time)
+        "triton_kernel": {"importable": triton_swiglu.importable(),
+                          "available": triton_swiglu.available()[0], "reason": triton_swiglu.available()[1]},
     }
     print(json.dumps(info, indent=2))
     return 0
