@@ -10,7 +10,8 @@
   13-16% under sustained load (SM clock 1980 -> ~1450 MHz), enough to turn a
   burst-vs-sustained difference into a fake 10% "win".
 * Burst and sustained: `sustained` = medians after `warm_s` seconds of
-  continuous load; `burst` = the first replay of a graph after the GPU sat idle.
+  continuous load; `burst` = the median of a few replays, each the first after the GPU sat idle,
+  the candidates' order rotated between them.
 * The SM clock is read through NVML around the timed rounds and reported.
 * Whole models (bench_model, bench_tp) cannot live in one CUDA graph per call, so their
   columns are wall-timed calls, interleaved the same way (rotating_samples).
@@ -147,14 +148,20 @@ class Interleaved:
         n = len(self.sets)
         return {name: a.elapsed_time(b) * 1e3 / n for name, a, b in events}
 
-    def run(self, rounds: int = 15, warm_s: float = 0.0, burst: tuple[str, ...] = (), idle_s: float = 0.5) -> dict[str, Timing]:
+    def run(self, rounds: int = 15, warm_s: float = 0.0, burst: tuple[str, ...] = (), idle_s: float = 0.5,
+            burst_rounds: int = 3) -> dict[str, Timing]:
         names = list(self.graphs)
-        bursts: dict[str, float] = {}
-        for name in burst:
-            if name in self.graphs:
+        # Burst: one replay after idle_s of idle GPU, per candidate; the median of burst_rounds such
+        # replays with the order rotated, since a single one after idle (clock ramping up, caches
+        # cold) varied by 10% and always put the same candidate first.
+        burst = [n for n in burst if n in self.graphs]
+        burst_samples: dict[str, list[float]] = {name: [] for name in burst}
+        for r in range(burst_rounds if burst else 0):
+            for name in burst[r % len(burst):] + burst[:r % len(burst)]:
                 torch.cuda.synchronize()
                 time.sleep(idle_s)
-                bursts[name] = self._replay_timed([name])[name]
+                burst_samples[name].append(self._replay_timed([name])[name])
+        bursts = {name: statistics.median(xs) for name, xs in burst_samples.items() if xs}
         if warm_s > 0:
             t_end = time.perf_counter() + warm_s
             while time.perf_counter() < t_end:
