@@ -43,23 +43,20 @@ _configs: dict[str, collections.Counter[str]] = collections.defaultdict(collecti
 _logged: set[tuple[str, str]] = set()
 
 
-def _log_first(impl: str, reason: str, detail: str = "") -> None:
-    """Log an (implementation, reason) pair the first time it is seen; callers hold no lock."""
+def _log_once(key: tuple, level: int, msg: str) -> None:
+    """Log msg the first time key is seen (until reset_op_stats); callers hold no lock."""
     with _lock:
-        if (impl, reason) in _logged:
+        if key in _logged:
             return
-        _logged.add((impl, reason))
+        _logged.add(key)
+    log.log(level, msg)
+
+
+def _log_first(impl: str, reason: str, detail: str = "") -> None:
+    """Log an (implementation, reason) pair the first time it is seen."""
     level = logging.WARNING if impl == FALLBACK_CUDA else logging.INFO
     msg = f"swiglu op ran {impl}" + (f": {reason}" if reason else "") + (f" ({detail})" if detail else "")
-    log.log(level, msg + " [logged once per implementation and reason]")
-
-
-def _log_event(name: str, what: str) -> None:
-    with _lock:
-        if ("event", name) in _logged:
-            return
-        _logged.add(("event", name))
-    log.warning(f"{what} [{name}; logged once]")
+    _log_once((impl, reason), level, msg + " [logged once per implementation and reason]")
 
 
 def record(impl: str, reason: str = "", *, detail: str = "", config: str = "") -> None:
@@ -91,7 +88,7 @@ def op_stats() -> dict[str, object]:
     events = {name: n for (name, _), n in zip(native.EVENTS, event_counts) if n}
     for name, what in native.EVENTS:
         if name in events:
-            _log_event(name, what)
+            _log_once(("event", name), logging.WARNING, f"{what} [{name}; logged once]")
     lib = kl.get_library()
     for kid, counts in per_config.items():
         names = ([c.name for c in triton_swiglu.CONFIGS] if kid == kl.TRITON
