@@ -173,7 +173,11 @@ def _dispatch_for(x, N, K, biased: bool) -> str:
             return f"{impl} (CPU graph)"
         return f"{impl} (CPU graph: the GEMMs in the input dtype, as stock Inductor)"
     if not _hopper(x.device):
-        return "triton (GPU is not Hopper)" if not biased else "unfused (biases; GPU is not Hopper)"
+        if biased:
+            return "unfused (biases; GPU is not Hopper)"
+        # The C++ op launches Triton only inside CUDA graphs; the Python one on every call.
+        return ("unfused eagerly, triton inside CUDA graphs (GPU is not Hopper)" if native.enabled()
+                else "triton (GPU is not Hopper)")
     if biased or x.dtype == torch.float32:
         return "unfused: " + ("biases are not fused by the kernels" if biased else "fp32 (the fused kernels take bf16/fp16)")
     numel_leading = 1
