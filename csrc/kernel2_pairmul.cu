@@ -67,6 +67,14 @@
     columns per subtile, which PairMulStore's pairing needs; checked at compile time).
 */
 
+// wgmma N of 80, 112, 144, 160 or 176 (tile widths fitted to the SM count) exist only as CuTe's
+// "extended" GMMA atoms.  Without this, CUTLASS's builder tiles such a width with 64x16 or 64x32 atoms
+// and every atom re-reads the x tile from shared memory (measured 2026-12-01 on the H200: 128 x 112
+// ran 2.5x slower than 128 x 128).  PairMulGemm asserts that one atom spans the whole tile width.
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1
+#endif
+
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -305,6 +313,8 @@ struct PairMulGemm {
       KernelSchedule_>::CollectiveOp;
 
   using CollectiveMainloop = PairedWeightMainloop<StockMainloop>;
+  static_assert(size<1>(typename StockMainloop::TiledMma::AtomShape_MNK{}) == size<1>(TileShape{}),
+                "one wgmma must span the tile's width (an extended GMMA shape, see the top of this file)");
 
   using ProblemShape = Shape<int, int, int, int>;                  // (M, 2N, K, L=1)
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue,

@@ -94,6 +94,9 @@ class PairMulConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}")
         if self.tile_n % 16:
             raise ValueError(f"tile_n={self.tile_n} must hold whole gate/up groups of 16")
+        if (self.tile_n // 16) % self.cluster_m:
+            # each CTA of a cluster loads and multicasts an equal share of the weight tile's groups
+            raise ValueError(f"tile_n={self.tile_n} does not split into {self.cluster_m} equal shares of 16-row groups")
 
     @property
     def name(self) -> str:
@@ -123,6 +126,19 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     PairMulConfig(256, 128, "cooperative", cluster_m=2),
     PairMulConfig(128, 256, "cooperative", cluster_m=2),
     PairMulConfig(128, 128, cluster_m=2),
+    # 128-row pingpong tiles of other widths: the tile count fitted to the 132 SMs (at M = 512 only 4
+    # row tiles exist, and 128 x 128 leaves 7-23% of the last wave idle on 5 of the 7 Qwen2.5 shapes;
+    # cuBLAS picks 320 x 128 and 168 x 128 there, ncu 2026-12-01), and 128 x 192 for less shared-memory
+    # traffic per FLOP at large M.  Widths other than 64/96/128/192/256 need CuTe's extended GMMA
+    # shapes (kernel2_pairmul.cu).  Measured 2026-12-01: 128 x 192 and 128 x 160 are chosen at
+    # M >= 2048 for 7B-14B; the fitted widths did not close the M = 512 gap of the small models.
+    PairMulConfig(128, 80, epi_n=16),
+    PairMulConfig(128, 112, epi_n=16),
+    PairMulConfig(128, 144, epi_n=16),
+    PairMulConfig(128, 160),
+    PairMulConfig(128, 192),
+    PairMulConfig(128, 160, cluster_m=2),
+    PairMulConfig(128, 192, cluster_m=2),
 )
 
 

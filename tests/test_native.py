@@ -132,6 +132,8 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(64, 72)
     with pytest.raises(ValueError, match="unknown schedule"):
         PairMulConfig(64, 64, "split")
+    with pytest.raises(ValueError, match="equal shares"):   # a 2-CTA cluster multicasts half of 7 groups each
+        PairMulConfig(128, 112, cluster_m=2)
 
 
 def test_config_table_generates_one_line_per_config():

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import inductor_swiglu
+from inductor_swiglu.kernel_configs import KERNEL2
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, dispatch, impl_stats
 from inductor_swiglu.ops import kernel_library as kl
@@ -131,6 +132,49 @@ def test_wave_sized_and_stream_k_configs(config, model):
         cuda_impl.run_kernel(kl.KERNEL2, x, wg, wu, config=index, out=out)
         torch.cuda.synchronize()
         _check(f"kernel2.{config}", model, M, torch.bfloat16, out, reference_fp64(x, wg, wu, with_noise=True))
+
+
+PREFILL_TILES = [c.name for c in KERNEL2 if c.tile_m >= 128]
+
+
+@pytest.mark.parametrize("M", [512, 1000, 2048, 8192])
+@pytest.mark.parametrize("model", list(QWEN25))
+def test_prefill_tiles(model, M):
+    """Every Kernel-2 configuration of 128 rows or more (pingpong widths fitted to the SM count,
+    cooperative, multicast clusters, stream-K) on the 7 shapes at prefill sizes, one fp64
+    reference per point."""
+    lib = kl.get_library()
+    K, N = QWEN25[model]
+    x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M * 7 + N)
+    ref = reference_fp64(x, wg, wu, with_noise=True)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    for name in PREFILL_TILES:
+        out.fill_(float("nan"))
+        cuda_impl.run_kernel(kl.KERNEL2, x, wg, wu, config=lib.configs(kl.KERNEL2).index(name), out=out)
+        torch.cuda.synchronize()
+        _check(f"kernel2.{name}", model, M, torch.bfloat16, out, ref)
+
+
+@pytest.mark.parametrize("config", PREFILL_TILES)
+def test_prefill_tile_in_a_cuda_graph(config):
+    """Captured once, replayed with new x: each replay must compute from the new inputs."""
+    index = kl.get_library().configs(kl.KERNEL2).index(config)
+    K, N = QWEN25["q3B"]
+    M = 1000
+    x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=index)
+    static_x = x.clone()
+    out = _poisoned(M, N, torch.bfloat16)
+    cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)  # warm up
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)
+    for seed in (31, 32):
+        new_x, _, _ = swiglu_inputs(M, K, N, torch.bfloat16, seed=seed)
+        static_x.copy_(new_x)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check(f"kernel2.{config}_cudagraph", "q3B", M, torch.bfloat16, out, reference_fp64(new_x, wg, wu, with_noise=True))
 
 
 def test_stream_k_inside_a_cuda_graph():
