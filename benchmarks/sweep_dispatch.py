@@ -283,13 +283,11 @@ def main(argv=None) -> int:
         (args.out / "sweep.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
     entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
                for r in rows if r.get("choice")]
-    # Points not measured this run keep the incumbent table's entries.
+    # Points not measured this run keep the incumbent table's records whole (timing and reason of
+    # the sweep that measured them), so sweeps of different shapes can follow one another.
     measured = {(e["K"], e["N"], e["m_lo"]) for e in entries}
-    for e in dispatch.table():
-        if (e.K, e.N, e.m_lo) not in measured:
-            entries.append({"K": e.K, "N": e.N, "m_lo": e.m_lo, "m_hi": e.m_hi, "kernel": e.kernel, "config": e.config,
-                            **({"triton": e.triton} if e.triton else {}),
-                            "why": "not measured in this sweep: kept from the previous table"})
+    previous = json.loads(dispatch.TABLE_PATH.read_text())["entries"] if dispatch.TABLE_PATH.exists() else []
+    entries += [e for e in previous if (e["K"], e["N"], e["m_lo"]) not in measured]
     table = {"device": meta["device"], "date": meta["date"], "torch": meta["torch"],
              "method": "benchmarks/sweep_dispatch.py: fastest correct candidate per (K, N, M bucket), interleaved "
                        f"CUDA-graph timing, weights from HBM, sustained at M >= 2048, {100 * args.margin:.0f}% margin "
