@@ -47,7 +47,7 @@ M_BUCKETS: tuple[tuple[int, int, int], ...] = (
 
 @dataclass(frozen=True)
 class Plan:
-    kernel: int          # kl.UNFUSED, kl.KERNEL1, kl.KERNEL2 or kl.KERNEL3
+    kernel: int          # kl.UNFUSED, kl.KERNEL1, kl.KERNEL2, kl.KERNEL3 (or kl.TRITON when forced)
     config: int          # index into the kernel's config table; -1 = its default
     reason: str          # why, in words
     triton: int = -1     # Triton config index for calls captured into a CUDA graph (C++ op only); -1 none
@@ -130,13 +130,20 @@ def default_plan(M: int) -> Plan:
     return Plan(kl.KERNEL1, -1, f"no measured table; M={M} > 512: kernel1")
 
 
+def choose_measured(M: int, N: int, K: int) -> Plan:
+    """The table's choice (or the rule without a table), whatever INDUCTOR_SWIGLU_FORCE_KERNEL says."""
+    return _measured(M, N, K) or default_plan(M)
+
+
 def choose(M: int, N: int, K: int) -> Plan:
     f = forced()
     if f in ("1", "2", "3"):
         return Plan(int(f), -1, f"forced by INDUCTOR_SWIGLU_FORCE_KERNEL={f}")
     if f == "unfused":
         return Plan(kl.UNFUSED, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=unfused")
-    return _measured(M, N, K) or default_plan(M)
+    if f == "triton":
+        return Plan(kl.TRITON, -1, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=triton")
+    return choose_measured(M, N, K)
 
 
 def kernel_name(kernel: int) -> str:
