@@ -56,6 +56,22 @@ def test_forced_triton_on_every_shape(model, monkeypatch):
         _fused_ok(out, x, wg, wu)
 
 
+def test_forced_triton_in_the_python_implementation(monkeypatch):
+    """The Python implementation (what runs without the C++ op) takes the same forced path."""
+    from inductor_swiglu.ops import cuda_impl
+
+    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "triton")
+    K, N = QWEN25_MLP["q1.5B"]
+    x, wg, wu = swiglu_inputs(16, K, N, seed=17)
+    torch.full((16, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the next block
+    inductor_swiglu.reset_op_stats()
+    out = cuda_impl.swiglu_cuda(x, wg, wu)
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"] == {impl_stats.TRITON: 1}, stats
+    assert any("forced" in r for r in _reasons(stats, impl_stats.TRITON)), stats
+    _fused_ok(out, x, wg, wu)
+
+
 @pytest.mark.parametrize("config", range(len(triton_swiglu.CONFIGS)), ids=[c.name for c in triton_swiglu.CONFIGS])
 def test_every_triton_config_on_every_shape(config):
     """Every configuration the sweep may put in the table, on the 7 Qwen2.5 shapes."""
