@@ -49,8 +49,9 @@
       K % 8 == 0; N % 8 == 0; |w_up - w_gate| a multiple of 16 bytes, > 0, < 2^40 bytes
       (TMA stride limits); out 4-byte aligned, ld_out even (32-bit bf16x2/half2 stores).
     * M >= 1 anything: rows past M are zero-filled by TMA and not stored.
-    * Clusters along M only (c{1,2}x1): the CTAs of a cluster read different rows of x and the
-      same weight tile, which each loads a share of and multicasts; x is never multicast.
+    * Clusters of cluster_m x cluster_n CTAs (c{1,2}x{1,2}): the CTAs of a cluster column read the
+      same weight tile, the CTAs of a cluster row the same x tile; each CTA loads a share of both
+      and multicasts it.
 
     Configurations: generated from kernel_configs.KERNEL2 (kernel2_configs.inc), one CUTLASS
     instantiation per row and dtype; the names are what the dispatch table and sweep use.
@@ -124,11 +125,14 @@ struct PairedWeightMainloop : StockMainloop {
   using typename Base::TensorStorage;
   using ClusterShape = typename DispatchPolicy::ClusterShape;
 
-  // Clusters along M only: the CTAs of a cluster share each weight tile (B multicast); x tiles
-  // (A) differ per CTA.
-  static_assert(size<1>(ClusterShape{}) == 1 && size<2>(ClusterShape{}) == 1, "PairedWeightMainloop: clusters along M only");
-  static_assert(is_same_v<GmemTiledCopyA, SM90_TMA_LOAD>);
-  static constexpr bool kMulticastB = size<0>(ClusterShape{}) > 1;
+  // A cluster of CM x CN CTAs: the CM CTAs of a cluster column share each weight tile (B
+  // multicast), the CN CTAs of a cluster row share each x tile (A multicast).
+  static_assert(size<2>(ClusterShape{}) == 1, "PairedWeightMainloop: no cluster along L");
+  static constexpr int kClusterM = size<0>(ClusterShape{});
+  static constexpr int kClusterN = size<1>(ClusterShape{});
+  static constexpr bool kMulticastA = kClusterN > 1;
+  static constexpr bool kMulticastB = kClusterM > 1;
+  static_assert(is_same_v<GmemTiledCopyA, conditional_t<kMulticastA, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
   static_assert(is_same_v<GmemTiledCopyB, conditional_t<kMulticastB, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
   static_assert(size<1>(TileShape{}) % 16 == 0, "virtual N tile must hold whole gate/up 16-row groups");
 
@@ -222,17 +226,22 @@ struct PairedWeightMainloop : StockMainloop {
   }
 
   // Producer: one elected thread streams k-tiles of A and (virtual) B into the stage ring.  In a
-  // cluster of C CTAs along M, each CTA loads 1/C of the weight tile and multicasts it to all C.
+  // cluster, each CTA loads 1/CM of the weight tile and 1/CN of the x tile and multicasts each
+  // share to the CTAs that use the same tile (rank = m + CM * n, column-major as the hardware's).
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
                            cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
                            KTileIterator k_tile_iter, int k_tile_count, int /*thread_idx*/,
                            uint32_t block_rank_in_cluster, TensorStorage& shared_tensors) {
     if (!cute::elect_one_sync()) return;
-    constexpr int kClusterM = size<0>(ClusterShape{});
-    uint16_t mcast_mask_b = 0;
+    const int cluster_m = int(block_rank_in_cluster % kClusterM);   // this CTA's place in its cluster
+    const int cluster_n = int(block_rank_in_cluster / kClusterM);
+    uint16_t mcast_mask_a = 0, mcast_mask_b = 0;
+    if constexpr (kMulticastA) {
+      for (int n = 0; n < kClusterN; ++n) mcast_mask_a |= uint16_t(1) << (cluster_m + kClusterM * n);
+    }
     if constexpr (kMulticastB) {
-      for (int m = 0; m < kClusterM; ++m) mcast_mask_b |= uint16_t(1) << m;   // rank = m for an M x 1 cluster
+      for (int m = 0; m < kClusterM; ++m) mcast_mask_b |= uint16_t(1) << (m + kClusterM * cluster_n);
     }
 
     Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
@@ -241,8 +250,8 @@ struct PairedWeightMainloop : StockMainloop {
     Tensor gA = get<0>(load_inputs)(_, _, m_coord, _, l_coord);                           // (BLK_M,BLK_K,k)
     Tensor gB = get<1>(load_inputs)(_, _, n_coord, _, l_coord);                           // (BLK_N,BLK_K,k)
 
-    auto cta_tma_a = params.tma_load_a.get_slice(0);
-    auto cta_tma_b = params.tma_load_b.get_slice(block_rank_in_cluster % kClusterM);
+    auto cta_tma_a = params.tma_load_a.get_slice(cluster_n);
+    auto cta_tma_b = params.tma_load_b.get_slice(cluster_m);
     Tensor tAgA = cta_tma_a.partition_S(gA);
     Tensor tAsA = cta_tma_a.partition_D(sA);
     Tensor tBgB = cta_tma_b.partition_S(gB);
@@ -253,7 +262,11 @@ struct PairedWeightMainloop : StockMainloop {
       pipeline.producer_acquire(smem_pipe_write);
       auto* full_barrier = pipeline.producer_get_barrier(smem_pipe_write);
       int stage = smem_pipe_write.index();
-      copy(params.tma_load_a.with(*full_barrier), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      if constexpr (kMulticastA) {
+        copy(params.tma_load_a.with(*full_barrier, mcast_mask_a), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      } else {
+        copy(params.tma_load_a.with(*full_barrier), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      }
       if constexpr (kMulticastB) {
         copy(params.tma_load_b.with(*full_barrier, mcast_mask_b), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
       } else {
@@ -280,12 +293,13 @@ struct PairedWeightMainloop : StockMainloop {
 
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1>
+          int ClusterM = 1, int ClusterN = 1>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
-  using ClusterShape = Shape<Int<ClusterM>, _1, _1>;
+  using ClusterShape = Shape<Int<ClusterM>, Int<ClusterN>, _1>;
   static constexpr int kClusterM = ClusterM;
+  static constexpr int kClusterN = ClusterN;
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
 
@@ -343,15 +357,15 @@ template <int EpiN> struct EpilogueTileOf { using type = Shape<_64, Int<EpiN>>; 
 template <> struct EpilogueTileOf<0> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
-// weight rows) x 64, schedule, cluster of cluster_m CTAs along M, epilogue subtile width.
-template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int EpiN>
+// weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width.
+template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
                                   typename EpilogueTileOf<EpiN>::type, typename Schedule<Sched>::TileScheduler,
-                                  ClusterM>;
+                                  ClusterM, ClusterN>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, en) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -461,7 +475,7 @@ static int run_impl(const isw_problem* p) {
   static std::atomic<int> setup_cache[kMaxDevices];
   int max_active_clusters = 0;
   if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
-                                 Gemm::kClusterM, 1, device, setup_cache, "kernel2", &max_active_clusters);
+                                 Gemm::kClusterM, Gemm::kClusterN, device, setup_cache, "kernel2", &max_active_clusters);
       st != ISW_OK)
     return st;
 
@@ -493,7 +507,7 @@ static int run_impl(const isw_problem* p) {
 
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
-                                         Kernel::SharedStorageSize, stream, Gemm::kClusterM, 1, &attr);
+                                         Kernel::SharedStorageSize, stream, Gemm::kClusterM, Gemm::kClusterN, &attr);
   ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
   ISW_CUDA_CHECK(cudaGetLastError());
   return ISW_OK;
@@ -512,8 +526,8 @@ constexpr Ops ops_of() {
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, en) \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, en>>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, en>>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en) \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en>>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en>>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

@@ -134,6 +134,9 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(64, 64, "split")
     with pytest.raises(ValueError, match="equal shares"):   # a 2-CTA cluster multicasts half of 7 groups each
         PairMulConfig(128, 112, cluster_m=2)
+    with pytest.raises(ValueError, match="at most 8 CTAs"):
+        PairMulConfig(128, 128, cluster_m=4, cluster_n=4)
+    assert PairMulConfig(128, 192, cluster_m=2, cluster_n=2).name == "k2_128x192x64_c2x2_pp"
 
 
 def test_config_table_generates_one_line_per_config():
