@@ -61,9 +61,11 @@ def test_native_op_every_m_and_the_unfused_path(activation, dtype, monkeypatch):
             torch.full((M, N), float("nan"), device="cuda", dtype=dtype)   # poison the block the op gets next
             inductor_swiglu.reset_op_stats()
             out = op(x, wg, wu, activation=activation)
-            calls = inductor_swiglu.op_stats()["calls"]
-            fused = any(calls.get(k) for k in ("kernel1", "kernel2", "kernel3"))
-            assert fused != (force == "unfused" or dtype == torch.float32), calls
+            stats = inductor_swiglu.op_stats()
+            # fused: a CUTLASS kernel or the Triton kernel (the first eager call at a shape the table
+            # gives Triton for CUDA graphs runs Triton, to compile it)
+            fused = stats["fused_calls"] == 1
+            assert fused != (force == "unfused" or dtype == torch.float32), stats["calls"]
             _check(out, x, wg, wu, activation, fused=fused)
 
 
@@ -95,4 +97,4 @@ def test_compiled_geglu_mlp_under_cuda_graphs(approximate):
             torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
     c = inductor_swiglu.counters()
     assert c["swiglu_rewrites"] == 1 and c["cudagraph_skips"] == 0, c
-    assert sum(c["op"]["calls"].get(k, 0) for k in ("kernel1", "kernel2", "kernel3")) >= 1, c["op"]
+    assert c["op"]["fused_calls"] >= 1 and c["op"]["unfused_calls"] == 0, c["op"]   # CUTLASS or Triton
