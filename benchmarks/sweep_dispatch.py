@@ -23,7 +23,8 @@ Choice: the fastest correct candidate; it replaces the incumbent of the existing
 table only if faster by more than --margin (default 2%, above the round-to-round
 spread measured here), so a table does not flap between runs on noise.  The
 fastest correct Triton config becomes the entry's ``triton`` (its choice inside
-CUDA graphs) only if it beats that eager choice by the same margin.
+CUDA graphs) only if it beats that eager choice by the same margin, and an incumbent Triton
+choice is dropped only when the eager choice beats it by the margin.
 Writes dispatch_table.json (copy it to inductor_swiglu/ops/ to use it),
 sweep.json (every timing) and sweep.md.
 """
@@ -184,9 +185,14 @@ def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
     tri = {n: us for n, us in ok.items() if n.startswith("triton:")}
     if tri:
         best_t = min(tri, key=tri.get)
-        if incumbent is not None and incumbent.triton and _keep_incumbent(tri, best_t, f"triton:{incumbent.triton}", margin):
-            best_t = f"triton:{incumbent.triton}"
-        if tri[best_t] < timed[pick] * (1 - margin):
+        inc_t = f"triton:{incumbent.triton}" if incumbent is not None and incumbent.triton else None
+        if inc_t and _keep_incumbent(tri, best_t, inc_t, margin):
+            best_t = inc_t
+        # Hysteresis both ways: Triton enters only by beating the eager choice by the margin, and an
+        # incumbent Triton choice leaves only when the eager choice beats it by the margin.
+        enters = tri[best_t] < timed[pick] * (1 - margin)
+        stays = best_t == inc_t and timed[pick] > tri[best_t] * (1 - margin)
+        if enters or stays:
             choice["triton"] = best_t.partition(":")[2]
             choice["triton_us"] = tri[best_t]
     return choice

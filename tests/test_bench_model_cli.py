@@ -145,7 +145,8 @@ def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
 
 def test_sweep_chooses_triton_for_graphs_only_beyond_the_margin():
     """The eager choice never is Triton; Triton becomes the in-graph choice only if it beats the eager
-    choice by the margin, and an incumbent Triton config within the margin of the fastest is kept."""
+    choice by the margin, an incumbent Triton config within the margin of the fastest is kept, and an
+    incumbent Triton choice is dropped only when the eager choice beats it by the margin."""
     sweep = benchmark_module("sweep_dispatch")
     from inductor_swiglu.ops.dispatch import Entry
 
@@ -159,6 +160,9 @@ def test_sweep_chooses_triton_for_graphs_only_beyond_the_margin():
     inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_b")
     ch = sweep.choose(row(kernel3__k3a=77.6, triton__tr_a=68.0, triton__tr_b=69.0), inc, 0.02)
     assert ch["triton"] == "tr_b"
+    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_a")    # an incumbent stays within the margin
+    assert sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=70.5), inc, 0.02)["triton"] == "tr_a"
+    assert "triton" not in sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=72.0), inc, 0.02)   # beaten by 2.9%
     bad = row(kernel3__k3a=77.6, triton__tr_a=60.0)
     bad["candidates"]["triton:tr_a"]["numerics_ok"] = False
     assert "triton" not in sweep.choose(bad, None, 0.02)
