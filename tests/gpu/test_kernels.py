@@ -155,12 +155,11 @@ def test_prefill_tiles(model, M):
         _check(f"kernel2.{name}", model, M, torch.bfloat16, out, ref)
 
 
-@pytest.mark.parametrize("config", PREFILL_TILES)
-def test_prefill_tile_in_a_cuda_graph(config):
-    """Captured once, replayed with new x: each replay must compute from the new inputs."""
+def _kernel2_replays_new_inputs(config: str, model: str, M: int, seeds: tuple[int, ...]) -> None:
+    """Kernel-2 config captured once into a CUDA graph, then replayed with new x: each replay must
+    compute from the new inputs (and redo whatever per-call work it captured)."""
     index = kl.get_library().configs(kl.KERNEL2).index(config)
-    K, N = QWEN25["q3B"]
-    M = 1000
+    K, N = QWEN25[model]
     x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=index)
     static_x = x.clone()
     out = _poisoned(M, N, torch.bfloat16)
@@ -168,35 +167,24 @@ def test_prefill_tile_in_a_cuda_graph(config):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)
-    for seed in (31, 32):
+    for seed in seeds:
         new_x, _, _ = swiglu_inputs(M, K, N, torch.bfloat16, seed=seed)
         static_x.copy_(new_x)
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        _check(f"kernel2.{config}_cudagraph", "q3B", M, torch.bfloat16, out, reference_fp64(new_x, wg, wu, with_noise=True))
+        _check(f"kernel2.{config}_cudagraph", model, M, torch.bfloat16, out, reference_fp64(new_x, wg, wu, with_noise=True))
+
+
+@pytest.mark.parametrize("config", PREFILL_TILES)
+def test_prefill_tile_in_a_cuda_graph(config):
+    _kernel2_replays_new_inputs(config, "q3B", 1000, seeds=(31, 32))
 
 
 def test_stream_k_inside_a_cuda_graph():
     """Stream-K takes a workspace from torch's allocator and zeroes it on the stream: both must
     be captured, and every replay must reduce afresh."""
-    lib = kl.get_library()
-    index = lib.configs(kl.KERNEL2).index("k2_128x128x64_sk")
-    K, N = QWEN25["q0.5B"]
-    x, wg, wu = swiglu_inputs(8, K, N, torch.bfloat16, seed=5)
-    static_x = x.clone()
-    out = _poisoned(8, N, torch.bfloat16)
-    cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)  # warm up
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        cuda_impl.run_kernel(kl.KERNEL2, static_x, wg, wu, config=index, out=out)
-    for seed in (21, 22, 23):
-        new_x, _, _ = swiglu_inputs(8, K, N, torch.bfloat16, seed=seed)
-        static_x.copy_(new_x)
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        _check("kernel2.sk_cudagraph", "q0.5B", 8, torch.bfloat16, out, reference_fp64(new_x, wg, wu, with_noise=True))
+    _kernel2_replays_new_inputs("k2_128x128x64_sk", "q0.5B", 8, seeds=(21, 22, 23))
 
 
 def test_cuda_graph_capture_and_replay_with_new_inputs():
