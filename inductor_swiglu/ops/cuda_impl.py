@@ -159,7 +159,7 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
     return out.view(*x.shape[:-1], N)
 
 
-def _triton(x, w_gate, w_up, b_gate, b_up, activation: str, reason: str, detail: str = "") -> torch.Tensor | None:
+def _triton(x, w_gate, w_up, b_gate, b_up, activation: str, reason: str, detail: str) -> torch.Tensor | None:
     """The fused Triton kernel (GPUs other than Hopper, or forced); None where it does not apply."""
     if b_gate is not None or b_up is not None or x.dtype not in ISW_DTYPES or not triton_swiglu.available()[0]:
         return None
@@ -174,21 +174,20 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
     if x.numel() == 0:
         impl_stats.record(impl_stats.FALLBACK_CUDA, "empty input: nothing to compute")
         return x.new_empty(out_shape)
-    forced_triton = dispatch.forced() == "triton"
+    M = x.numel() // K
+    plan = dispatch.choose(M, N, K)
+    forced_triton = plan.kernel == kl.TRITON
     if forced_triton or not is_hopper(x.device):
         # the same reasons as the C++ op's outcomes (native.OUTCOMES)
-        out = (_triton(x, w_gate, w_up, b_gate, b_up, activation, "forced by INDUCTOR_SWIGLU_FORCE_KERNEL=triton")
-               if forced_triton else
-               _triton(x, w_gate, w_up, b_gate, b_up, activation, "", "GPU is not Hopper: the Triton kernel is the fused path"))
+        reason, detail = (plan.reason, "") if forced_triton else ("", "GPU is not Hopper: the Triton kernel is the fused path")
+        out = _triton(x, w_gate, w_up, b_gate, b_up, activation, reason, detail)
         if out is not None:
             return out
+        if forced_triton:   # forced, but the Triton kernel does not apply (bias, dtype, no Triton)
+            plan = dispatch.choose_measured(M, N, K)
     reason = fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up)
     if reason:
         return _unfused(x, w_gate, w_up, b_gate, b_up, reason, activation)
-    M = x.numel() // K
-    plan = dispatch.choose(M, N, K)
-    if plan.kernel == kl.TRITON:   # forced, but the Triton kernel does not apply (bias, dtype, no Triton)
-        plan = dispatch.choose_measured(M, N, K)
     if plan.kernel == kl.UNFUSED:
         return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason, activation)
 
