@@ -17,9 +17,11 @@ struct KernelEntry {
   const char* const* config_names;
 };
 
-// Defined in kernel1_pingpong.cu, kernel2_pairmul.cu and kernel3_skinny.cu.
+// Defined in kernel1_pingpong.cu, kernel2_pairmul.cu (SiLU), kernel2_pairmul_geglu.cu (any
+// activation) and kernel3_skinny.cu.
 extern const KernelEntry kernel1_entry;
 extern const KernelEntry kernel2_entry;
+extern const KernelEntry kernel2_geglu_entry;
 extern const KernelEntry kernel3_entry;
 
 // Records a message for isw_last_error() and returns `code`, so call sites can

@@ -54,7 +54,7 @@
       and multicasts it.
 
     Configurations: generated from kernel_configs.KERNEL2 (kernel2_configs.inc), one CUTLASS
-    instantiation per row and dtype; the names are what the dispatch table and sweep use.
+    instantiation per row, dtype and build (SiLU here, any activation in kernel2_pairmul_geglu.cu); the names are what the dispatch table and sweep use.
       * 64-row pingpong tiles, virtual N 64-144 (k2_64x{64,80,96,128,144}x64_c1x1): decode and small
         M; N tiles sized against wave quantization (at small M every CTA streams weights, so an
         idle SM is lost bandwidth: 2N = 9728 gives 76 tiles of 128, 56 of 132 SMs idle).
@@ -64,8 +64,9 @@
       * prefill tiles: 128 x 128 pingpong, 256 x 128 and 128 x 256 cooperative (one accumulator
         of 128 x 128 or 64 x 256 per consumer warpgroup), and clusters of 2 CTAs along M that
         multicast each weight tile (c2x1): half the weight traffic from L2 per CTA.
-    Tiles whose N is not a multiple of 32 use a 64x16 epilogue subtile (one gate/up group of 16
-    columns per subtile, which PairMulStore's pairing needs; checked at compile time).
+    Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
+    columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
+    pingpong and 128 under cooperative.
 */
 
 // wgmma N of 80, 112, 144, 160 or 176 (tile widths fitted to the SM count) exist only as CuTe's
@@ -74,6 +75,15 @@
 // ran 2.5x slower than 128 x 128).  PairMulGemm asserts that one atom spans the whole tile width.
 #ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1
+#endif
+
+// The activation the epilogue is compiled for, and the name of the registry entry.  This file
+// builds the SwiGLU kernels, SiLU fixed at compile time; kernel2_pairmul_geglu.cu includes it to
+// build the same configurations with the activation as a run-time argument (the GELUs), so each
+// set is its own translation unit and the two compile in parallel.
+#ifndef ISW_K2_ACTIVATION
+#define ISW_K2_ACTIVATION ISW_ACT_SILU
+#define ISW_K2_ENTRY kernel2_entry
 #endif
 
 #include <cuda_runtime.h>
@@ -303,7 +313,7 @@ struct PairMulGemm {
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
 
-  using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element>,
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element, ISW_K2_ACTIVATION>,
                                                     cutlass::epilogue::fusion::Sm90AccFetch>;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -353,15 +363,17 @@ template <> struct Schedule<1> {
 };
 template <> struct Schedule<2> : Schedule<1> { using TileScheduler = cutlass::gemm::StreamKScheduler; };
 
-template <int EpiN> struct EpilogueTileOf { using type = Shape<_64, Int<EpiN>>; };
-template <> struct EpilogueTileOf<0> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
+// An explicit subtile spans one warpgroup's MMA rows: 64 under pingpong, 128 under cooperative
+// (CUTLASS requires the MMA tile's M to divide the epilogue tile's).
+template <int EpiN, int Sched> struct EpilogueTileOf { using type = Shape<Int<Sched == 0 ? 64 : 128>, Int<EpiN>>; };
+template <int Sched> struct EpilogueTileOf<0, Sched> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
 // weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width.
 template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
-                                  typename EpilogueTileOf<EpiN>::type, typename Schedule<Sched>::TileScheduler,
+                                  typename EpilogueTileOf<EpiN, Sched>::type, typename Schedule<Sched>::TileScheduler,
                                   ClusterM, ClusterN>;
 
 static const char* const kConfigNames[] = {
@@ -404,6 +416,9 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: x and the weights must be 16-byte aligned");
   if ((addr(p->out) & 3) || (p->ld_out & 1))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: out must be 4-byte aligned with an even ld_out");
+  if (ISW_K2_ACTIVATION != ISW_ACT_ANY && p->activation != ISW_K2_ACTIVATION)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: this build's epilogue computes activation %d, not %d",
+                ISW_K2_ACTIVATION, p->activation);
 
   // The two weights as one interleaved view based at the lower address.
   uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
@@ -557,7 +572,7 @@ static int entry_run(const isw_problem* p) {
 }  // namespace isw::k2
 
 namespace isw {
-const KernelEntry kernel2_entry = {
+const KernelEntry ISW_K2_ENTRY = {
     &k2::entry_can_implement,
     &k2::entry_workspace,
     &k2::entry_run,

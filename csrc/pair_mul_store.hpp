@@ -150,10 +150,15 @@ CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_ou
   return out + m0 * ld_out + o0;
 }
 
-/// The EVT node.  Use as Sm90EVT<PairMulStore<T>, Sm90AccFetch> (or any child tree producing
-/// the fp32 [M, 2N] values) with ElementC = void and ElementD = void.
-template <class ElementOut_>
+/// The EVT node.  Use as Sm90EVT<PairMulStore<T, A>, Sm90AccFetch> (or any child tree producing
+/// the fp32 [M, 2N] values) with ElementC = void and ElementD = void.  A: the activation fixed at
+/// compile time, or ISW_ACT_ANY to take Arguments::activation at run time.  The collective calls
+/// visit() once per fragment inside its unrolled loops, so a run-time activation is a branch per
+/// fragment, which splits the epilogue into small blocks the compiler cannot schedule across
+/// (measured 2026-12-01 on the H200: 6-8% of the whole kernel at Qwen2.5-0.5B, M >= 512).
+template <class ElementOut_, int Activation_ = ISW_ACT_ANY>
 struct PairMulStore {
+  static constexpr int kActivation = Activation_;
   using ElementOut = ElementOut_;
   // The void-D collective sizes its (unused) smem D buffer and picks copy atoms from this.
   using ElementAux = ElementOut;
@@ -178,7 +183,8 @@ struct PairMulStore {
     auto shape_mnkl = cute::append<4>(problem_shape, 1);
     int64_t n_virtual = int64_t(cute::get<1>(shape_mnkl));
     return args.ptr_out != nullptr && n_virtual % 16 == 0 && args.ld_out >= n_virtual / 2 &&
-           args.ld_out % 2 == 0 && (reinterpret_cast<uintptr_t>(args.ptr_out) % 4) == 0;
+           args.ld_out % 2 == 0 && (reinterpret_cast<uintptr_t>(args.ptr_out) % 4) == 0 &&
+           (kActivation == ISW_ACT_ANY || args.activation == kActivation);
   }
 
   template <class ProblemShape>
@@ -224,11 +230,17 @@ struct PairMulStore {
         cutlass::Array<ElementInput, FragmentSize> const& frg_input) {
       cutlass::NumericArrayConverter<float, ElementInput, FragmentSize> to_f32;
       auto const frg = to_f32(frg_input);
-      // the activation as a compile-time constant: one branch per visit, straight-line code inside
-      with_activation(activation, [&](auto act) {
-        pair_mul_store_fragment<ElementOut, FragmentSize, decltype(act)::value>(
-            frg, tCcD(cute::_, cute::_, cute::_, epi_m, epi_n), epi_v, res_m, res_v, out_thr, ld_out, up_first);
-      });
+      auto const tCc_sub = tCcD(cute::_, cute::_, cute::_, epi_m, epi_n);
+      if constexpr (kActivation != ISW_ACT_ANY) {
+        pair_mul_store_fragment<ElementOut, FragmentSize, kActivation>(frg, tCc_sub, epi_v, res_m, res_v, out_thr,
+                                                                       ld_out, up_first);
+      } else {
+        // the activation as a compile-time constant: one branch per visit, straight-line code inside
+        with_activation(activation, [&](auto act) {
+          pair_mul_store_fragment<ElementOut, FragmentSize, decltype(act)::value>(frg, tCc_sub, epi_v, res_m, res_v,
+                                                                                  out_thr, ld_out, up_first);
+        });
+      }
       // D is void: the collective drops this value (dead code after inlining).
       return cutlass::Array<ElementOut, FragmentSize>{};
     }

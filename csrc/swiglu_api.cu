@@ -27,10 +27,13 @@ int fail(int code, const char* fmt, ...) {
 
 void clear_error() { g_last_error[0] = '\0'; }
 
-static const KernelEntry* entry(int kernel) {
+// Kernel-2 comes in two builds with the same configurations: SiLU fixed at compile time, and
+// the activation at run time for the GELUs.  Without a problem (config names), either serves.
+static const KernelEntry* entry(int kernel, const isw_problem* p = nullptr) {
   switch (kernel) {
     case ISW_KERNEL1_PINGPONG: return &kernel1_entry;
-    case ISW_KERNEL2_PAIRMUL: return &kernel2_entry;
+    case ISW_KERNEL2_PAIRMUL:
+      return (p != nullptr && p->activation != ISW_ACT_SILU) ? &kernel2_geglu_entry : &kernel2_entry;
     case ISW_KERNEL3_SKINNY: return &kernel3_entry;
     default: return nullptr;
   }
@@ -54,7 +57,7 @@ extern "C" {
 
 ISW_EXPORT int isw_can_implement(int kernel, const isw_problem* p) {
   isw::clear_error();
-  const isw::KernelEntry* e = isw::entry(kernel);
+  const isw::KernelEntry* e = isw::entry(kernel, p);
   if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
   int st = isw::check_common(p);
   if (st != ISW_OK) return st;
@@ -62,14 +65,14 @@ ISW_EXPORT int isw_can_implement(int kernel, const isw_problem* p) {
 }
 
 ISW_EXPORT size_t isw_workspace_bytes(int kernel, const isw_problem* p) {
-  const isw::KernelEntry* e = isw::entry(kernel);
+  const isw::KernelEntry* e = isw::entry(kernel, p);
   if (!e || isw::check_common(p) != ISW_OK) return 0;
   return e->workspace_bytes(p);
 }
 
 ISW_EXPORT int isw_run(int kernel, const isw_problem* p) {
   isw::clear_error();
-  const isw::KernelEntry* e = isw::entry(kernel);
+  const isw::KernelEntry* e = isw::entry(kernel, p);
   if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
   int st = isw::check_common(p);
   if (st != ISW_OK) return st;
