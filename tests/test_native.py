@@ -6,6 +6,7 @@ Python one on every table entry and between them, and that the table and the gen
 kernel configurations are consistent.  The kernels themselves run in tests/gpu.
 """
 
+import ctypes
 import importlib.util
 import json
 import os
@@ -19,7 +20,7 @@ from mlp_models import GatedMLP
 import inductor_swiglu
 from inductor_swiglu.compiler import swiglu_pass
 from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, PairMulConfig
-from inductor_swiglu.ops import dispatch, native, triton_swiglu
+from inductor_swiglu.ops import activations, dispatch, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,3 +213,22 @@ def test_the_sweep_script_builds_candidates_for_every_bucket():
         assert any(n.startswith("kernel3") for n in names) == (M <= 32), (M, names)
     table = json.loads(dispatch.TABLE_PATH.read_text())
     assert "method" in table and table["device"]
+
+
+@pytest.mark.skipif(kl.get_library() is None, reason="kernel library not built")
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
+def test_every_kernel2_config_takes_every_activation(activation):
+    """Kernel-2 is built twice (SiLU fixed at compile time; the activation at run time for the GELUs),
+    and the C ABI picks the build from the problem's activation.  can_implement touches no device, so
+    addresses that only have to be aligned and disjoint check the routing on CPU: a GELU problem that
+    reached the SiLU build would be refused."""
+    lib = kl.get_library()
+    M, N, K = 64, 256, 128
+    gate = 1 << 24
+    problem = kl.IswProblem(x=1 << 20, w_gate=gate, w_up=gate + 2 * N * K, out=1 << 26, M=M, N=N, K=K, ld_x=K,
+                            ld_w_gate=K, ld_w_up=K, ld_out=N, dtype=0, config=0,
+                            activation=activations.activation_id(activation))
+    for config, name in enumerate(lib.configs(kl.KERNEL2)):
+        problem.config = config
+        st = lib.lib.isw_can_implement(kl.KERNEL2, ctypes.byref(problem))
+        assert st == kl.ISW_OK, (name, activation, lib.last_error())
