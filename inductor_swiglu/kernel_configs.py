@@ -50,7 +50,8 @@ class SkinnyConfig:
 
 
 # Register-path rows: registers per thread grow as unroll * (16 tiles + 8 tok8); every row stays
-# under ~180 (no spills with nvcc 13.0, -Xptxas -v).  Ring rows: smem_bytes sets how many CTAs
+# under ~180 (no spills with nvcc 13.0, -Xptxas -v, but for 4 bytes in the default row since the fast
+# sigmoid of activation.hpp, 2026-12-01; its q0.5B M=1 time stayed at 7.7 us).  Ring rows: smem_bytes sets how many CTAs
 # share an SM (227 KB each); two CTAs of ~80-100 KB keep ~150 KB of weights in flight per SM.
 # warps * tiles * tok8 <= 24 keeps the reduction buffer in 48 KB of static shared memory.
 # The first row is the default (config -1).  Measured on the H200 (2026-11-30 sweep): the
