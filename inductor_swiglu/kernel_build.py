@@ -68,8 +68,24 @@ TORCH_TARGET_VERSION = "0x020b000000000000"   # 2.11
 CXX_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
 
 
+# nvcc's front end (cicc) peaks near 12 GB on each Kernel-2 translation unit (46 CUTLASS instantiations);
+# two at once on a 24 GB machine without swap thrash for many minutes instead of taking four.
+PEAK_GB_PER_JOB = 12
+
+
 class BuildError(RuntimeError):
     pass
+
+
+def default_jobs(meminfo: str = "/proc/meminfo", cores: int | None = None) -> int:
+    """One nvcc per core, as many as the available memory holds at PEAK_GB_PER_JOB each."""
+    cores = max(1, cores or os.cpu_count() or 1)
+    try:
+        with open(meminfo) as f:
+            avail_kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return cores
+    return max(1, min(cores, avail_kb // (PEAK_GB_PER_JOB << 20)))
 
 
 def find_nvcc() -> str | None:
@@ -162,15 +178,15 @@ def _headers() -> list[Path]:
     return sorted(list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh")))
 
 
-def _included_sources(src: Path) -> list[Path]:
+def included_sources(src: Path) -> list[Path]:
     """src and the csrc/*.cu files it includes (kernel2_pairmul_geglu.cu builds kernel2_pairmul.cu again)."""
     text = src.read_text(errors="replace")
     return [src, *sorted(p for p in CSRC.glob("*.cu") if p != src and f'"{p.name}"' in text)]
 
 
-def _generated_for(src: Path) -> list[Path]:
+def generated_for(src: Path) -> list[Path]:
     """The generated includes a source uses (so a new config rebuilds Kernel-3 only)."""
-    text = "".join(p.read_text(errors="replace") for p in _included_sources(src))
+    text = "".join(p.read_text(errors="replace") for p in included_sources(src))
     return sorted(p for p in GEN_DIR.glob("*.inc") if p.name in text)
 
 
@@ -178,7 +194,7 @@ def _key(src: Path, flags: list[str], nvcc_version: str) -> str:
     h = hashlib.sha256()
     h.update(nvcc_version.encode())
     h.update(" ".join(flags).encode())
-    for f in [*_included_sources(src), *_headers(), *_generated_for(src)]:
+    for f in [*included_sources(src), *_headers(), *generated_for(src)]:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -209,7 +225,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     obj_dir.mkdir(parents=True, exist_ok=True)
     out_dir = Path(out_dir) if out_dir else REPO_ROOT / "inductor_swiglu" / "_lib"
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = jobs or max(1, os.cpu_count() or 1)
+    jobs = jobs or default_jobs()
 
     def log(msg: str) -> None:
         if verbose:
@@ -221,8 +237,9 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
         objects.append(obj)
         if not obj.exists():
             todo.append((src, obj))
-    log(f"{len(sources)} translation units, {len(todo)} to compile with {jobs} jobs "
-        f"(CUTLASS {cutlass}); about 2 minutes each on one core")
+    log(f"{len(sources)} translation units, {len(todo)} to compile with {jobs} job(s) "
+        f"(one per core and per {PEAK_GB_PER_JOB} GB of available memory; CUTLASS {cutlass}); "
+        f"up to 4 minutes each on one core")
 
     def compile_one(src: Path, obj: Path) -> tuple[Path, float]:
         t0 = time.time()
@@ -306,7 +323,7 @@ def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=None, help="directory for the .so (default: the package's _lib/)")
-    ap.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: all cores)")
+    ap.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core and per 12 GB of available memory)")
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs)
