@@ -80,7 +80,7 @@
 // The activation the epilogue is compiled for, and the name of the registry entry.  This file
 // builds the SwiGLU kernels, SiLU fixed at compile time; kernel2_pairmul_geglu.cu includes it to
 // build the same configurations with the activation as a run-time argument (the GELUs), so each
-// set is its own translation unit and the two compile in parallel.
+// set is its own translation unit (they compile in parallel where memory allows: kernel_build.py).
 #ifndef ISW_K2_ACTIVATION
 #define ISW_K2_ACTIVATION ISW_ACT_SILU
 #define ISW_K2_ENTRY kernel2_entry
