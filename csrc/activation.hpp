@@ -28,11 +28,6 @@
 
 namespace isw {
 
-// act(g) with the activation known at compile time: what an unrolled epilogue loop calls.
-// Both GELUs avoid 1 + tanh(.) and 1 + erf(.): for gate values below about -4 those sums cancel
-// to a few ulp of 1 and lose most of their digits (seen on the H200 as outputs over 1% off the
-// fp64 reference).  0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) and 1 + erf(z) = erfc(-z) are exact
-// identities whose right-hand sides stay accurate in fp32.
 // g / (1 + exp(-t)): SiLU with t = g, GELU-tanh with t = 2u.  Large positive t gives g; large
 // negative t gives exp(-t) = inf (or, on the device, a denominator past 2^126) and -0, the limit
 // to fp32's range.
@@ -44,6 +39,11 @@ __host__ __device__ __forceinline__ float times_sigmoid(float g, float t) {
 #endif
 }
 
+// act(g) with the activation known at compile time: what an unrolled epilogue loop calls.
+// Both GELUs avoid 1 + tanh(.) and 1 + erf(.): for gate values below about -4 those sums cancel
+// to a few ulp of 1 and lose most of their digits (seen on the H200 as outputs over 1% off the
+// fp64 reference).  0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) and 1 + erf(z) = erfc(-z) are exact
+// identities whose right-hand sides stay accurate in fp32.
 template <int Activation>
 __host__ __device__ __forceinline__ float activate(float g) {
   if constexpr (Activation == ISW_ACT_GELU_TANH) {
