@@ -323,7 +323,7 @@ def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=None, help="directory for the .so (default: the package's _lib/)")
-    ap.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core and per 12 GB of available memory)")
+    ap.add_argument("--jobs", type=int, default=None, help=f"parallel nvcc processes (default: one per core and per {PEAK_GB_PER_JOB} GB of available memory)")
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs)
