@@ -1,7 +1,8 @@
 /*! \file kernel2_pairmul.cu
     \brief Kernel-2 (small M): out = silu(x @ Wg^T) * (x @ Wu^T) as ONE sm90 GEMM over the gate
            and up weights interleaved by blocks of 8 rows, read in place through a hierarchical
-           TMA view, with the PairMulStore epilogue visitor (pair_mul_store.hpp).
+           TMA view, with its own epilogue collective (pair_mul_direct_epilogue.hpp) that pairs and
+           stores straight from the accumulators (pair_mul_store.hpp).
 
     Design
     ------
@@ -20,8 +21,8 @@
     [tileN, 64] B tile.  (Printed and checked on the host: csrc/tools/kernel2_layout_check.cu.)
 
     The accumulator of a [64|128, tileN] tile then holds gate column c and its up partner c+8
-    in the same thread (wgmma layout), and PairMulStore (D = void) writes silu(gate) * up to
-    out [M, N] from registers.
+    in the same thread (wgmma layout), and PairMulDirectEpilogue writes silu(gate) * up to
+    out [M, N] from registers in one pass over the accumulator.
 
     What is stock CUTLASS 4.2 and what is ours
     ------------------------------------------
@@ -105,6 +106,7 @@
 #include "isw_common.hpp"
 #include "launch.hpp"
 #include "pair_mul_store.hpp"
+#include "pair_mul_direct_epilogue.hpp"
 
 namespace isw::k2 {
 
@@ -316,7 +318,8 @@ struct PairMulGemm {
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element, ISW_K2_ACTIVATION>,
                                                     cutlass::epilogue::fusion::Sm90AccFetch>;
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  // The stock collective gives the arguments and pipeline types; PairMulDirectEpilogue does the work.
+  using StockEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
       TileShape, ClusterShape,
       EpilogueTile_,
@@ -325,6 +328,7 @@ struct PairMulGemm {
       void, cutlass::layout::RowMajor, kAlign,                     // no D: PairMulStore writes out
       EpilogueSchedule_,
       Fusion>::CollectiveOp;
+  using CollectiveEpilogue = isw::epilogue::PairMulDirectEpilogue<StockEpilogue, Element, ISW_K2_ACTIVATION>;
 
   using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,

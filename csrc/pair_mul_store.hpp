@@ -30,6 +30,10 @@
     With the printed CUTLASS 4.2 epilogue (STSM-retiled accumulators, EpilogueTile 64x32 or
     128x32, FragmentSize 16) both hold; see csrc/README.md.
 
+    Kernel-2 calls pair_mul_store_fragment from its own epilogue collective
+    (pair_mul_direct_epilogue.hpp) on the whole accumulator; the EVT node below is what that
+    collective keeps for its arguments and can_implement.
+
     If the lower-addressed weight is `up` (pointer order of the two allocations decides which
     tensor the TMA view puts at h = 0), Params::up_first swaps the roles at run time.
 */

@@ -4,17 +4,16 @@
            and replaces the driver's cuTensorMapEncodeTiled with a recorder.
 
     For every config (bf16 and fp16) it checks, printing what it found:
-      1. the wgmma accumulator layout and the sm90 epilogue's fragment order (EpilogueTile,
-         FragmentSize, STSM-retiled register order): the accumulator register order seen by
-         visit() equals the coordinate tensor tRS_cD handed to the EVT, chunks of 8 pair column
-         c with c+8 (fragment_pairs_ok), and every thread's first column is a gate column;
+      1. the wgmma accumulator layout as PairMulDirectEpilogue walks it (partition_C order):
+         chunks of 8 pair column c with c+8 (fragment_pairs_ok), every thread's first column is
+         a gate column, and the threads together hold every tile element exactly once;
       2. the hierarchical B TMA descriptor built by PairedWeightMainloop::to_underlying_arguments
          (dims, byte strides, box), for both pointer orders of gate/up;
       3. an end-to-end emulation: each virtual B row of each tile is fetched through the TMA
          coordinates of load_init() and the recorded descriptor (box order must equal virtual
          row order), the tile is multiplied on the host, the accumulators are distributed to
-         threads with the wgmma layout, walked in the epilogue's fragment order and stored by the
-         node's own pair_mul_store_fragment(); out is compared with silu(x Wg^T) * (x Wu^T),
+         threads with the wgmma layout and stored by the epilogue's own per-thread code
+         (pair_mul_store_accumulators); out is compared with silu(x Wg^T) * (x Wu^T),
          and padding rows/columns of out must stay untouched;
       4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
 
@@ -110,85 +109,45 @@ static void print_desc(const char* what, Desc const& d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Epilogue fragment order, all threads of the consumer MMA.
+// 1. The accumulator as the epilogue walks it (PairMulDirectEpilogue: partition_C order), all
+//    threads of the consumer MMA.  fragment_pairs_ok is a static_assert inside
+//    pair_mul_store_accumulators; here: every thread starts on a gate column, and the threads
+//    together cover the tile exactly once.
 template <class Gemm>
 static void check_fragment_order(bool verbose) {
   using Kernel = typename Gemm::GemmKernel;
-  using Epi = typename Gemm::CollectiveEpilogue;
-  using Element = typename Gemm::Element;
   using TileShape = typename Gemm::TileShape;
-  using EpiTile = typename Epi::EpilogueTile;
   using TiledMma = typename Gemm::CollectiveMainloop::TiledMma;
-  constexpr int FS = Epi::DispatchPolicy::FragmentSize;
   TiledMma tiled_mma;
   auto tile = take<0, 2>(TileShape{});
   int nthr = int(size(tiled_mma));
-
+  constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{});
   if (verbose) {
     printf("  TiledMma LayoutC_TV: ");
     print(typename TiledMma::AtomLayoutC_TV{});
-    printf("\n  EpilogueTile ");
-    print(EpiTile{});
-    printf("  FragmentSize %d  threads %d  mainloop stages %d  smem %d B\n", FS, nthr,
+    printf("\n  threads %d  mainloop stages %d  smem %d B\n", nthr,
            int(Gemm::CollectiveMainloop::DispatchPolicy::Stages), int(Kernel::SharedStorageSize));
   }
-
-  int bad_order = 0, bad_origin = 0;
+  std::vector<int> hits(size_t(TM) * TN, 0);
+  int bad_origin = 0;
   for (int t = 0; t < nthr; ++t) {
-    auto thr_mma = tiled_mma.get_slice(t);
-    Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
-    Tensor acc = make_tensor<float>(shape(tCc));
-    for (int j = 0; j < size(acc); ++j) acc(j) = float(j);  // register index
-
-    auto tiled_copy_C_atom = make_tiled_copy_C_atom(typename Epi::CopyAtomC{}, tiled_mma);
-    auto tiled_r2s = make_tiled_copy_S(Copy_Atom<typename Epi::CopyOpR2S, Element>{}, tiled_copy_C_atom);
-    auto thread_r2s = tiled_r2s.get_slice(t);
-    Tensor tRS_rAcc = thread_r2s.retile_S(acc);
-    Tensor tRS_rAcc_frg = recast<cutlass::Array<float, FS>>(tRS_rAcc);
-    Tensor cD_mn = make_identity_tensor(tile);
-    Tensor tRS_cD_mn = thread_r2s.partition_S(flat_divide(cD_mn, EpiTile{}));
-    Tensor tRS_cD = make_coord_tensor(tRS_cD_mn.layout());
-    static_assert(isw::fusion::fragment_pairs_ok<decltype(tRS_cD.layout())>(), "pair pattern");
-    auto origin = tRS_cD_mn(_0{});
-    if (int(get<1>(origin)) % 16 >= 8) ++bad_origin;
-
-    int mma_tile_m = size<0>(tile) / size<1>(tRS_rAcc);
-    int mma_tile_n = size<1>(tile) / size<2>(tRS_rAcc);
-    int nfrg = int(size(tRS_cD(_, _, _, 0, 0))) / FS;
-    if (verbose && t == 0) {
-      printf("  tRS_cD (relative coords handed to the EVT): ");
-      print(tRS_cD.layout());
-      printf("\n  fragment order, subtile (0,0) (row,col):\n");
-    }
-    for (int epi_n = 0; epi_n < size<4>(tRS_cD); ++epi_n) {
-      for (int epi_m = 0; epi_m < size<3>(tRS_cD); ++epi_m) {
-        int mma_m = epi_m;
-        int mma_n = (epi_n * int(size<1>(EpiTile{}))) / mma_tile_n;
-        int r2s_v = (epi_n % (mma_tile_n / int(size<1>(EpiTile{})))) * nfrg;
-        (void)mma_tile_m;
-        Tensor frg_mn = tRS_rAcc_frg(_, mma_m, mma_n);
-        Tensor c_sub = tRS_cD(_, _, _, epi_m, epi_n);
-        for (int v = 0; v < nfrg; ++v) {
-          auto arr = frg_mn(r2s_v + v);
-          bool show = verbose && epi_m == 0 && epi_n == 0 && (t < 2 || t == 4 || t == 32);
-          if (show) printf("    thread %3d visit %d:", t, v);
-          for (int i = 0; i < FS; ++i) {
-            auto c = tCc(int(arr[i]));
-            auto rel = c_sub(v * FS + i);
-            int m = int(get<0>(c)), n = int(get<1>(c));
-            if (m != int(get<0>(origin)) + int(get<0>(rel)) || n != int(get<1>(origin)) + int(get<1>(rel))) ++bad_order;
-            if (show) printf(" (%d,%d)", m, n);
-          }
-          if (show) printf("\n");
-        }
-      }
+    Tensor tCc = tiled_mma.get_slice(t).partition_C(make_identity_tensor(tile));
+    static_assert(isw::fusion::fragment_pairs_ok<decltype(make_coord_tensor(tCc.layout()).layout())>(), "pair pattern");
+    if (int(get<1>(tCc(0))) % 16 >= 8) ++bad_origin;
+    for (int j = 0; j < size(tCc); ++j) ++hits[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+    if (verbose && (t < 2 || t == 4 || t == 32)) {
+      printf("    thread %3d, first 8 registers:", t);
+      for (int j = 0; j < 8; ++j) printf(" (%d,%d)", int(get<0>(tCc(j))), int(get<1>(tCc(j))));
+      printf("\n");
     }
   }
-  CHECK(bad_order == 0, "accumulator order != tRS_cD order at %d values", bad_order);
+  int bad_cover = 0;
+  for (int h : hits) bad_cover += h != 1;
   CHECK(bad_origin == 0, "%d threads start on an up-block column", bad_origin);
+  CHECK(bad_cover == 0, "%d tile elements not held by exactly one thread", bad_cover);
   if (verbose)
-    printf("  all %d threads: accumulator order == tRS_cD order, chunks pair c/c+8, origins on gate columns: %s\n",
-           nthr, (bad_order == 0 && bad_origin == 0) ? "yes" : "NO");
+    printf("  all %d threads: chunks pair c/c+8, origins on gate columns, tile covered once: %s\n", nthr,
+           (bad_origin == 0 && bad_cover == 0) ? "yes" : "NO");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,12 +163,9 @@ template <class Gemm>
 static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
-  using Epi = typename Gemm::CollectiveEpilogue;
   using Mainloop = typename Gemm::CollectiveMainloop;
   using TileShape = typename Gemm::TileShape;
-  using EpiTile = typename Epi::EpilogueTile;
   using TiledMma = typename Mainloop::TiledMma;
-  constexpr int FS = Epi::DispatchPolicy::FragmentSize;
   constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
   const int N2 = 2 * N;
   const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + 8;
@@ -333,30 +289,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
         Tensor acc = make_tensor<float>(shape(tCc));
         for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
-        auto tiled_copy_C_atom = make_tiled_copy_C_atom(typename Epi::CopyAtomC{}, tiled_mma);
-        auto tiled_r2s = make_tiled_copy_S(Copy_Atom<typename Epi::CopyOpR2S, Element>{}, tiled_copy_C_atom);
-        auto thread_r2s = tiled_r2s.get_slice(t);
-        Tensor tRS_rAcc = thread_r2s.retile_S(acc);
-        Tensor tRS_rAcc_frg = recast<cutlass::Array<float, FS>>(tRS_rAcc);
-        // exactly as the collective builds them (global identity, residue)
-        Tensor mD_crd = make_identity_tensor(make_shape(M, N2));
-        Tensor cD_mn = local_tile(mD_crd, tile, make_coord(mt, nt));
-        Tensor tRS_cD_mn = thread_r2s.partition_S(flat_divide(cD_mn, EpiTile{}));
-        Tensor tRS_cD = make_coord_tensor(tRS_cD_mn.layout());
-        auto residue = make_coord(M, N2) - tRS_cD_mn(_0{});
-        int res_m = int(get<0>(residue)), res_v = int(get<1>(residue));
-        Element* out_thr = isw::fusion::pair_mul_thread_base(out, ld_out, M, N2, res_m, res_v);
-        int mma_tile_n = size<1>(tile) / size<2>(tRS_rAcc);
-        int nfrg = int(size(tRS_cD(_, _, _, 0, 0))) / FS;
-        for (int epi_n = 0; epi_n < size<4>(tRS_cD); ++epi_n)
-          for (int epi_m = 0; epi_m < size<3>(tRS_cD); ++epi_m) {
-            int mma_n = (epi_n * int(size<1>(EpiTile{}))) / mma_tile_n;
-            int r2s_v = (epi_n % (mma_tile_n / int(size<1>(EpiTile{})))) * nfrg;
-            Tensor frg_mn = tRS_rAcc_frg(_, epi_m, mma_n);
-            for (int v = 0; v < nfrg; ++v)
-              isw::fusion::pair_mul_store_fragment<Element, FS>(frg_mn(r2s_v + v), tRS_cD(_, _, _, epi_m, epi_n), v,
-                                                                res_m, res_v, out_thr, ld_out, up_first);
-          }
+        // the device epilogue's own per-thread code
+        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU>(acc, thr_mma, tile, mt, nt, M, N2,
+                                                                          args.epilogue.thread.op_1);
       }
     }
 
