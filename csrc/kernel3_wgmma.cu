@@ -2,8 +2,9 @@
     \brief Kernel-3W (decode, M <= 64): out = act(x Wg^T) * (x Wu^T) as one CUTLASS sm90 GEMM with
            the WEIGHTS as the wgmma M operand (swap-AB) and the tokens as its N operand.
 
-    Status: prototype.  Types, the host emulation (csrc/tools/kernel3w_layout_check.cu) and the
-    launch path; not registered with swiglu_api.cu and not in the dispatch table until measured.
+    Status: prototype.  Types, seven configurations (ISW_K3W_CONFIGS), the host emulation
+    (csrc/tools/kernel3w_layout_check.cu) and the launch path; not registered with swiglu_api.cu
+    and not in the dispatch table until measured.
 
     Operands.  The problem is D'[2N, M] = Wv[2N, K] . x[M, K]^T:
       * A = Wv, the same zero-copy interleaved view of the two weight tensors as Kernel-2's B:
@@ -357,7 +358,21 @@ struct PairRowsGemm {
 
 using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 using PingpongEpi = cutlass::epilogue::TmaWarpSpecialized;
-template <class T> using Proto = PairRowsGemm<T, 64, 16, 128, Pingpong, PingpongEpi>;
+using Coop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+using CoopEpi = cutlass::epilogue::TmaWarpSpecializedCooperative;
+template <class T, int TM, int TN, int TK, int S>
+using ProtoConfig = conditional_t<S == 0, PairRowsGemm<T, TM, TN, TK, Pingpong, PingpongEpi>,
+                                  PairRowsGemm<T, TM, TN, TK, Coop, CoopEpi>>;
+
+// Prototype configurations: (name, weight rows, tokens, K, schedule 0 pingpong / 1 cooperative).
+#define ISW_K3W_CONFIGS(X)            \
+  X("k3w_64x16x128_pp", 64, 16, 128, 0) \
+  X("k3w_64x8x128_pp", 64, 8, 128, 0)   \
+  X("k3w_64x32x128_pp", 64, 32, 128, 0) \
+  X("k3w_64x64x128_pp", 64, 64, 128, 0) \
+  X("k3w_64x16x64_pp", 64, 16, 64, 0)   \
+  X("k3w_128x16x128_pp", 128, 16, 128, 0) \
+  X("k3w_128x16x128_co", 128, 16, 128, 1)
 
 }  // namespace isw::k3w
 
@@ -437,9 +452,26 @@ static int run_impl(const isw_problem* p) {
 
 }  // namespace isw::k3w
 
-// Prototype entry for measurement; not part of swiglu_api.h.
+// Prototype entry for measurement; not part of swiglu_api.h.  p->config indexes ISW_K3W_CONFIGS.
+namespace isw::k3w {
+using RunFn = int (*)(const isw_problem*);
+#define ISW_K3W_RUN(name, tm, tn, tk, s) {&run_impl<ProtoConfig<cutlass::bfloat16_t, tm, tn, tk, s>>, \
+                                          &run_impl<ProtoConfig<cutlass::half_t, tm, tn, tk, s>>},
+static const RunFn kRun[][2] = {ISW_K3W_CONFIGS(ISW_K3W_RUN)};
+#undef ISW_K3W_RUN
+#define ISW_K3W_NAME(name, tm, tn, tk, s) name,
+static const char* const kNames[] = {ISW_K3W_CONFIGS(ISW_K3W_NAME)};
+#undef ISW_K3W_NAME
+constexpr int kNumConfigs = int(sizeof(kNames) / sizeof(kNames[0]));
+}  // namespace isw::k3w
+
 extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_run(const isw_problem* p) {
-  return p->dtype == ISW_FP16 ? isw::k3w::run_impl<isw::k3w::Proto<cutlass::half_t>>(p)
-                              : isw::k3w::run_impl<isw::k3w::Proto<cutlass::bfloat16_t>>(p);
+  int c = p->config < 0 ? 0 : p->config;
+  if (c >= isw::k3w::kNumConfigs) return isw::fail(ISW_ERR_UNSUPPORTED, "kernel3w: config %d out of range", c);
+  return isw::k3w::kRun[c][p->dtype == ISW_FP16 ? 1 : 0](p);
+}
+extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_num_configs() { return isw::k3w::kNumConfigs; }
+extern "C" __attribute__((visibility("default"))) const char* isw_kernel3w_proto_config_name(int c) {
+  return (c >= 0 && c < isw::k3w::kNumConfigs) ? isw::k3w::kNames[c] : nullptr;
 }
 #endif  // ISW_K3W_TYPES_ONLY

@@ -223,8 +223,11 @@ static void check(const char* name) {
 }
 
 int main() {
-  check<isw::k3w::Proto<cutlass::bfloat16_t>>("64x16x128 pingpong bf16");
-  check<isw::k3w::Proto<cutlass::half_t>>("64x16x128 pingpong fp16");
+#define ISW_K3W_CHECK(name, tm, tn, tk, s)                                       \
+  check<isw::k3w::ProtoConfig<cutlass::bfloat16_t, tm, tn, tk, s>>(name " bf16"); \
+  check<isw::k3w::ProtoConfig<cutlass::half_t, tm, tn, tk, s>>(name " fp16");
+  ISW_K3W_CONFIGS(ISW_K3W_CHECK)
+#undef ISW_K3W_CHECK
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }
