@@ -1,0 +1,477 @@
+/*! \file kernel3_wgmma.cu
+    \brief Kernel-3W (decode, M <= 64): out = act(x Wg^T) * (x Wu^T) as one CUTLASS sm90 GEMM with
+           the WEIGHTS as the wgmma M operand (swap-AB) and the tokens as its N operand.
+
+    Status: prototype.  Types, seven configurations (ISW_K3W_CONFIGS), the host emulation
+    (csrc/tools/kernel3w_layout_check.cu) and the launch path; not registered with swiglu_api.cu
+    and not in the dispatch table until measured.
+
+    Operands.  The problem is D'[2N, M] = Wv[2N, K] . x[M, K]^T:
+      * A = Wv, the same zero-copy interleaved view of the two weight tensors as Kernel-2's B:
+        virtual row v <-> tensor h = (v / 8) % 2 (0: the lower-addressed one), row 8 (v / 16) + v % 8.
+        Its M mode is the hierarchical (_8, _2, N/8) : (ld_w, Delta, 8 ld_w); one rank-5 TMA map.
+      * B = x [M, K], K-major: the tokens are the wgmma N (8, 16, 32 or 64 per tile), so nothing
+        but the token columns is padded, where Kernel-2 pads a 64-row x tile.
+    Epilogue.  The wgmma accumulator gives each thread rows r and r + 8 of every 16-row group
+    (columns c, c + 1): with the 8-row interleave, row r is a gate row and r + 8 its up partner,
+    so act(gate) * up needs no shuffle (the row-pairing twin of PairMulStore).  Each thread stores
+    out[c, n] and out[c + 1, n] (n = 8 (v / 16) + v % 8) as 16-bit stores: decode outputs are
+    small, and a quad's eight n are 16 contiguous bytes of one out row.
+*/
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/device_kernel.h"
+#include "cutlass/numeric_types.h"
+#include "cute/tensor.hpp"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+#include "activation.hpp"
+#include "isw_common.hpp"
+
+namespace isw::k3w {
+
+using namespace cute;
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// Mainloop: stock sm90 TMA/GMMA warp-specialized collective, A read through the gate/up view.
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+template <class StockMainloop>
+struct PairedWeightAMainloop : StockMainloop {
+  using Base = StockMainloop;
+  using typename Base::TileShape;
+  using typename Base::ElementA;
+  using typename Base::ElementB;
+  using typename Base::StrideB;
+  using typename Base::TiledMma;
+  using typename Base::DispatchPolicy;
+  using typename Base::GmemTiledCopyA;
+  using typename Base::GmemTiledCopyB;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::InternalElementA;
+  using typename Base::InternalElementB;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  using ClusterShape = typename DispatchPolicy::ClusterShape;
+  static_assert(size(ClusterShape{}) == 1, "PairedWeightAMainloop: no clusters (decode streams each weight once)");
+  static_assert(size<0>(TileShape{}) % 16 == 0, "virtual M tile must hold whole gate/up 16-row groups");
+
+  using ShapeMPair = Shape<_8, _2, int32_t>;
+  using StrideMPair = Stride<int64_t, int64_t, int64_t>;
+  using ShapeAPair = Shape<ShapeMPair, int32_t, int32_t>;   // (M' = 2N, K, L)
+  using StrideAPair = Stride<StrideMPair, _1, int64_t>;
+
+  struct Arguments {
+    ElementA const* ptr_A = nullptr;   // lower-addressed weight tensor (block h = 0)
+    int64_t ld_A = 0;                  // row pitch of both weights, elements
+    int64_t pair_offset = 0;           // (higher - lower) weight pointer, elements, > 0
+    ElementB const* ptr_B = nullptr;   // x [M, K]
+    StrideB dB{};
+  };
+
+  using TMA_A = decltype(make_tma_copy_A_sm90(
+      GmemTiledCopyA{},
+      make_tensor(static_cast<InternalElementA const*>(nullptr), make_layout(ShapeAPair{}, StrideAPair{})),
+      SmemLayoutA{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
+  using TMA_B = typename Base::Params::TMA_B;
+
+  struct Params {
+    TMA_A tma_load_a;
+    TMA_B tma_load_b;
+    uint32_t tma_transaction_bytes = Base::TmaTransactionBytes;
+    uint32_t tma_transaction_bytes_mk = Base::TmaTransactionBytesMK;
+    uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
+  };
+
+  template <class PtrA>
+  CUTE_HOST_DEVICE static auto make_paired_a(PtrA ptr, int m_virtual, int k, int l, int64_t ld, int64_t off) {
+    auto shape = make_shape(make_shape(_8{}, _2{}, int32_t(m_virtual / 16)), int32_t(k), int32_t(l));
+    auto stride = make_stride(make_stride(ld, off, 8 * ld), _1{}, int64_t(m_virtual / 2) * ld);
+    return make_tensor(ptr, make_layout(shape, stride));
+  }
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void*) {
+    auto [M, N, K, L] = append<4>(problem_shape, 1);
+    auto ptr_A = reinterpret_cast<InternalElementA const*>(args.ptr_A);
+    auto ptr_B = reinterpret_cast<InternalElementB const*>(args.ptr_B);
+    Tensor tensor_a = make_paired_a(ptr_A, int(M), int(K), int(L), args.ld_A, args.pair_offset);
+    Tensor tensor_b = make_tensor(ptr_B, make_layout(make_shape(N, K, L), args.dB));
+    Params p;
+    p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
+                                        TileShape{}, ClusterShape{});
+    p.tma_load_b = make_tma_copy_B_sm90(GmemTiledCopyB{}, tensor_b, SmemLayoutB{}(_, _, cute::Int<0>{}),
+                                        TileShape{}, ClusterShape{});
+    return p;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto [M, N, K, L] = append<4>(problem_shape, 1);
+    constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
+    constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
+    constexpr int64_t kMaxStride = int64_t(1) << 40;
+    auto aligned16 = [](void const* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    bool ok = args.ptr_A && args.ptr_B && aligned16(args.ptr_A) && aligned16(args.ptr_B);
+    ok = ok && N >= 1 && K >= 1 && L == 1 && M % 16 == 0 && M >= 16;
+    ok = ok && (int64_t(get<0>(args.dB)) * eb) % 16 == 0 && int64_t(get<0>(args.dB)) >= K;
+    ok = ok && (args.ld_A * ea) % 16 == 0 && args.ld_A >= K;
+    ok = ok && args.pair_offset > 0 && (args.pair_offset * ea) % 16 == 0 && args.pair_offset * ea < kMaxStride;
+    ok = ok && 8 * args.ld_A * ea < kMaxStride && int64_t(M / 2) * args.ld_A * ea < kMaxStride;
+    ok = ok && int64_t(get<0>(args.dB)) * eb < kMaxStride;
+    return ok;
+  }
+
+  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
+    cute::prefetch_tma_descriptor(params.tma_load_a.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_load_b.get_tma_descriptor());
+  }
+
+  template <class ProblemShape_MNKL>
+  CUTE_HOST_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
+    using X = Underscore;
+    auto [M, N, K, L] = problem_shape_MNKL;
+    Tensor mA = params.tma_load_a.get_tma_tensor(
+        make_shape(make_shape(_8{}, _2{}, int32_t(M / 16)), int32_t(K), int32_t(L)));
+    Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, K, L));
+    Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});
+    Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});
+    return cute::make_tuple(gA, gB);
+  }
+
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                           cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int, uint32_t, TensorStorage& shared_tensors) {
+    if (!cute::elect_one_sync()) return;
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});
+    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+    Tensor gA = get<0>(load_inputs)(_, _, m_coord, _, l_coord);
+    Tensor gB = get<1>(load_inputs)(_, _, n_coord, _, l_coord);
+    auto cta_tma_a = params.tma_load_a.get_slice(0);
+    auto cta_tma_b = params.tma_load_b.get_slice(0);
+    Tensor tAgA = cta_tma_a.partition_S(gA);
+    Tensor tAsA = cta_tma_a.partition_D(sA);
+    Tensor tBgB = cta_tma_b.partition_S(gB);
+    Tensor tBsB = cta_tma_b.partition_D(sB);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count) {
+      pipeline.producer_acquire(smem_pipe_write);
+      auto* full_barrier = pipeline.producer_get_barrier(smem_pipe_write);
+      int stage = smem_pipe_write.index();
+      copy(params.tma_load_a.with(*full_barrier), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      copy(params.tma_load_b.with(*full_barrier), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
+      ++k_tile_iter;
+      ++smem_pipe_write;
+    }
+  }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&) {
+    Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, typename Base::Params{});
+  }
+};
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// Epilogue: rows r (gate) and r + 8 (up) of the accumulator, paired in registers.
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+namespace detail {
+template <int Mode, class S> struct basis_stride_along { static constexpr int value = 0; };
+template <int Mode, int V, int N> struct basis_stride_along<Mode, cute::ScaledBasis<cute::C<V>, N>> {
+  static constexpr int value = (N == Mode) ? V : 0;
+};
+template <int Mode, class CoordLayout>
+CUTE_HOST_DEVICE constexpr auto coord_component_layout(CoordLayout) {
+  auto stride_int = transform_leaf(stride(CoordLayout{}), [](auto s) {
+    return Int<basis_stride_along<Mode, decltype(s)>::value>{};
+  });
+  return make_layout(shape(CoordLayout{}), stride_int);
+}
+}  // namespace detail
+
+/// True when every aligned chunk of 4 values of the (relative, static) coordinate layout is
+/// (dm, dn) (dm, dn+1) (dm+8, dn) (dm+8, dn+1) with dm % 16 == 0: a gate row and its up row.
+template <class CoordLayout>
+CUTE_HOST_DEVICE constexpr bool row_pairs_ok() {
+  static_assert(is_static<CoordLayout>::value, "coordinate layout must be static");
+  constexpr auto lr = detail::coord_component_layout<0>(CoordLayout{});
+  constexpr auto lc = detail::coord_component_layout<1>(CoordLayout{});
+  constexpr int n = int(size(CoordLayout{}));
+  if (n % 4 != 0) return false;
+  constexpr int dr[4] = {0, 0, 8, 8};
+  constexpr int dc[4] = {0, 1, 0, 1};
+  for (int b = 0; b < n; b += 4) {
+    int r0 = int(lr(b)), c0 = int(lc(b));
+    if (r0 % 16 != 0) return false;
+    for (int i = 0; i < 4; ++i)
+      if (int(lr(b + i)) != r0 + dr[i] || int(lc(b + i)) != c0 + dc[i]) return false;
+  }
+  return true;
+}
+
+struct PairRowsArguments {
+  void* ptr_out = nullptr;   // out [M_tokens, N], row-major
+  int64_t ld_out = 0;
+  bool up_first = false;     // block h = 0 of the virtual A holds `up`
+  int activation = ISW_ACT_SILU;
+};
+
+/// One thread's part of a tile (host-callable: the host emulation runs this very code).
+template <class ElementOut, int Activation, class AccTensor, class ThrMma, class TileShapeMN>
+CUTE_HOST_DEVICE void pair_rows_store_accumulators(AccTensor const& acc, ThrMma const& thr_mma, TileShapeMN tile_mn,
+                                                   int m_coord, int n_coord, int M2, int T,
+                                                   PairRowsArguments const& a) {
+  Tensor cD = local_tile(make_identity_tensor(make_shape(M2, T)), tile_mn, make_coord(m_coord, n_coord));
+  Tensor tCcD_mn = thr_mma.partition_C(cD);              // (MMA, MMA_M, MMA_N): (virtual row, token)
+  Tensor tCcD = make_coord_tensor(tCcD_mn.layout());
+  static_assert(row_pairs_ok<decltype(tCcD.layout())>(), "accumulator rows r / r+8 are not paired per thread");
+  constexpr int kValues = decltype(size(tCcD))::value;
+  const int v0 = int(get<0>(tCcD_mn(0))), t0 = int(get<1>(tCcD_mn(0)));
+  const int res_v = M2 - v0, res_t = T - t0;
+  // v0 % 16 < 8 (a gate row): output column 8 (v0 / 16) + v0 % 16
+  ElementOut* out_thr = static_cast<ElementOut*>(a.ptr_out) + int64_t(t0) * a.ld_out + (v0 >> 4) * 8 + (v0 & 15);
+  CUTLASS_PRAGMA_UNROLL
+  for (int b = 0; b < kValues; b += 4) {
+    auto crd = tCcD(b);
+    const int dm = int(get<0>(crd)), dn = int(get<1>(crd));
+    if (dm >= res_v) continue;   // whole 16-row group past 2N (N % 8 == 0)
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      if (dn + j >= res_t) continue;
+      float lo = float(acc(b + j)), hi = float(acc(b + 2 + j));
+      float g = a.up_first ? hi : lo, u = a.up_first ? lo : hi;
+      out_thr[int64_t(dn + j) * a.ld_out + (dm >> 1)] = ElementOut(activate<Activation>(g) * u);
+    }
+  }
+}
+
+template <class StockCollective, class ElementOut, int Activation>
+struct PairRowsEpilogue {
+  using Stock = StockCollective;
+  using ElementC = typename Stock::ElementC;
+  using StrideC = typename Stock::StrideC;
+  using ElementD = typename Stock::ElementD;
+  using StrideD = typename Stock::StrideD;
+  struct Arguments {
+    PairRowsArguments thread;
+    uint32_t tma_transaction_bytes = 0;  // read by the kernel when it sets up the (idle) epilogue load pipeline
+  };
+  using Params = Arguments;
+  using LoadPipeline = typename Stock::LoadPipeline;
+  using LoadPipelineState = typename Stock::LoadPipelineState;
+  using StorePipeline = typename Stock::StorePipeline;
+  using StorePipelineState = typename Stock::StorePipelineState;
+  using PipelineStorage = typename Stock::PipelineStorage;
+  static constexpr bool RequiresTransactionBytes = Stock::RequiresTransactionBytes;
+  struct TensorStorage {};
+  struct SharedStorage { TensorStorage tensors; PipelineStorage pipeline; };
+
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& a, void*) { return a; }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& s, Arguments const& a) {
+    auto [M2, T, K, L] = append<4>(s, 1);
+    return a.thread.ptr_out != nullptr && int64_t(M2) % 16 == 0 && a.thread.ld_out >= int64_t(M2) / 2 &&
+           (Activation == ISW_ACT_ANY || a.thread.activation == Activation);
+  }
+  template <class TileShapeMNK>
+  CUTLASS_HOST_DEVICE static constexpr int get_load_pipe_increment(TileShapeMNK t) { return Stock::get_load_pipe_increment(t); }
+  template <class TileShapeMNK>
+  CUTLASS_HOST_DEVICE static constexpr int get_store_pipe_increment(TileShapeMNK t) { return Stock::get_store_pipe_increment(t); }
+  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const&) {}
+
+  Params const& params;
+  CUTLASS_HOST_DEVICE PairRowsEpilogue(Params const& params, TensorStorage&) : params(params) {}
+  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+  template <class... Args>
+  CUTLASS_DEVICE LoadPipelineState load(LoadPipeline, LoadPipelineState state, Args&&...) { return state; }
+  CUTLASS_DEVICE LoadPipelineState load_tail(LoadPipeline, LoadPipelineState state) { return state; }
+
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout,
+            class TiledMma, class... Rest>
+  CUTLASS_DEVICE auto store(LoadPipeline, LoadPipelineState load_state, StorePipeline, StorePipelineState store_state,
+                            ProblemShapeMNKL problem_shape_mnkl, TileShapeMNK tile_shape_MNK,
+                            TileCoordMNKL tile_coord_mnkl, cute::Tensor<AccEngine, AccLayout> accumulators,
+                            TiledMma tiled_mma, int thread_idx, TensorStorage&, Rest...) {
+    const int M2 = int(get<0>(problem_shape_mnkl)), T = int(get<1>(problem_shape_mnkl));
+    const int m_coord = int(get<0>(tile_coord_mnkl)), n_coord = int(get<1>(tile_coord_mnkl));
+    auto body = [&](auto act) {
+      pair_rows_store_accumulators<ElementOut, decltype(act)::value>(
+          accumulators, tiled_mma.get_slice(thread_idx), take<0, 2>(tile_shape_MNK), m_coord, n_coord, M2, T,
+          params.thread);
+    };
+    if constexpr (Activation != ISW_ACT_ANY) body(std::integral_constant<int, Activation>{});
+    else with_activation(params.thread.activation, body);
+    return cute::make_tuple(load_state, store_state);
+  }
+  CUTLASS_DEVICE auto store_tail(LoadPipeline, LoadPipelineState load_state, StorePipeline, StorePipelineState store_state) {
+    return cute::make_tuple(load_state, store_state);
+  }
+};
+
+/////////////////////////////////////////////////////////////////////////////////////////////////
+// One kernel instantiation = (element type, tile, schedule).
+/////////////////////////////////////////////////////////////////////////////////////////////////
+
+template <class Element_, int TileM, int TileN, int TileK, class KernelSchedule, class EpilogueSchedule>
+struct PairRowsGemm {
+  using Element = Element_;
+  using TileShape = Shape<Int<TileM>, Int<TileN>, Int<TileK>>;   // (weight rows virtual, tokens, K)
+  using ClusterShape = Shape<_1, _1, _1>;
+  static constexpr int kAlign = 128 / sizeof_bits_v<Element>;
+  using StockEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float,
+      void, cutlass::layout::ColumnMajor, kAlign, Element, cutlass::layout::ColumnMajor, kAlign,
+      EpilogueSchedule>::CollectiveOp;   // only its pipeline types are used (PairRowsEpilogue stores)
+  using CollectiveEpilogue = PairRowsEpilogue<StockEpilogue, Element, ISW_ACT_SILU>;
+  using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      Element, cutlass::layout::RowMajor, kAlign,                  // weights [2N, K], K-major
+      Element, cutlass::layout::ColumnMajor, kAlign,               // x [M, K], K-major
+      float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+  using CollectiveMainloop = PairedWeightAMainloop<StockMainloop>;
+  using ProblemShape = Shape<int, int, int, int>;                  // (2N, M tokens, K, L=1)
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+};
+
+using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+using PingpongEpi = cutlass::epilogue::TmaWarpSpecialized;
+using Coop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+using CoopEpi = cutlass::epilogue::TmaWarpSpecializedCooperative;
+template <class T, int TM, int TN, int TK, int S>
+using ProtoConfig = conditional_t<S == 0, PairRowsGemm<T, TM, TN, TK, Pingpong, PingpongEpi>,
+                                  PairRowsGemm<T, TM, TN, TK, Coop, CoopEpi>>;
+
+// Prototype configurations: (name, weight rows, tokens, K, schedule 0 pingpong / 1 cooperative).
+#define ISW_K3W_CONFIGS(X)            \
+  X("k3w_64x16x128_pp", 64, 16, 128, 0) \
+  X("k3w_64x8x128_pp", 64, 8, 128, 0)   \
+  X("k3w_64x32x128_pp", 64, 32, 128, 0) \
+  X("k3w_64x64x128_pp", 64, 64, 128, 0) \
+  X("k3w_64x16x64_pp", 64, 16, 64, 0)   \
+  X("k3w_128x16x128_pp", 128, 16, 128, 0) \
+  X("k3w_128x16x128_co", 128, 16, 128, 1)
+
+}  // namespace isw::k3w
+
+// The host layout check (csrc/tools/kernel3w_layout_check.cu) includes this file for the types only.
+#ifndef ISW_K3W_TYPES_ONLY
+#include "launch.hpp"
+
+namespace isw::k3w {
+
+template <class Gemm>
+static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args) {
+  using Element = typename Gemm::Element;
+  using Mainloop = typename Gemm::CollectiveMainloop;
+  constexpr int64_t eb = sizeof(Element);
+  if (!p->x || !p->w_gate || !p->w_up || !p->out) return fail(ISW_ERR_INVALID, "kernel3w: null tensor pointer");
+  if (p->M < 1 || p->M > INT32_MAX || p->K > INT32_MAX || 2 * p->N > INT32_MAX)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: sizes exceed int32 range");
+  if (p->N % 8 || p->K % 8) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: N and K must be multiples of 8");
+  if (p->ld_w_gate != p->ld_w_up) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate and up row strides differ");
+  if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_out < p->N)
+    return fail(ISW_ERR_INVALID, "kernel3w: a leading dimension is smaller than the row length");
+  if (p->ld_x % 8 || p->ld_w_gate % 8) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: ld_x / ld_w must be multiples of 8");
+  auto addr = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); };
+  if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: x and the weights must be 16-byte aligned");
+  if ((addr(p->out) & 1)) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: out must be 2-byte aligned");
+  if (p->activation != ISW_ACT_SILU) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: prototype computes SiLU only");
+  uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
+  bool up_first = u < g;
+  uintptr_t lo = up_first ? u : g, hi = up_first ? g : u;
+  uint64_t delta = uint64_t(hi - lo);
+  if (delta == 0 || delta % 16 || delta >= (uint64_t(1) << 40))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate/up distance %llu bytes is not usable by the TMA view",
+                (unsigned long long)delta);
+  if (delta < uint64_t(p->N - 1) * uint64_t(p->ld_w_gate) * eb + uint64_t(p->K) * eb)
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate and up weights overlap in memory");
+  int T = int(p->M);
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {int(2 * p->N), T, int(p->K), 1};
+  args.mainloop.ptr_A = reinterpret_cast<Element const*>(lo);
+  args.mainloop.ld_A = p->ld_w_gate;
+  args.mainloop.pair_offset = int64_t(delta / eb);
+  args.mainloop.ptr_B = static_cast<Element const*>(p->x);
+  args.mainloop.dB = typename Mainloop::StrideB{int64_t(p->ld_x), _1{}, int64_t(p->ld_x) * T};
+  args.epilogue.thread = {p->out, int64_t(p->ld_out), up_first, int(p->activation)};
+  args.hw_info.device_id = 0;
+  args.hw_info.sm_count = sm_count;
+  if (!Gemm::GemmKernel::can_implement(args))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: can_implement rejected the problem");
+  return ISW_OK;
+}
+
+template <class Gemm>
+static int run_impl(const isw_problem* p) {
+  using Kernel = typename Gemm::GemmKernel;
+  int device = 0, sm_count = 0;
+  ISW_CUDA_CHECK(cudaGetDevice(&device));
+  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
+  static std::atomic<int> setup_cache[kMaxDevices];
+  int max_active_clusters = 0;
+  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
+                                 1, 1, device, setup_cache, "kernel3w", &max_active_clusters);
+      st != ISW_OK)
+    return st;
+  typename Kernel::Arguments args{};
+  if (int st = make_arguments<Gemm>(p, sm_count, args); st != ISW_OK) return st;
+  args.hw_info.device_id = device;
+  typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+  cudaLaunchAttribute attr;
+  cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
+  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
+                                         Kernel::SharedStorageSize, stream, 1, 1, &attr);
+  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
+  ISW_CUDA_CHECK(cudaGetLastError());
+  return ISW_OK;
+}
+
+}  // namespace isw::k3w
+
+// Prototype entry for measurement; not part of swiglu_api.h.  p->config indexes ISW_K3W_CONFIGS.
+namespace isw::k3w {
+using RunFn = int (*)(const isw_problem*);
+#define ISW_K3W_RUN(name, tm, tn, tk, s) {&run_impl<ProtoConfig<cutlass::bfloat16_t, tm, tn, tk, s>>, \
+                                          &run_impl<ProtoConfig<cutlass::half_t, tm, tn, tk, s>>},
+static const RunFn kRun[][2] = {ISW_K3W_CONFIGS(ISW_K3W_RUN)};
+#undef ISW_K3W_RUN
+#define ISW_K3W_NAME(name, tm, tn, tk, s) name,
+static const char* const kNames[] = {ISW_K3W_CONFIGS(ISW_K3W_NAME)};
+#undef ISW_K3W_NAME
+constexpr int kNumConfigs = int(sizeof(kNames) / sizeof(kNames[0]));
+}  // namespace isw::k3w
+
+extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_run(const isw_problem* p) {
+  int c = p->config < 0 ? 0 : p->config;
+  if (c >= isw::k3w::kNumConfigs) return isw::fail(ISW_ERR_UNSUPPORTED, "kernel3w: config %d out of range", c);
+  return isw::k3w::kRun[c][p->dtype == ISW_FP16 ? 1 : 0](p);
+}
+extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_num_configs() { return isw::k3w::kNumConfigs; }
+extern "C" __attribute__((visibility("default"))) const char* isw_kernel3w_proto_config_name(int c) {
+  return (c >= 0 && c < isw::k3w::kNumConfigs) ? isw::k3w::kNames[c] : nullptr;
+}
+#endif  // ISW_K3W_TYPES_ONLY
