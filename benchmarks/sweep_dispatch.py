@@ -3,8 +3,8 @@
     python benchmarks/sweep_dispatch.py --out results/  [--models q0.5B,q7B] [--ms 1,16]
 
 Candidates at each point (Qwen2.5 MLP shapes x one representative M per bucket of
-inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (M <= 32),
-Kernel-2 and Kernel-1 (M >= 64), and the unfused path (two cuBLAS GEMMs + the
+inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (its mma.sync rows
+at M <= 32, its CUTLASS wgmma rows at M <= 64), Kernel-2 and Kernel-1 (M >= 64), and the unfused path (two cuBLAS GEMMs + the
 gated_mul pass, what stock Inductor runs).  The fused Triton kernel's
 configurations (M <= 128) are candidates for calls captured into a CUDA graph
 only: the C++ op launches Triton through Python, whose host time a graph replay
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import Interleaved, SmClock, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3  # noqa: E402
+from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, WgmmaSkinnyConfig  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import cuda_impl, dispatch, triton_swiglu  # noqa: E402
 from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
@@ -57,11 +57,14 @@ SWEEP_MS = tuple(rep for _, _, rep in dispatch.M_BUCKETS)
 def candidates(M: int, lib) -> list[tuple[str, int, int]]:
     """(name, kernel id, config index): what the dispatch table may choose at this M."""
     out = []
-    if M <= 32:
-        for i, name in enumerate(lib.configs(kl.KERNEL3)):
-            cfg = KERNEL3[i]
-            if cfg.max_m >= min(M, 32) and cfg.max_m <= max(8, 2 * M):  # token blocks that fit M
-                out.append((f"kernel3:{name}", kl.KERNEL3, i))
+    for i, name in enumerate(lib.configs(kl.KERNEL3) if M <= 64 else ()):
+        cfg = KERNEL3[i]
+        if isinstance(cfg, WgmmaSkinnyConfig):   # tiles the tokens: any M, but token tiles past 2M are padding
+            fits = cfg.tokens <= max(16, 2 * M)
+        else:                                    # one token block per CTA column, up to 32 tokens
+            fits = M <= 32 and cfg.max_m >= min(M, 32) and cfg.max_m <= max(8, 2 * M)
+        if fits:
+            out.append((f"kernel3:{name}", kl.KERNEL3, i))
     for i, name in enumerate(lib.configs(kl.KERNEL2)):
         if KERNEL2[i].tile_m <= 64 or M >= 64:   # the 128- and 256-row tiles are for batches and prefill
             out.append((f"kernel2:{name}", kl.KERNEL2, i))

@@ -18,11 +18,13 @@ struct KernelEntry {
 };
 
 // Defined in kernel1_pingpong.cu, kernel2_pairmul.cu (SiLU), kernel2_pairmul_geglu.cu (any
-// activation) and kernel3_skinny.cu.
+// activation), kernel3_skinny.cu (Kernel-3's mma.sync rows) and kernel3_wgmma.cu (its CUTLASS
+// wgmma rows; swiglu_api.cu numbers them after the mma.sync rows).
 extern const KernelEntry kernel1_entry;
 extern const KernelEntry kernel2_entry;
 extern const KernelEntry kernel2_geglu_entry;
-extern const KernelEntry kernel3_entry;
+extern const KernelEntry kernel3_sync_entry;
+extern const KernelEntry kernel3_wgmma_entry;
 
 // Records a message for isw_last_error() and returns `code`, so call sites can
 // `return fail(ISW_ERR_UNSUPPORTED, "K=%lld is not a multiple of 8", K);`

@@ -506,7 +506,7 @@ static int run(const isw_problem* p) {
 }  // namespace isw::k3
 
 namespace isw {
-const KernelEntry kernel3_entry = {
+const KernelEntry kernel3_sync_entry = {
     &k3::can_implement, &k3::workspace_bytes, &k3::run, k3::kNumConfigs, k3::kConfigNames,
 };
 }  // namespace isw

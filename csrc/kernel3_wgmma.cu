@@ -1,10 +1,13 @@
 /*! \file kernel3_wgmma.cu
-    \brief Kernel-3W (decode, M <= 64): out = act(x Wg^T) * (x Wu^T) as one CUTLASS sm90 GEMM with
-           the WEIGHTS as the wgmma M operand (swap-AB) and the tokens as its N operand.
+    \brief Kernel-3's CUTLASS rows (decode): out = act(x Wg^T) * (x Wu^T) as one CUTLASS sm90 GEMM
+           with the WEIGHTS as the wgmma M operand (swap-AB) and the tokens as its N operand.
 
-    Status: prototype.  Types, seven configurations (ISW_K3W_CONFIGS), the host emulation
-    (csrc/tools/kernel3w_layout_check.cu) and the launch path; not registered with swiglu_api.cu
-    and not in the dispatch table until measured.
+    Configuration: kernel_configs.KERNEL3_WGMMA, generated into kernel3w_configs.inc (one
+    ISW_K3W_CONFIG(name, weight rows, tokens, K, schedule, stages) per row).  The library numbers
+    these rows after Kernel-3's mma.sync rows (kernel3_skinny.cu); swiglu_api.cu routes them here.
+    Schedules: 0 pingpong and 1 cooperative (persistent, one CTA per SM), 2 "ws" (CUTLASS's
+    non-persistent warp-specialized kernel: one tile per CTA and one consumer warpgroup, so that
+    with few stages two or three CTAs stream weights on each SM).
 
     Operands.  The problem is D'[2N, M] = Wv[2N, K] . x[M, K]^T:
       * A = Wv, the same zero-copy interleaved view of the two weight tensors as Kernel-2's B:
@@ -332,7 +335,8 @@ struct PairRowsEpilogue {
 // One kernel instantiation = (element type, tile, schedule).
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
-template <class Element_, int TileM, int TileN, int TileK, class KernelSchedule, class EpilogueSchedule>
+template <class Element_, int TileM, int TileN, int TileK, class KernelSchedule, class EpilogueSchedule,
+          int Stages>
 struct PairRowsGemm {
   using Element = Element_;
   using TileShape = Shape<Int<TileM>, Int<TileN>, Int<TileK>>;   // (weight rows virtual, tokens, K)
@@ -343,13 +347,17 @@ struct PairRowsGemm {
       cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, cutlass::layout::ColumnMajor, kAlign, Element, cutlass::layout::ColumnMajor, kAlign,
       EpilogueSchedule>::CollectiveOp;   // only its pipeline types are used (PairRowsEpilogue stores)
-  using CollectiveEpilogue = PairRowsEpilogue<StockEpilogue, Element, ISW_ACT_SILU>;
+  // the activation is read at run time (with_activation hoists the branch out of the store loop):
+  // one build serves SwiGLU and both GeGLUs, and a decode epilogue is a small part of its time
+  using CollectiveEpilogue = PairRowsEpilogue<StockEpilogue, Element, ISW_ACT_ANY>;
   using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
       Element, cutlass::layout::RowMajor, kAlign,                  // weights [2N, K], K-major
       Element, cutlass::layout::ColumnMajor, kAlign,               // x [M, K], K-major
       float, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      conditional_t<Stages == 0,
+                    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+                    cutlass::gemm::collective::StageCount<Stages>>,
       KernelSchedule>::CollectiveOp;
   using CollectiveMainloop = PairedWeightAMainloop<StockMainloop>;
   using ProblemShape = Shape<int, int, int, int>;                  // (2N, M tokens, K, L=1)
@@ -360,19 +368,13 @@ using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 using PingpongEpi = cutlass::epilogue::TmaWarpSpecialized;
 using Coop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using CoopEpi = cutlass::epilogue::TmaWarpSpecializedCooperative;
-template <class T, int TM, int TN, int TK, int S>
-using ProtoConfig = conditional_t<S == 0, PairRowsGemm<T, TM, TN, TK, Pingpong, PingpongEpi>,
-                                  PairRowsGemm<T, TM, TN, TK, Coop, CoopEpi>>;
-
-// Prototype configurations: (name, weight rows, tokens, K, schedule 0 pingpong / 1 cooperative).
-#define ISW_K3W_CONFIGS(X)            \
-  X("k3w_64x16x128_pp", 64, 16, 128, 0) \
-  X("k3w_64x8x128_pp", 64, 8, 128, 0)   \
-  X("k3w_64x32x128_pp", 64, 32, 128, 0) \
-  X("k3w_64x64x128_pp", 64, 64, 128, 0) \
-  X("k3w_64x16x64_pp", 64, 16, 64, 0)   \
-  X("k3w_128x16x128_pp", 128, 16, 128, 0) \
-  X("k3w_128x16x128_co", 128, 16, 128, 1)
+using OneTile = cutlass::gemm::KernelTmaWarpSpecialized;
+template <int S> struct Schedule;
+template <> struct Schedule<0> { using Kernel = Pingpong; using Epi = PingpongEpi; };
+template <> struct Schedule<1> { using Kernel = Coop; using Epi = CoopEpi; };
+template <> struct Schedule<2> { using Kernel = OneTile; using Epi = PingpongEpi; };
+template <class T, int TM, int TN, int TK, int S, int Stages>
+using Config = PairRowsGemm<T, TM, TN, TK, typename Schedule<S>::Kernel, typename Schedule<S>::Epi, Stages>;
 
 }  // namespace isw::k3w
 
@@ -399,7 +401,6 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
     return fail(ISW_ERR_UNSUPPORTED, "kernel3w: x and the weights must be 16-byte aligned");
   if ((addr(p->out) & 1)) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: out must be 2-byte aligned");
-  if (p->activation != ISW_ACT_SILU) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: prototype computes SiLU only");
   uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
   bool up_first = u < g;
   uintptr_t lo = up_first ? u : g, hi = up_first ? g : u;
@@ -452,26 +453,56 @@ static int run_impl(const isw_problem* p) {
 
 }  // namespace isw::k3w
 
-// Prototype entry for measurement; not part of swiglu_api.h.  p->config indexes ISW_K3W_CONFIGS.
 namespace isw::k3w {
 using RunFn = int (*)(const isw_problem*);
-#define ISW_K3W_RUN(name, tm, tn, tk, s) {&run_impl<ProtoConfig<cutlass::bfloat16_t, tm, tn, tk, s>>, \
-                                          &run_impl<ProtoConfig<cutlass::half_t, tm, tn, tk, s>>},
-static const RunFn kRun[][2] = {ISW_K3W_CONFIGS(ISW_K3W_RUN)};
-#undef ISW_K3W_RUN
-#define ISW_K3W_NAME(name, tm, tn, tk, s) name,
-static const char* const kNames[] = {ISW_K3W_CONFIGS(ISW_K3W_NAME)};
-#undef ISW_K3W_NAME
+#define ISW_K3W_CONFIG(name, tm, tn, tk, s, st) {&run_impl<Config<cutlass::bfloat16_t, tm, tn, tk, s, st>>, \
+                                                 &run_impl<Config<cutlass::half_t, tm, tn, tk, s, st>>},
+static const RunFn kRun[][2] = {
+#include "kernel3w_configs.inc"
+};
+#undef ISW_K3W_CONFIG
+#define ISW_K3W_CONFIG(name, tm, tn, tk, s, st) name,
+static const char* const kNames[] = {
+#include "kernel3w_configs.inc"
+};
+#undef ISW_K3W_CONFIG
 constexpr int kNumConfigs = int(sizeof(kNames) / sizeof(kNames[0]));
+
+static int check_config(const isw_problem* p, int* index) {
+  *index = p->config < 0 ? 0 : p->config;
+  if (*index >= kNumConfigs) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: config %d out of range", p->config);
+  return ISW_OK;
+}
+
+// Everything make_arguments checks, without a launch: the same code path minus the kernel.
+template <class Gemm>
+static int can_implement_impl(const isw_problem* p) {
+  typename Gemm::GemmKernel::Arguments args{};
+  return make_arguments<Gemm>(p, 1, args);
+}
+#define ISW_K3W_CONFIG(name, tm, tn, tk, s, st) {&can_implement_impl<Config<cutlass::bfloat16_t, tm, tn, tk, s, st>>, \
+                                                 &can_implement_impl<Config<cutlass::half_t, tm, tn, tk, s, st>>},
+static const RunFn kCheck[][2] = {
+#include "kernel3w_configs.inc"
+};
+#undef ISW_K3W_CONFIG
+
+static int can_implement(const isw_problem* p) {
+  int c = 0;
+  if (int st = check_config(p, &c); st != ISW_OK) return st;
+  return kCheck[c][p->dtype == ISW_FP16 ? 1 : 0](p);
+}
+static size_t workspace_bytes(const isw_problem*) { return 0; }
+static int run(const isw_problem* p) {
+  int c = 0;
+  if (int st = check_config(p, &c); st != ISW_OK) return st;
+  return kRun[c][p->dtype == ISW_FP16 ? 1 : 0](p);
+}
 }  // namespace isw::k3w
 
-extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_run(const isw_problem* p) {
-  int c = p->config < 0 ? 0 : p->config;
-  if (c >= isw::k3w::kNumConfigs) return isw::fail(ISW_ERR_UNSUPPORTED, "kernel3w: config %d out of range", c);
-  return isw::k3w::kRun[c][p->dtype == ISW_FP16 ? 1 : 0](p);
-}
-extern "C" __attribute__((visibility("default"))) int isw_kernel3w_proto_num_configs() { return isw::k3w::kNumConfigs; }
-extern "C" __attribute__((visibility("default"))) const char* isw_kernel3w_proto_config_name(int c) {
-  return (c >= 0 && c < isw::k3w::kNumConfigs) ? isw::k3w::kNames[c] : nullptr;
-}
+namespace isw {
+const KernelEntry kernel3_wgmma_entry = {
+    &k3w::can_implement, &k3w::workspace_bytes, &k3w::run, k3w::kNumConfigs, k3w::kNames,
+};
+}  // namespace isw
 #endif  // ISW_K3W_TYPES_ONLY

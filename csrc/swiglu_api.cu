@@ -27,14 +27,62 @@ int fail(int code, const char* fmt, ...) {
 
 void clear_error() { g_last_error[0] = '\0'; }
 
+// Kernel-3 is two translation units with one configuration table: the mma.sync rows
+// (kernel3_skinny.cu), then the CUTLASS wgmma rows (kernel3_wgmma.cu).  The dispatch table and
+// the sweep name a configuration by its place in that table; config -1 is the first part's default.
+static int kernel3_num_configs() { return kernel3_sync_entry.num_configs + kernel3_wgmma_entry.num_configs; }
+
+static const char* const* kernel3_config_names() {
+  static const char* const* names = [] {
+    const int n1 = kernel3_sync_entry.num_configs, n2 = kernel3_wgmma_entry.num_configs;
+    auto* all = new const char*[n1 + n2];
+    for (int i = 0; i < n1; ++i) all[i] = kernel3_sync_entry.config_names[i];
+    for (int i = 0; i < n2; ++i) all[n1 + i] = kernel3_wgmma_entry.config_names[i];
+    return all;
+  }();
+  return names;
+}
+
+// The part that serves p->config, and p with the config renumbered for it (in *local); NULL
+// past the table.
+static const KernelEntry* kernel3_part(const isw_problem* p, isw_problem* local) {
+  *local = *p;
+  const int n1 = kernel3_sync_entry.num_configs;
+  if (p->config < n1) return &kernel3_sync_entry;
+  if (p->config >= kernel3_num_configs()) return nullptr;
+  local->config = p->config - n1;
+  return &kernel3_wgmma_entry;
+}
+
+static int kernel3_out_of_range(const isw_problem* p) {
+  return fail(ISW_ERR_UNSUPPORTED, "kernel3: config %d out of range (0..%d)", p->config, kernel3_num_configs() - 1);
+}
+static int kernel3_can_implement(const isw_problem* p) {
+  isw_problem local;
+  const KernelEntry* e = kernel3_part(p, &local);
+  return e ? e->can_implement(&local) : kernel3_out_of_range(p);
+}
+static size_t kernel3_workspace_bytes(const isw_problem* p) {
+  isw_problem local;
+  const KernelEntry* e = kernel3_part(p, &local);
+  return e ? e->workspace_bytes(&local) : 0;
+}
+static int kernel3_run(const isw_problem* p) {
+  isw_problem local;
+  const KernelEntry* e = kernel3_part(p, &local);
+  return e ? e->run(&local) : kernel3_out_of_range(p);
+}
+
 // Kernel-2 comes in two builds with the same configurations: SiLU fixed at compile time, and
 // the activation at run time for the GELUs.  Without a problem (config names), either serves.
 static const KernelEntry* entry(int kernel, const isw_problem* p = nullptr) {
+  static const KernelEntry kernel3 = {&kernel3_can_implement, &kernel3_workspace_bytes, &kernel3_run,
+                                      kernel3_num_configs(), kernel3_config_names()};
   switch (kernel) {
     case ISW_KERNEL1_PINGPONG: return &kernel1_entry;
     case ISW_KERNEL2_PAIRMUL:
       return (p != nullptr && p->activation != ISW_ACT_SILU) ? &kernel2_geglu_entry : &kernel2_entry;
-    case ISW_KERNEL3_SKINNY: return &kernel3_entry;
+    case ISW_KERNEL3_SKINNY: return &kernel3;
     default: return nullptr;
   }
 }

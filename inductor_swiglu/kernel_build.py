@@ -162,7 +162,8 @@ def generate() -> list[Path]:
     GEN_DIR.mkdir(parents=True, exist_ok=True)
     configs = _load_configs()
     written = []
-    for name, text in (("kernel2_configs.inc", configs.kernel2_include()), ("kernel3_configs.inc", configs.kernel3_include())):
+    for name, text in (("kernel2_configs.inc", configs.kernel2_include()), ("kernel3_configs.inc", configs.kernel3_include()),
+                       ("kernel3w_configs.inc", configs.kernel3w_include())):
         path = GEN_DIR / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)

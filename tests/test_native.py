@@ -19,7 +19,7 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler import swiglu_pass
-from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, PairMulConfig
+from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, KERNEL3_SYNC, KERNEL3_WGMMA, PairMulConfig, WgmmaSkinnyConfig
 from inductor_swiglu.ops import activations, dispatch, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
 
@@ -141,12 +141,27 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
 
 
 def test_config_table_generates_one_line_per_config():
-    text = importlib.import_module("inductor_swiglu.kernel_configs").kernel3_include()
-    lines = [ln for ln in text.splitlines() if ln.startswith("ISW_K3_CONFIG(")]
-    assert len(lines) == len(KERNEL3) == len({c.name for c in KERNEL3})
-    for c in KERNEL3:
+    configs = importlib.import_module("inductor_swiglu.kernel_configs")
+    lines = [ln for ln in configs.kernel3_include().splitlines() if ln.startswith("ISW_K3_CONFIG(")]
+    assert len(lines) == len(KERNEL3_SYNC)
+    assert len(KERNEL3) == len({c.name for c in KERNEL3}) == len(KERNEL3_SYNC) + len(KERNEL3_WGMMA)
+    for c in KERNEL3_SYNC:
         assert c.warps * c.tiles * c.tok8 * 4 * 32 * 4 <= 48 * 1024, c      # reduction buffer
         assert c.smem_bytes + c.warps * c.tiles * c.tok8 * 512 <= 227 * 1024, c   # fits one SM
+    lines = [ln for ln in configs.kernel3w_include().splitlines() if ln.startswith("ISW_K3W_CONFIG(")]
+    assert [ln.split('"')[1] for ln in lines] == [c.name for c in KERNEL3_WGMMA]
+    for c in KERNEL3_WGMMA:   # an explicit stage count must fit: weight rows and tokens, tile_k each, 2 bytes
+        assert c.stages * (c.rows + c.tokens) * c.tile_k * 2 <= 227 * 1024, c
+
+
+def test_wgmma_rows_reject_what_wgmma_cannot_do():
+    assert WgmmaSkinnyConfig(128, 16, schedule="cooperative", stages=3).name == "k3w_128x16x128_co_s3"
+    with pytest.raises(ValueError, match="64 rows"):
+        WgmmaSkinnyConfig(64, 16, schedule="cooperative")   # two consumer warpgroups of 64 rows each
+    with pytest.raises(ValueError, match="wgmma N"):
+        WgmmaSkinnyConfig(64, 12)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        WgmmaSkinnyConfig(64, 16, schedule="streamk")
 
 
 def test_forced_kernel_and_unfused_plans(monkeypatch):
@@ -210,7 +225,9 @@ def test_the_sweep_script_builds_candidates_for_every_bucket():
     for _, _, M in dispatch.M_BUCKETS:
         names = [c[0] for c in sweep_dispatch.candidates(M, lib)]
         assert "unfused" in names
-        assert any(n.startswith("kernel3") for n in names) == (M <= 32), (M, names)
+        # the mma.sync rows up to 32 tokens, the CUTLASS wgmma rows up to 64
+        assert any(n.startswith("kernel3:k3_") for n in names) == (M <= 32), (M, names)
+        assert any(n.startswith("kernel3:k3w_") for n in names) == (M <= 64), (M, names)
     table = json.loads(dispatch.TABLE_PATH.read_text())
     assert "method" in table and table["device"]
 

@@ -9,8 +9,9 @@
     code (pair_rows_store_accumulators); out compared with silu(x Wg^T) * (x Wu^T), padding
     untouched.
 
+      python -c "from inductor_swiglu import kernel_build; kernel_build.generate()"   # build/generated/*.inc
       nvcc -std=c++17 -O1 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
-           -Icsrc -I$CUTLASS/include -I$CUTLASS/tools/util/include csrc/tools/kernel3w_layout_check.cu
+           -Icsrc -Ibuild/generated -I$CUTLASS/include -I$CUTLASS/tools/util/include csrc/tools/kernel3w_layout_check.cu
 */
 #define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
 #define ISW_K3W_TYPES_ONLY 1
@@ -223,11 +224,11 @@ static void check(const char* name) {
 }
 
 int main() {
-#define ISW_K3W_CHECK(name, tm, tn, tk, s)                                       \
-  check<isw::k3w::ProtoConfig<cutlass::bfloat16_t, tm, tn, tk, s>>(name " bf16"); \
-  check<isw::k3w::ProtoConfig<cutlass::half_t, tm, tn, tk, s>>(name " fp16");
-  ISW_K3W_CONFIGS(ISW_K3W_CHECK)
-#undef ISW_K3W_CHECK
+#define ISW_K3W_CONFIG(name, tm, tn, tk, s, st)                                    \
+  check<isw::k3w::Config<cutlass::bfloat16_t, tm, tn, tk, s, st>>(name " bf16"); \
+  check<isw::k3w::Config<cutlass::half_t, tm, tn, tk, s, st>>(name " fp16");
+#include "kernel3w_configs.inc"
+#undef ISW_K3W_CONFIG
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from mlp_models import GatedMLP
 
 import inductor_swiglu
+from inductor_swiglu.kernel_configs import KERNEL3, WgmmaSkinnyConfig
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
@@ -47,6 +48,21 @@ def test_fused_kernels(kernel, ms, model, activation):
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         cuda_impl.run_kernel(kernel, x, wg, wu, out=out, activation=activation)
         _check(out, x, wg, wu, activation)
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("model", list(SHAPES))
+def test_kernel3_wgmma_rows(model, activation):
+    """Kernel-3's CUTLASS rows read the activation at run time: every row, every activation."""
+    K, N = SHAPES[model]
+    for config, cfg in enumerate(KERNEL3):
+        if not isinstance(cfg, WgmmaSkinnyConfig):
+            continue
+        for M in (1, 16):
+            x, wg, wu = swiglu_inputs(M, K, N, seed=M + K + config)
+            out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out, activation=activation)
+            _check(out, x, wg, wu, activation)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)

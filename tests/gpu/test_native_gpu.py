@@ -11,7 +11,7 @@ import torch
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.kernel_configs import KERNEL3
+from inductor_swiglu.kernel_configs import KERNEL3, WgmmaSkinnyConfig
 from inductor_swiglu.models.shapes import QWEN25_MLP
 from inductor_swiglu.ops import cuda_impl, impl_stats, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
@@ -38,7 +38,9 @@ def test_native_library_is_loaded():
 @pytest.mark.parametrize("config", range(len(KERNEL3)), ids=[c.name for c in KERNEL3])
 def test_kernel3_every_config(config, model):
     K, N = QWEN25_MLP[model]
-    for M in (1, 3, 7, 16, 33):
+    # the CUTLASS rows tile the tokens, so they also serve batches past one token tile
+    wgmma = isinstance(KERNEL3[config], WgmmaSkinnyConfig)
+    for M in (1, 3, 7, 16, 33, 77, 128) if wgmma else (1, 3, 7, 16, 33):
         x, wg, wu = swiglu_inputs(M, K, N, seed=M + 31 * config)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
@@ -46,10 +48,14 @@ def test_kernel3_every_config(config, model):
         _fused_ok(out, x, wg, wu)
 
 
+WGMMA_PER_SCHEDULE = tuple({c.schedule: i for i, c in enumerate(KERNEL3) if isinstance(c, WgmmaSkinnyConfig)}.values())
+
+
 @pytest.mark.parametrize("K,N", [(8, 8), (136, 24), (72, 1000), (904, 4872)])
 def test_kernel3_odd_shapes_and_fp16(K, N):
     for dtype in (torch.bfloat16, torch.float16):
-        for config in (0, 4, 13):   # a register config and two ring configs
+        # a register config, two ring configs, and the CUTLASS rows of each schedule
+        for config in (0, 4, 13, *WGMMA_PER_SCHEDULE):
             x, wg, wu = swiglu_inputs(5, K, N, dtype, seed=K + N)
             out = torch.full((5, N), float("nan"), device="cuda", dtype=dtype)
             cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
@@ -99,6 +105,28 @@ def test_native_op_in_cuda_graph_with_pdl_chain(pdl, monkeypatch):
         torch.cuda.synchronize()
         _fused_ok(a, nx, wg, wu)
         _fused_ok(b, a[:, :K].contiguous(), w2g, w2u)
+
+
+@pytest.mark.parametrize("config", WGMMA_PER_SCHEDULE, ids=[KERNEL3[i].name for i in WGMMA_PER_SCHEDULE])
+def test_kernel3_wgmma_in_cuda_graph_with_new_inputs(config):
+    """Kernel-3's CUTLASS rows captured into a CUDA graph (no host work per replay: the TMA
+    descriptors live in the captured kernel parameters) and replayed with new x and weights."""
+    K, N = QWEN25_MLP["q1.5B"]
+    x, wg, wu = swiglu_inputs(16, K, N, seed=9)
+    out = torch.empty(16, N, device="cuda", dtype=torch.bfloat16)
+    cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        cuda_impl.run_kernel(kl.KERNEL3, x, wg, wu, config=config, out=out)
+    for seed in (1, 2):
+        nx, nwg, nwu = swiglu_inputs(16, K, N, seed=200 + seed)
+        x.copy_(nx)
+        wg.copy_(nwg)
+        wu.copy_(nwu)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _fused_ok(out, nx, nwg, nwu)
 
 
 def test_compiled_graph_calls_the_cpp_op():
