@@ -3,9 +3,9 @@
     python benchmarks/sweep_dispatch.py --out results/  [--models q0.5B,q7B] [--ms 1,16]
 
 Candidates at each point (Qwen2.5 MLP shapes x one representative M per bucket of
-inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (its mma.sync rows
-at M <= 32, its CUTLASS wgmma rows at M <= 64), Kernel-2 and Kernel-1 (M >= 64), and the unfused path (two cuBLAS GEMMs + the
-gated_mul pass, what stock Inductor runs).  The fused Triton kernel's
+inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (its mma.sync
+rows at M <= 32, its CUTLASS wgmma rows at M <= 64), Kernel-2 and Kernel-1 (M >= 64),
+and the unfused path (two cuBLAS GEMMs + the gated_mul pass, what stock Inductor runs).  The fused Triton kernel's
 configurations (M <= 128) are candidates for calls captured into a CUDA graph
 only: the C++ op launches Triton through Python, whose host time a graph replay
 never pays.  Beside them, not candidates: one cuBLAS GEMM [M, 2N, K] (the
@@ -26,7 +26,8 @@ fastest correct Triton config becomes the entry's ``triton`` (its choice inside
 CUDA graphs) only if it beats that eager choice by the same margin, and an incumbent Triton
 choice is dropped only when the eager choice beats it by the margin.
 Writes dispatch_table.json (copy it to inductor_swiglu/ops/ to use it),
-sweep.json (every timing) and sweep.md.
+sweep.json (every timing) and sweep.md.  ``--rechoose sweep.json`` measures nothing and
+chooses again from stored timings (after a change of these rules; no GPU needed).
 """
 
 from __future__ import annotations
@@ -192,9 +193,12 @@ def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
         if inc_t and _keep_incumbent(tri, best_t, inc_t, margin):
             best_t = inc_t
         # Hysteresis both ways: Triton enters only by beating the eager choice by the margin, and an
-        # incumbent Triton choice leaves only when the eager choice beats it by the margin.
+        # incumbent Triton choice leaves only when the eager choice beats it by the margin.  The
+        # incumbent's standing holds against the eager choice it was measured against: when the
+        # eager choice itself changed (a new kernel won), Triton must enter afresh.
+        same_eager = incumbent is not None and pick == inc
         enters = tri[best_t] < timed[pick] * (1 - margin)
-        stays = best_t == inc_t and timed[pick] > tri[best_t] * (1 - margin)
+        stays = best_t == inc_t and same_eager and timed[pick] > tri[best_t] * (1 - margin)
         if enters or stays:
             choice["triton"] = best_t.partition(":")[2]
             choice["triton_us"] = tri[best_t]
@@ -247,6 +251,37 @@ def triton_summary(rows: list[dict]) -> str:
             + (f"; largest gains over the eager choice: {best}." if wins else "."))
 
 
+def write_outputs(rows: list[dict], meta: dict, incumbents: dict, margin: float, out: Path,
+                  previous: list[dict]) -> str:
+    """Choose per row against the incumbents; write dispatch_table.json, sweep.json and sweep.md."""
+    for row in rows:
+        row["choice"] = choose(row, incumbents.get((row["K"], row["N"], row["m_lo"])), margin)
+    entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
+               for r in rows if r.get("choice")]
+    # Points not measured this run keep the incumbent table's records whole (timing and reason of
+    # the sweep that measured them), so sweeps of different shapes can follow one another.
+    measured = {(e["K"], e["N"], e["m_lo"]) for e in entries}
+    entries += [e for e in previous if (e["K"], e["N"], e["m_lo"]) not in measured]
+    table = {"device": meta["device"], "date": meta["date"], "torch": meta["torch"],
+             "method": "benchmarks/sweep_dispatch.py: fastest correct candidate per (K, N, M bucket), interleaved "
+                       f"CUDA-graph timing, weights from HBM, sustained at M >= 2048, {100 * margin:.0f}% margin "
+                       "over the incumbent", "entries": entries}
+    (out / "dispatch_table.json").write_text(json.dumps(table, indent=1))
+    (out / "sweep.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    md = markdown(rows, meta)
+    (out / "sweep.md").write_text(md)
+    return md
+
+
+def load_incumbents(path: Path) -> tuple[dict, list[dict]]:
+    """A dispatch table's entries keyed by (K, N, m_lo), and the raw entries."""
+    if not path.exists():
+        return {}, []
+    raw = json.loads(path.read_text())["entries"]
+    return {(e["K"], e["N"], e["m_lo"]): dispatch.Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"],
+                                                        e.get("config", ""), e.get("triton", "")) for e in raw}, raw
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "sweep_results")))
@@ -257,17 +292,27 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--no-triton", action="store_true", help="skip the Triton reference column")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new points after this many seconds")
+    ap.add_argument("--incumbents", type=Path, default=dispatch.TABLE_PATH,
+                    help="the table whose choices a new one must beat by --margin (default: the installed one)")
+    ap.add_argument("--rechoose", type=Path, default=None, metavar="SWEEP_JSON",
+                    help="measure nothing: choose again from a stored sweep.json (with --incumbents as they "
+                         "were when it ran), e.g. after a change of the choice rules; needs no GPU")
     args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    incumbents, previous = load_incumbents(args.incumbents)
+    if args.rechoose is not None:
+        stored = json.loads(args.rechoose.read_text())
+        meta = {**stored["meta"], "rechosen": datetime.date.today().isoformat(), "margin": args.margin}
+        print(write_outputs(stored["rows"], meta, incumbents, args.margin, args.out, previous))
+        return 0
     if not torch.cuda.is_available() or not inductor_swiglu.kernel_status()["available"]:
         print("needs a CUDA GPU and the kernel library", file=sys.stderr)
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
-    args.out.mkdir(parents=True, exist_ok=True)
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
             "torch": torch.__version__, "triton": getattr(__import__("triton"), "__version__", None)
             if triton_swiglu.available()[0] else None, "margin": args.margin,
             "kernels": inductor_swiglu.kernel_status()["configs"]}
-    incumbents = {(e.K, e.N, e.m_lo): e for e in dispatch.table()}
     clock = SmClock(torch.cuda.current_device())
     rows = []
     # Every shape at one M before the next M: a run cut short by --budget-s has measured the
@@ -290,24 +335,8 @@ def main(argv=None) -> int:
               f"unfused {row['candidates'].get('unfused', {}).get('us', float('nan')):.1f}, SM {row.get('sm_mhz_median')} MHz",
               flush=True)
         (args.out / "sweep.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
-    entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
-               for r in rows if r.get("choice")]
-    # Points not measured this run keep the incumbent table's records whole (timing and reason of
-    # the sweep that measured them), so sweeps of different shapes can follow one another.
-    measured = {(e["K"], e["N"], e["m_lo"]) for e in entries}
-    previous = json.loads(dispatch.TABLE_PATH.read_text())["entries"] if dispatch.TABLE_PATH.exists() else []
-    entries += [e for e in previous if (e["K"], e["N"], e["m_lo"]) not in measured]
-    table = {"device": meta["device"], "date": meta["date"], "torch": meta["torch"],
-             "method": "benchmarks/sweep_dispatch.py: fastest correct candidate per (K, N, M bucket), interleaved "
-                       f"CUDA-graph timing, weights from HBM, sustained at M >= 2048, {100 * args.margin:.0f}% margin "
-                       "over the incumbent", "entries": entries}
-    (args.out / "dispatch_table.json").write_text(json.dumps(table, indent=1))
-    (args.out / "sweep.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    md = markdown(rows, meta)
-    (args.out / "sweep.md").write_text(md)
-    print(md)
+    print(write_outputs(rows, meta, incumbents, args.margin, args.out, previous))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -109,11 +109,12 @@ class WgmmaSkinnyConfig:
         return self.tokens
 
 
-# Measured on the H200 (2026-12-01, prototype, interleaved with cuBLAS [M,2N,K]): 128 x 16
+# Measured on the H200 (2026-12-01, first as a prototype, interleaved with cuBLAS [M,2N,K]): 128 x 16
 # cooperative was the best at Qwen2.5-0.5B M = 1 (7.6 us against cuBLAS 7.5 and the table's 8.2),
 # 64 x 8 pingpong at 7B M = 16 (65.2 against 71.0); 64 x 64 tokens lost everywhere and is not
 # built.  The "ws" rows with few stages let two or three CTAs share an SM: at 0.5B the 64-row
-# tiles number 152, just past one wave of 132 persistent CTAs.
+# tiles number 152, just past one wave of 132 persistent CTAs.  In the full sweep of the same day
+# these rows were the fastest candidate at every M <= 32 point (csrc/README.md).
 KERNEL3_WGMMA: tuple[WgmmaSkinnyConfig, ...] = (
     WgmmaSkinnyConfig(64, 8),
     WgmmaSkinnyConfig(64, 16),

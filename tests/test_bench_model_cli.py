@@ -1,6 +1,7 @@
 """The Qwen2.5 builders the model benchmarks use (7B on the meta device: shapes, no memory), and
 what bench_model.py and bench_tp.py write about the model they measured."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -166,6 +167,30 @@ def test_sweep_chooses_triton_for_graphs_only_beyond_the_margin():
     bad = row(kernel3__k3a=77.6, triton__tr_a=60.0)
     bad["candidates"]["triton:tr_a"]["numerics_ok"] = False
     assert "triton" not in sweep.choose(bad, None, 0.02)
+    # the incumbent Triton choice was measured against k3a; a new eager winner (k3b) is a new
+    # contest, which Triton enters only by the margin
+    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_a")
+    ch = sweep.choose(row(kernel3__k3a=75.0, kernel3__k3b=70.0, triton__tr_a=69.5), inc, 0.02)
+    assert ch["config"] == "k3b" and "triton" not in ch
+    assert sweep.choose(row(kernel3__k3a=75.0, kernel3__k3b=70.0, triton__tr_a=68.0), inc, 0.02)["triton"] == "tr_a"
+
+
+def test_sweep_rechooses_from_stored_timings_without_a_gpu(tmp_path):
+    """--rechoose applies the choice rules to a stored sweep.json against the given incumbents."""
+    sweep = benchmark_module("sweep_dispatch")
+    cand = {"kernel3:k3a": {"us": 75.0, "numerics_ok": True}, "kernel3:k3b": {"us": 70.0, "numerics_ok": True},
+            "triton:tr_a": {"us": 69.5, "numerics_ok": True}}
+    rows = [{"model": "q7B", "M": 1, "K": 3584, "N": 18944, "m_lo": 1, "m_hi": 1, "candidates": cand,
+             "references": {}}]
+    stored = tmp_path / "sweep.json"
+    stored.write_text(json.dumps({"meta": {"date": "2026-12-01", "device": "H200", "torch": "2.11"}, "rows": rows}))
+    inc = tmp_path / "table.json"
+    inc.write_text(json.dumps({"entries": [
+        {"K": 3584, "N": 18944, "m_lo": 1, "m_hi": 1, "kernel": "kernel3", "config": "k3a", "triton": "tr_a"},
+        {"K": 896, "N": 4864, "m_lo": 1, "m_hi": 1, "kernel": "kernel3", "config": "k3z"}]}))
+    assert sweep.main(["--rechoose", str(stored), "--incumbents", str(inc), "--out", str(tmp_path / "o")]) == 0
+    entries = json.loads((tmp_path / "o" / "dispatch_table.json").read_text())["entries"]
+    assert [(e["N"], e["config"], e.get("triton")) for e in entries] == [(18944, "k3b", None), (4864, "k3z", None)]
 
 
 def test_sweep_reports_where_triton_was_chosen_for_graphs():
