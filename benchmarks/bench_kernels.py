@@ -14,6 +14,8 @@ column interleaved in the same run, benchmarks/timing.py):
   op silu       with --activation gelu_tanh|gelu (GeGLU): the op with SiLU on the same inputs,
                 to show that the activation is an epilogue change (the other columns then
                 compute the GeGLU)
+  weight read   at M <= 16: the fastest of weight_read.py's configurations, a kernel that only
+                reads the gate and up weights: what streaming them costs on this GPU
 At M >= 2048 the figures are sustained (after 2 s of continuous load) and each also
 has a burst figure (first replay after 0.5 s idle).  Also: the op's numerics against
 fp64, which implementation it ran, the fraction of the roofline floor
@@ -45,6 +47,7 @@ from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa
 PEAK_FLOPS = 790e12    # bf16 dense GEMM measured on this H200 (8192^3, random data)
 PEAK_BYTES = 4.3e12    # device-to-device copy measured on this H200 (read + write)
 COLUMNS = ("op", "stock", "cublas_2N", "unfused", "eager_graph")
+WEIGHT_READ_MAX_M = 16   # above, the projection is no longer a weight stream
 
 
 def floor_us(M, N, K) -> float:
@@ -81,6 +84,12 @@ def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
     bench.add("eager_graph", lambda x, wg, wu, *_: eager(x, wg, wu, activation=act))
     if not args.no_compile:
         bench.add("stock", stock_compile(act))
+    reads = []
+    if M <= WEIGHT_READ_MAX_M and not args.no_weight_read:
+        from weight_read import CONFIGS, weight_read  # needs triton, which only this column uses
+        for i in range(len(CONFIGS)):
+            if bench.add(f"weight_read_{i}", lambda x, wg, wu, *_, i=i: weight_read(wg, wu, i)):
+                reads.append(f"weight_read_{i}")
     large = M >= 2048
     timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
                         burst=("op", "stock", "cublas_2N") if large else (), idle_s=0.5)
@@ -89,6 +98,10 @@ def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
         row[f"{name}_spread"] = (t.us_p75 - t.us_p25) / t.us
         if t.burst_us is not None:
             row[f"{name}_burst_us"] = t.burst_us
+    if any(f"{r}_us" in row for r in reads):
+        row["weight_read_us"] = min(row.pop(f"{r}_us") for r in reads if f"{r}_us" in row)
+        for r in reads:
+            row.pop(f"{r}_spread", None)
     row["errors"] = bench.errors
     row.update(bench.clock_summary())
     if "op_us" in row:
@@ -110,6 +123,7 @@ def summarize(rows) -> dict:
 
     vs_gemm, vs_stock, unf_vs_stock = ratio("cublas_2N", "op"), ratio("stock", "op"), ratio("stock", "unfused")
     vs_silu = ratio("op_silu", "op")
+    over_read = ratio("op", "weight_read")
     spread = sorted(r["op_spread"] for r in rows if "op_spread" in r)
     return {
         "configs": len(rows),
@@ -122,6 +136,8 @@ def summarize(rows) -> dict:
         "geomean_unfused_vs_stock": geomean(unf_vs_stock),
         "median_round_spread_of_op": spread[len(spread) // 2] if spread else float("nan"),
         **({"geomean_op_silu_over_op": geomean(vs_silu), "worst_op_silu_over_op": min(vs_silu)} if vs_silu else {}),
+        **({"op_over_weight_read_worst": max(over_read), "op_within_10pct_of_weight_read": sum(v <= 1.10 for v in over_read),
+            "weight_read_points": len(over_read)} if over_read else {}),
     }
 
 
@@ -132,8 +148,8 @@ def markdown(rows, summary, meta) -> str:
         "weights from HBM, all columns interleaved in one run; at M >= 2048 sustained (after 2 s of load), burst in "
         "brackets (first replay after idle).",
         "",
-        "| model | M | op | op silu | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | op vs stock | op vs cuBLAS | op % floor | op ran | SM MHz |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | M | op | op silu | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | weight read | op vs stock | op vs cuBLAS | op / weight read | op % floor | op ran | SM MHz |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         def f(k):
@@ -144,8 +160,10 @@ def markdown(rows, summary, meta) -> str:
         ran = ", ".join(f"{k}" + (f" [{next(iter(v))}]" if v else "") for k, v in r["op_impl"].get("configs", {}).items()) \
             or ", ".join(r["op_impl"]["calls"])
         vs = lambda a: f"{r[f'{a}_us'] / r['op_us']:.2f}x" if f"{a}_us" in r and "op_us" in r else "-"  # noqa: E731
+        over_read = f"{r['op_us'] / r['weight_read_us']:.2f}" if "weight_read_us" in r and "op_us" in r else "-"
         lines.append(f"| {r['model']} | {r['M']} | {f('op')} | {f('op_silu')} | {f('stock')} | {f('cublas_2N')} | {f('unfused')} | "
-                     f"{f('eager_graph')} | {vs('stock')} | {vs('cublas_2N')} | {100 * r.get('op_of_floor', float('nan')):.0f}% | "
+                     f"{f('eager_graph')} | {f('weight_read')} | {vs('stock')} | {vs('cublas_2N')} | {over_read} | "
+                     f"{100 * r.get('op_of_floor', float('nan')):.0f}% | "
                      f"{ran} | {r.get('sm_mhz_median')} |")
     lines += ["", "Summary: " + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in summary.items())]
     return "\n".join(lines)
@@ -158,6 +176,7 @@ def main(argv=None) -> int:
                     help=f"shapes by name, of: {', '.join(MLP_SHAPES)} (/tp2: one rank's shard under TP=2)")
     ap.add_argument("--ms", default=",".join(map(str, REPORT_MS)))
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
+    ap.add_argument("--no-weight-read", action="store_true", help="skip the weight-read column (needs triton)")
     ap.add_argument("--activation", default="silu", choices=["silu", "gelu_tanh", "gelu"],
                     help="the gate activation (gelu*: GeGLU, with the op's SiLU variant as a column)")
     args = ap.parse_args(argv)

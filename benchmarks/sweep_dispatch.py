@@ -67,7 +67,10 @@ def candidates(M: int, lib) -> list[tuple[str, int, int]]:
         if fits:
             out.append((f"kernel3:{name}", kl.KERNEL3, i))
     for i, name in enumerate(lib.configs(kl.KERNEL2)):
-        if KERNEL2[i].tile_m <= 64 or M >= 64:   # the 128- and 256-row tiles are for batches and prefill
+        cfg = KERNEL2[i]
+        # the 128- and 256-row tiles are for batches and prefill; a swizzle only matters where x
+        # outgrows the L2, with many row tiles
+        if (cfg.tile_m <= 64 or M >= 64) and (cfg.swizzle == 1 or M >= 2048):
             out.append((f"kernel2:{name}", kl.KERNEL2, i))
     if M >= 64:
         for i, name in enumerate(lib.configs(kl.KERNEL1)):

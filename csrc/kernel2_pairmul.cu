@@ -381,7 +381,7 @@ using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<Til
                                   ClusterM, ClusterN>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -394,7 +394,8 @@ constexpr int kDefaultConfig = 0;
 
 // Validates the problem in user words and fills the kernel arguments (no device calls).
 template <class Gemm>
-static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args) {
+static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args,
+                          int swizzle = 1) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
   using Mainloop = typename Gemm::CollectiveMainloop;
@@ -452,6 +453,7 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   args.epilogue.ptr_D = nullptr;
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sm_count;
+  args.scheduler.max_swizzle_size = swizzle;
 
   if (!Kernel::can_implement(args))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: CUTLASS can_implement rejected M=%lld N=%lld K=%lld (alignment/TMA limits)",
@@ -468,23 +470,23 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
 namespace isw::k2 {
 
 // can_implement touches no device: the SM count only sizes the grid, so a nominal 132 is used.
-template <class Gemm>
+template <class Gemm, int Swizzle>
 static int can_implement_impl(const isw_problem* p) {
   typename Gemm::GemmKernel::Arguments args{};
-  return make_arguments<Gemm>(p, 132, args);
+  return make_arguments<Gemm>(p, 132, args, Swizzle);
 }
 
 // The stream-K workspace depends on the SM count: size it for the device run_impl will use.
-template <class Gemm>
+template <class Gemm, int Swizzle>
 static size_t workspace_impl(const isw_problem* p) {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess || sm_count_of(device, &sms) != ISW_OK) sms = 0;
   typename Gemm::GemmKernel::Arguments args{};
-  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args) != ISW_OK) return 0;
+  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args, Swizzle) != ISW_OK) return 0;
   return Gemm::GemmKernel::get_workspace_size(args);
 }
 
-template <class Gemm>
+template <class Gemm, int Swizzle>
 static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
   int device = 0;
@@ -499,7 +501,7 @@ static int run_impl(const isw_problem* p) {
     return st;
 
   typename Kernel::Arguments args{};
-  int st = make_arguments<Gemm>(p, sm_count, args);
+  int st = make_arguments<Gemm>(p, sm_count, args, Swizzle);
   if (st != ISW_OK) return st;
   args.hw_info.device_id = device;
   args.hw_info.max_active_clusters = max_active_clusters;
@@ -539,14 +541,15 @@ struct Ops {
   int (*run)(const isw_problem*);
 };
 
-template <class Gemm>
+// Rows that differ only in the swizzle share the kernel; only these host functions differ.
+template <class Gemm, int Swizzle>
 constexpr Ops ops_of() {
-  return {&can_implement_impl<Gemm>, &workspace_impl<Gemm>, &run_impl<Gemm>};
+  return {&can_implement_impl<Gemm, Swizzle>, &workspace_impl<Gemm, Swizzle>, &run_impl<Gemm, Swizzle>};
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en) \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en>>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en>>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw) \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en>, sw>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en>, sw>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

@@ -202,3 +202,18 @@ def test_sweep_reports_where_triton_was_chosen_for_graphs():
     assert sweep.triton_summary(rows) == ("Triton chosen for CUDA graphs at 1 of 2 points where it was timed; "
                                           "largest gains over the eager choice: q7B M=16 1.14x.")
     assert sweep.triton_summary(rows[2:]) == "Triton: not timed."
+
+
+def test_kernel_bench_reports_the_op_against_a_pure_weight_read():
+    bench = benchmark_module("bench_kernels")
+    base = {"K": 896, "N": 4864, "op_impl": {"calls": {"kernel3": 1}, "configs": {}}, "sm_mhz_median": 1980,
+            "op_of_floor": 0.6, "stock_us": 12.0, "cublas_2N_us": 7.5}
+    rows = [{**base, "model": "q0.5B", "M": 1, "op_us": 6.9, "weight_read_us": 6.5},
+            {**base, "model": "q0.5B", "M": 16, "op_us": 7.5, "weight_read_us": 6.5},
+            {**base, "model": "q0.5B", "M": 128, "op_us": 9.0}]
+    summary = bench.summarize(rows)
+    assert summary["weight_read_points"] == 2 and summary["op_within_10pct_of_weight_read"] == 1
+    assert abs(summary["op_over_weight_read_worst"] - 7.5 / 6.5) < 1e-9
+    md = bench.markdown(rows, summary, {"date": "2026-12-01", "device": "H200", "torch": "2.11", "activation": "silu"})
+    assert "| q0.5B | 1 | 6.9 | - | 12.0 | 7.5 | - | - | 6.5 | 1.74x | 1.09x | 1.06 | 60% |" in md
+    assert "| q0.5B | 128 | 9.0 | - | 12.0 | 7.5 | - | - | - | 1.33x | 0.83x | - | 60% |" in md

@@ -138,6 +138,9 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
     with pytest.raises(ValueError, match="at most 8 CTAs"):
         PairMulConfig(128, 128, cluster_m=4, cluster_n=4)
     assert PairMulConfig(128, 192, cluster_m=2, cluster_n=2).name == "k2_128x192x64_c2x2_pp"
+    assert PairMulConfig(256, 128, "cooperative", swizzle=8).name == "k2_256x128x64_c1x1_sw8"
+    with pytest.raises(ValueError, match="swizzle"):
+        PairMulConfig(128, 128, swizzle=3)
 
 
 def test_config_table_generates_one_line_per_config():

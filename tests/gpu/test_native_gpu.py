@@ -13,7 +13,7 @@ from mlp_models import GatedMLP
 import inductor_swiglu
 from inductor_swiglu.kernel_configs import KERNEL3, WgmmaSkinnyConfig
 from inductor_swiglu.models.shapes import QWEN25_MLP
-from inductor_swiglu.ops import cuda_impl, impl_stats, native, triton_swiglu
+from inductor_swiglu.ops import cuda_impl, dispatch, impl_stats, native, triton_swiglu
 from inductor_swiglu.ops import kernel_library as kl
 from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
@@ -83,15 +83,27 @@ def test_native_op_runs_the_planned_implementation(model, M):
 
 @pytest.mark.parametrize("pdl", ["1", "0"])
 def test_native_op_in_cuda_graph_with_pdl_chain(pdl, monkeypatch):
-    """Two dependent Kernel-3 launches (with PDL, opt-in: the second starts its weight loads before
-    the first ends) inside one CUDA graph, replayed with new inputs."""
+    """Two dependent launches of Kernel-3's mma.sync default row (with PDL, opt-in: the second starts
+    its weight loads before the first ends) inside one CUDA graph, replayed with new inputs."""
     monkeypatch.setenv("INDUCTOR_SWIGLU_PDL", pdl)   # read per launch, i.e. at capture
     K, N = QWEN25_MLP["q7B"]
+    # the table picks a CUTLASS row (no PDL) at this size: plan the mma.sync row for this test
+    native.set_plans([(K, N, 1, 256, kl.KERNEL3, 0, -1), (K, N, 257, 1 << 62, kl.KERNEL1, -1, -1)])
+    try:
+        _pdl_chain(K, N)
+    finally:
+        native.set_plans(dispatch.plan_rows())
+    assert native.plan(4, N, K) == (lambda p: (p.kernel, p.config, p.triton))(dispatch.choose(4, N, K))
+
+
+def _pdl_chain(K, N):
     x, wg, wu = swiglu_inputs(4, K, N, seed=5)
     w2g, w2u = wg[:, :].contiguous(), wu.contiguous()
     static_x = x.clone()
     op = torch.ops.inductor_swiglu.swiglu_forward
+    inductor_swiglu.reset_op_stats()
     op(static_x, wg, wu)
+    assert inductor_swiglu.op_stats()["configs"] == {impl_stats.KERNEL3: {KERNEL3[0].name: 1}}
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         a = op(static_x, wg, wu)
