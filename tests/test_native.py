@@ -231,6 +231,8 @@ def test_the_sweep_script_builds_candidates_for_every_bucket():
         # the mma.sync rows up to 32 tokens, the CUTLASS wgmma rows up to 64
         assert any(n.startswith("kernel3:k3_") for n in names) == (M <= 32), (M, names)
         assert any(n.startswith("kernel3:k3w_") for n in names) == (M <= 64), (M, names)
+        # a scheduler swizzle only where x outgrows the L2
+        assert any(n.startswith("kernel2:") and "_sw" in n for n in names) == (M >= 2048), (M, names)
     table = json.loads(dispatch.TABLE_PATH.read_text())
     assert "method" in table and table["device"]
 
