@@ -254,11 +254,9 @@ def triton_summary(rows: list[dict]) -> str:
             + (f"; largest gains over the eager choice: {best}." if wins else "."))
 
 
-def write_outputs(rows: list[dict], meta: dict, incumbents: dict, margin: float, out: Path,
-                  previous: list[dict]) -> str:
-    """Choose per row against the incumbents; write dispatch_table.json, sweep.json and sweep.md."""
-    for row in rows:
-        row["choice"] = choose(row, incumbents.get((row["K"], row["N"], row["m_lo"])), margin)
+def write_outputs(rows: list[dict], meta: dict, margin: float, out: Path, previous: list[dict]) -> str:
+    """Write dispatch_table.json (the rows' choices, then `previous` entries for points not measured),
+    sweep.json and sweep.md."""
     entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
                for r in rows if r.get("choice")]
     # Points not measured this run keep the incumbent table's records whole (timing and reason of
@@ -274,15 +272,6 @@ def write_outputs(rows: list[dict], meta: dict, incumbents: dict, margin: float,
     md = markdown(rows, meta)
     (out / "sweep.md").write_text(md)
     return md
-
-
-def load_incumbents(path: Path) -> tuple[dict, list[dict]]:
-    """A dispatch table's entries keyed by (K, N, m_lo), and the raw entries."""
-    if not path.exists():
-        return {}, []
-    raw = json.loads(path.read_text())["entries"]
-    return {(e["K"], e["N"], e["m_lo"]): dispatch.Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"],
-                                                        e.get("config", ""), e.get("triton", "")) for e in raw}, raw
 
 
 def main(argv=None) -> int:
@@ -302,11 +291,14 @@ def main(argv=None) -> int:
                          "were when it ran), e.g. after a change of the choice rules; needs no GPU")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    incumbents, previous = load_incumbents(args.incumbents)
+    incumbents = {(e.K, e.N, e.m_lo): e for e in dispatch.read_entries(args.incumbents)}
+    previous = json.loads(args.incumbents.read_text())["entries"] if args.incumbents.exists() else []
     if args.rechoose is not None:
         stored = json.loads(args.rechoose.read_text())
         meta = {**stored["meta"], "rechosen": datetime.date.today().isoformat(), "margin": args.margin}
-        print(write_outputs(stored["rows"], meta, incumbents, args.margin, args.out, previous))
+        for row in stored["rows"]:
+            row["choice"] = choose(row, incumbents.get((row["K"], row["N"], row["m_lo"])), args.margin)
+        print(write_outputs(stored["rows"], meta, args.margin, args.out, previous))
         return 0
     if not torch.cuda.is_available() or not inductor_swiglu.kernel_status()["available"]:
         print("needs a CUDA GPU and the kernel library", file=sys.stderr)
@@ -338,7 +330,7 @@ def main(argv=None) -> int:
               f"unfused {row['candidates'].get('unfused', {}).get('us', float('nan')):.1f}, SM {row.get('sm_mhz_median')} MHz",
               flush=True)
         (args.out / "sweep.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
-    print(write_outputs(rows, meta, incumbents, args.margin, args.out, previous))
+    print(write_outputs(rows, meta, args.margin, args.out, previous))
     return 0
 
 if __name__ == "__main__":

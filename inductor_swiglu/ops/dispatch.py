@@ -68,14 +68,19 @@ def forced() -> str:
     return os.environ.get("INDUCTOR_SWIGLU_FORCE_KERNEL", "").strip().lower()
 
 
+def read_entries(path: Path) -> tuple[Entry, ...]:
+    """The entries of a dispatch table file, or () where there is none."""
+    if not path.exists():
+        return ()
+    data = json.loads(path.read_text())
+    return tuple(Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"], e.get("config", ""), e.get("triton", ""))
+                 for e in data["entries"])
+
+
 @functools.cache
 def table() -> tuple[Entry, ...]:
     """The measured entries, or () without a table."""
-    if not TABLE_PATH.exists():
-        return ()
-    data = json.loads(TABLE_PATH.read_text())
-    return tuple(Entry(e["K"], e["N"], e["m_lo"], e["m_hi"], e["kernel"], e.get("config", ""), e.get("triton", ""))
-                 for e in data["entries"])
+    return read_entries(TABLE_PATH)
 
 
 def provisional() -> bool:
