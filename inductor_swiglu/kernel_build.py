@@ -176,7 +176,9 @@ def _sources() -> list[Path]:
 
 
 def _headers() -> list[Path]:
-    return sorted(list(CSRC.rglob("*.h")) + list(CSRC.rglob("*.hpp")) + list(CSRC.rglob("*.cuh")))
+    # csrc/tools/ holds the host-only checks and their helpers, which no library unit includes
+    tools = CSRC / "tools"
+    return sorted(p for ext in ("*.h", "*.hpp", "*.cuh") for p in CSRC.rglob(ext) if tools not in p.parents)
 
 
 def included_sources(src: Path) -> list[Path]:

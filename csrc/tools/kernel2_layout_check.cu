@@ -52,49 +52,7 @@ int fail(int code, const char* fmt, ...) {
 void clear_error() { g_msg[0] = 0; }
 }  // namespace isw
 
-// ---------------------------------------------------------------------------------------------
-// Recorder in place of the driver's tensor-map encoder.
-struct Desc {
-  unsigned rank;
-  char* addr;
-  uint64_t dim[5];
-  uint64_t stride[5];  // bytes, stride[0] = element size
-  uint32_t box[5];
-  int swizzle;
-  int fmt;
-};
-static std::vector<Desc> g_descs;
-
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType fmt, cuuint32_t rank, void* addr,
-                                           const cuuint64_t* dim, const cuuint64_t* strides, const cuuint32_t* box,
-                                           const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle sw,
-                                           CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
-  Desc d{};
-  d.rank = rank;
-  d.addr = static_cast<char*>(addr);
-  d.swizzle = int(sw);
-  d.fmt = int(fmt);
-  d.stride[0] = (fmt == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 || fmt == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 ||
-                 fmt == CU_TENSOR_MAP_DATA_TYPE_UINT16) ? 2 : 0;
-  for (unsigned i = 0; i < rank; ++i) {
-    d.dim[i] = dim[i];
-    d.box[i] = box[i];
-    if (i > 0) d.stride[i] = strides[i - 1];
-  }
-  g_descs.push_back(d);
-  return CUDA_SUCCESS;
-}
-
-static int g_fail = 0;
-#define CHECK(cond, ...)                                  \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      ++g_fail;                                           \
-      printf("  FAIL %s:%d: ", __FILE__, __LINE__);       \
-      printf(__VA_ARGS__);                                \
-      printf("\n");                                       \
-    }                                                     \
-  } while (0)
+#include "tma_recorder.hpp"
 
 using namespace cute;
 
@@ -152,12 +110,6 @@ static void check_fragment_order(bool verbose) {
 
 // ---------------------------------------------------------------------------------------------
 // 2+3. Descriptor and end-to-end emulation.
-template <class T>
-static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
-  storage.assign(elems * sizeof(T) + 256, 0);
-  uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
-  return reinterpret_cast<T*>(p);
-}
 
 template <class Gemm>
 static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose) {

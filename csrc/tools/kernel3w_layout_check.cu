@@ -25,50 +25,9 @@
 
 #include "../kernel3_wgmma.cu"
 
-struct Desc {
-  unsigned rank;
-  char* addr;
-  uint64_t dim[5];
-  uint64_t stride[5];
-  uint32_t box[5];
-};
-static std::vector<Desc> g_descs;
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType fmt, cuuint32_t rank, void* addr,
-                                           const cuuint64_t* dim, const cuuint64_t* strides, const cuuint32_t* box,
-                                           const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                           CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
-  Desc d{};
-  d.rank = rank;
-  d.addr = static_cast<char*>(addr);
-  d.stride[0] = 2;
-  for (unsigned i = 0; i < rank; ++i) {
-    d.dim[i] = dim[i];
-    d.box[i] = box[i];
-    if (i > 0) d.stride[i] = strides[i - 1];
-  }
-  g_descs.push_back(d);
-  return CUDA_SUCCESS;
-}
-
-static int g_fail = 0;
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      ++g_fail;                                                              \
-      printf("  FAIL line %d: ", __LINE__);                                  \
-      printf(__VA_ARGS__);                                                   \
-      printf("\n");                                                          \
-    }                                                                        \
-  } while (0)
+#include "tma_recorder.hpp"
 
 using namespace cute;
-
-template <class T>
-static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
-  storage.assign(elems * sizeof(T) + 256, 0);
-  uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
-  return reinterpret_cast<T*>(p);
-}
 
 template <class Gemm>
 static void emulate(int T, int N, int K, bool up_lower, int64_t gap) {

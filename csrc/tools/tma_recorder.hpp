@@ -1,0 +1,58 @@
+// tma_recorder.hpp -- what the host-only layout checks of Kernel-2 and Kernel-3's CUTLASS rows
+// share: a recorder in place of the driver's cuTensorMapEncodeTiled (the checks read back every
+// descriptor CUTLASS encodes), the CHECK macro that counts failures, and aligned host buffers.
+// Include it after the kernel translation unit (which brings cuda.h and CuTe).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+struct Desc {
+  unsigned rank;
+  char* addr;
+  uint64_t dim[5];
+  uint64_t stride[5];  // bytes, stride[0] = element size
+  uint32_t box[5];
+  int swizzle;
+  int fmt;
+};
+static std::vector<Desc> g_descs;
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType fmt, cuuint32_t rank, void* addr,
+                                           const cuuint64_t* dim, const cuuint64_t* strides, const cuuint32_t* box,
+                                           const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle sw,
+                                           CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  Desc d{};
+  d.rank = rank;
+  d.addr = static_cast<char*>(addr);
+  d.swizzle = int(sw);
+  d.fmt = int(fmt);
+  d.stride[0] = (fmt == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 || fmt == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 ||
+                 fmt == CU_TENSOR_MAP_DATA_TYPE_UINT16) ? 2 : 0;
+  for (unsigned i = 0; i < rank; ++i) {
+    d.dim[i] = dim[i];
+    d.box[i] = box[i];
+    if (i > 0) d.stride[i] = strides[i - 1];
+  }
+  g_descs.push_back(d);
+  return CUDA_SUCCESS;
+}
+
+static int g_fail = 0;
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      ++g_fail;                                           \
+      printf("  FAIL %s:%d: ", __FILE__, __LINE__);       \
+      printf(__VA_ARGS__);                                \
+      printf("\n");                                       \
+    }                                                     \
+  } while (0)
+
+// A zeroed buffer of `elems` T whose start is 256-byte aligned (TMA needs 16), kept in `storage`.
+template <class T>
+static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
+  storage.assign(elems * sizeof(T) + 256, 0);
+  uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
+  return reinterpret_cast<T*>(p);
+}
