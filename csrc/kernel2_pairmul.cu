@@ -8,7 +8,7 @@
     ------
     The op receives the model's own gate and up weights: two separate [N, K] tensors (nn.Linear
     layout, K contiguous) at arbitrary addresses.  No repacking, no copy.  Kernel-2 treats them as
-    one virtual B operand of 2N rows whose row v is
+    one virtual B operand of 2N rows (gate_up_view.hpp, shared with Kernel-3W) whose row v is
 
         h = (v / 8) % 2  (0: the lower-addressed tensor `lo`, 1: the other one `hi`),
         r = 8 * (v / 16) + v % 8          (row inside that tensor),
@@ -30,8 +30,9 @@
       persistent tile scheduler) on the FLAT problem [M, 2N, K].  The tile scheduler and the
       epilogue never see the hierarchy: the flat N tile index n selects virtual rows
       [n*tileN, (n+1)*tileN), which the mainloop's TMA view maps to gate/up rows.
-    * Epilogue: stock Sm90 TMA warp-specialized collective (CollectiveBuilder) with C = D = void
-      and the fusion callbacks Sm90EVT<PairMulStore, Sm90AccFetch>.
+    * Epilogue: PairMulDirectEpilogue keeps the Arguments and pipeline types of the stock Sm90
+      TMA warp-specialized collective (CollectiveBuilder, C = D = void, fusion callbacks
+      Sm90EVT<PairMulStore, Sm90AccFetch>) and replaces its store.
     * Mainloop: PairedWeightMainloop derives from the stock CollectiveMma
       (MainloopSm90TmaGmmaWarpSpecialized, built by CollectiveBuilder with a flat K-major B)
       and keeps its smem layouts, pipeline, TiledMma, mma() and mma_tail().  It replaces only the
@@ -103,6 +104,7 @@
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "gate_up_view.hpp"
 #include "isw_common.hpp"
 #include "launch.hpp"
 #include "pair_mul_store.hpp"
@@ -148,12 +150,6 @@ struct PairedWeightMainloop : StockMainloop {
   static_assert(is_same_v<GmemTiledCopyB, conditional_t<kMulticastB, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
   static_assert(size<1>(TileShape{}) % 16 == 0, "virtual N tile must hold whole gate/up 16-row groups");
 
-  // Virtual N mode of B: (8 rows of a block, 2 tensors, N/8 blocks).
-  using ShapeNPair = Shape<_8, _2, int32_t>;
-  using StrideNPair = Stride<int64_t, int64_t, int64_t>;
-  using ShapeBPair = Shape<ShapeNPair, int32_t, int32_t>;   // (N', K, L)
-  using StrideBPair = Stride<StrideNPair, _1, int64_t>;
-
   struct Arguments {
     ElementA const* ptr_A = nullptr;   // x [M, K]
     StrideA dA{};
@@ -165,7 +161,7 @@ struct PairedWeightMainloop : StockMainloop {
   using TMA_A = typename Base::Params::TMA_A;
   using TMA_B = decltype(make_tma_copy_B_sm90(
       GmemTiledCopyB{},
-      make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(ShapeBPair{}, StrideBPair{})),
+      make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(gate_up::ViewShape{}, gate_up::ViewStride{})),
       SmemLayoutB{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
 
   struct Params {
@@ -176,21 +172,13 @@ struct PairedWeightMainloop : StockMainloop {
     uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
   };
 
-  // Virtual B (N' = 2N rows) as a cute tensor with the hierarchical N mode.
-  template <class PtrB>
-  CUTE_HOST_DEVICE static auto make_paired_b(PtrB ptr, int n_virtual, int k, int l, int64_t ld, int64_t off) {
-    auto shape = make_shape(make_shape(_8{}, _2{}, int32_t(n_virtual / 16)), int32_t(k), int32_t(l));
-    auto stride = make_stride(make_stride(ld, off, 8 * ld), _1{}, int64_t(n_virtual / 2) * ld);
-    return make_tensor(ptr, make_layout(shape, stride));
-  }
-
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void*) {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     auto ptr_A = reinterpret_cast<InternalElementA const*>(args.ptr_A);
     auto ptr_B = reinterpret_cast<InternalElementB const*>(args.ptr_B);
     Tensor tensor_a = make_tensor(ptr_A, make_layout(make_shape(M, K, L), args.dA));
-    Tensor tensor_b = make_paired_b(ptr_B, int(N), int(K), int(L), args.ld_B, args.pair_offset);
+    Tensor tensor_b = gate_up::make_view(ptr_B, int(N), int(K), int(L), args.ld_B, args.pair_offset);
     Params p;
     p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
                                         TileShape{}, ClusterShape{});
@@ -199,23 +187,17 @@ struct PairedWeightMainloop : StockMainloop {
     return p;
   }
 
-  // TMA descriptor limits (cuTensorMapEncodeTiled): 16B-aligned base, byte strides multiples
-  // of 16 and < 2^40, dims <= 2^32.  Everything the hierarchical view needs is checked here.
+  // TMA descriptor limits for x here; the weight view's in gate_up::fits_tma.
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
     constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
-    constexpr int64_t kMaxStride = int64_t(1) << 40;
-    auto aligned16 = [](void const* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-    bool ok = args.ptr_A && args.ptr_B && aligned16(args.ptr_A) && aligned16(args.ptr_B);
-    ok = ok && M >= 1 && K >= 1 && L == 1 && N % 16 == 0 && N >= 16;
-    ok = ok && (int64_t(get<0>(args.dA)) * ea) % 16 == 0 && int64_t(get<0>(args.dA)) >= K;
-    ok = ok && (args.ld_B * eb) % 16 == 0 && args.ld_B >= K;
-    ok = ok && args.pair_offset > 0 && (args.pair_offset * eb) % 16 == 0 && args.pair_offset * eb < kMaxStride;
-    ok = ok && 8 * args.ld_B * eb < kMaxStride && int64_t(N / 2) * args.ld_B * eb < kMaxStride;
-    ok = ok && int64_t(get<0>(args.dA)) * ea < kMaxStride && int64_t(get<2>(args.dA)) * ea < kMaxStride;
-    return ok;
+    const int64_t ld_a = int64_t(get<0>(args.dA));
+    bool ok = args.ptr_A && gate_up::aligned16(args.ptr_A) && M >= 1 && L == 1;
+    ok = ok && (ld_a * ea) % 16 == 0 && ld_a >= K;
+    ok = ok && ld_a * ea < gate_up::kMaxTmaStride && int64_t(get<2>(args.dA)) * ea < gate_up::kMaxTmaStride;
+    return ok && gate_up::fits_tma(args.ptr_B, N, K, args.ld_B, args.pair_offset, eb);
   }
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
@@ -230,8 +212,7 @@ struct PairedWeightMainloop : StockMainloop {
     using X = Underscore;
     auto [M, N, K, L] = problem_shape_MNKL;
     Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, K, L));
-    Tensor mB = params.tma_load_b.get_tma_tensor(
-        make_shape(make_shape(_8{}, _2{}, int32_t(N / 16)), int32_t(K), int32_t(L)));
+    Tensor mB = params.tma_load_b.get_tma_tensor(gate_up::coord_shape(int(N), int(K), int(L)));
     Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});
     Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});
     return cute::make_tuple(gA, gB);
@@ -401,54 +382,24 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   using Mainloop = typename Gemm::CollectiveMainloop;
   constexpr int64_t eb = sizeof(Element);
 
-  if (!p->x || !p->w_gate || !p->w_up || !p->out)
-    return fail(ISW_ERR_INVALID, "kernel2: null tensor pointer");
-  if (p->M < 1 || p->M > INT32_MAX || p->K > INT32_MAX || 2 * p->N > INT32_MAX)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: sizes M=%lld N=%lld K=%lld exceed int32 range",
-                (long long)p->M, (long long)p->N, (long long)p->K);
-  if (p->N % 8 != 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: N=%lld is not a multiple of 8", (long long)p->N);
-  if (p->K % 8 != 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: K=%lld is not a multiple of 8", (long long)p->K);
-  if (p->ld_w_gate != p->ld_w_up)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights have different row strides (%lld vs %lld)",
-                (long long)p->ld_w_gate, (long long)p->ld_w_up);
-  if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_out < p->N)
-    return fail(ISW_ERR_INVALID, "kernel2: a leading dimension is smaller than the row length");
-  if (p->ld_x % 8 || p->ld_w_gate % 8)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: ld_x=%lld / ld_w=%lld must be multiples of 8 elements (16 bytes)",
-                (long long)p->ld_x, (long long)p->ld_w_gate);
-  auto addr = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); };
-  if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: x and the weights must be 16-byte aligned");
-  if ((addr(p->out) & 3) || (p->ld_out & 1))
+  gate_up::Pair pair;
+  if (int st = gate_up::check_problem(p, "kernel2", eb, &pair); st != ISW_OK) return st;
+  if ((reinterpret_cast<uintptr_t>(p->out) & 3) || (p->ld_out & 1))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: out must be 4-byte aligned with an even ld_out");
   if (ISW_K2_ACTIVATION != ISW_ACT_ANY && p->activation != ISW_K2_ACTIVATION)
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: this build's epilogue computes activation %d, not %d",
                 ISW_K2_ACTIVATION, p->activation);
-
-  // The two weights as one interleaved view based at the lower address.
-  uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
-  bool up_first = u < g;
-  uintptr_t lo = up_first ? u : g, hi = up_first ? g : u;
-  uint64_t delta_bytes = uint64_t(hi - lo);
-  if (delta_bytes == 0) return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights are the same tensor");
-  if (delta_bytes >= (uint64_t(1) << 40) || delta_bytes % 16 != 0)
-    return fail(ISW_ERR_UNSUPPORTED,
-                "kernel2: gate/up weights are %llu bytes apart; the interleaving TMA view needs a multiple "
-                "of 16 below 2^40", (unsigned long long)delta_bytes);
-  // Overlap would alias gate rows with up rows: require the two [N, ld] extents to be disjoint.
-  if (delta_bytes < uint64_t(p->N - 1) * uint64_t(p->ld_w_gate) * eb + uint64_t(p->K) * eb)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: gate and up weights overlap in memory");
 
   int M = int(p->M);
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {M, int(2 * p->N), int(p->K), 1};
   args.mainloop.ptr_A = static_cast<Element const*>(p->x);
   args.mainloop.dA = typename Mainloop::StrideA{int64_t(p->ld_x), _1{}, int64_t(p->ld_x) * M};
-  args.mainloop.ptr_B = reinterpret_cast<Element const*>(lo);
+  args.mainloop.ptr_B = reinterpret_cast<Element const*>(pair.lo);
   args.mainloop.ld_B = p->ld_w_gate;
-  args.mainloop.pair_offset = int64_t(delta_bytes / eb);
+  args.mainloop.pair_offset = pair.pair_offset;
   auto& node = args.epilogue.thread.op_1;  // Sm90EVT args: op_0 = AccFetch (child), op_1 = the node
-  node = {static_cast<Element*>(p->out), int64_t(p->ld_out), up_first, int(p->activation)};
+  node = {static_cast<Element*>(p->out), int64_t(p->ld_out), pair.up_first, int(p->activation)};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.ptr_D = nullptr;
   args.hw_info.device_id = 0;

@@ -10,7 +10,8 @@
     with few stages two or three CTAs stream weights on each SM).
 
     Operands.  The problem is D'[2N, M] = Wv[2N, K] . x[M, K]^T:
-      * A = Wv, the same zero-copy interleaved view of the two weight tensors as Kernel-2's B:
+      * A = Wv, the same zero-copy interleaved view of the two weight tensors as Kernel-2's B
+        (gate_up_view.hpp):
         virtual row v <-> tensor h = (v / 8) % 2 (0: the lower-addressed one), row 8 (v / 16) + v % 8.
         Its M mode is the hierarchical (_8, _2, N/8) : (ld_w, Delta, 8 ld_w); one rank-5 TMA map.
       * B = x [M, K], K-major: the tokens are the wgmma N (8, 16, 32 or 64 per tile), so nothing
@@ -36,7 +37,9 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "activation.hpp"
+#include "gate_up_view.hpp"
 #include "isw_common.hpp"
+#include "register_store_epilogue.hpp"
 
 namespace isw::k3w {
 
@@ -68,11 +71,6 @@ struct PairedWeightAMainloop : StockMainloop {
   static_assert(size(ClusterShape{}) == 1, "PairedWeightAMainloop: no clusters (decode streams each weight once)");
   static_assert(size<0>(TileShape{}) % 16 == 0, "virtual M tile must hold whole gate/up 16-row groups");
 
-  using ShapeMPair = Shape<_8, _2, int32_t>;
-  using StrideMPair = Stride<int64_t, int64_t, int64_t>;
-  using ShapeAPair = Shape<ShapeMPair, int32_t, int32_t>;   // (M' = 2N, K, L)
-  using StrideAPair = Stride<StrideMPair, _1, int64_t>;
-
   struct Arguments {
     ElementA const* ptr_A = nullptr;   // lower-addressed weight tensor (block h = 0)
     int64_t ld_A = 0;                  // row pitch of both weights, elements
@@ -83,7 +81,7 @@ struct PairedWeightAMainloop : StockMainloop {
 
   using TMA_A = decltype(make_tma_copy_A_sm90(
       GmemTiledCopyA{},
-      make_tensor(static_cast<InternalElementA const*>(nullptr), make_layout(ShapeAPair{}, StrideAPair{})),
+      make_tensor(static_cast<InternalElementA const*>(nullptr), make_layout(gate_up::ViewShape{}, gate_up::ViewStride{})),
       SmemLayoutA{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
   using TMA_B = typename Base::Params::TMA_B;
 
@@ -95,19 +93,12 @@ struct PairedWeightAMainloop : StockMainloop {
     uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
   };
 
-  template <class PtrA>
-  CUTE_HOST_DEVICE static auto make_paired_a(PtrA ptr, int m_virtual, int k, int l, int64_t ld, int64_t off) {
-    auto shape = make_shape(make_shape(_8{}, _2{}, int32_t(m_virtual / 16)), int32_t(k), int32_t(l));
-    auto stride = make_stride(make_stride(ld, off, 8 * ld), _1{}, int64_t(m_virtual / 2) * ld);
-    return make_tensor(ptr, make_layout(shape, stride));
-  }
-
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void*) {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     auto ptr_A = reinterpret_cast<InternalElementA const*>(args.ptr_A);
     auto ptr_B = reinterpret_cast<InternalElementB const*>(args.ptr_B);
-    Tensor tensor_a = make_paired_a(ptr_A, int(M), int(K), int(L), args.ld_A, args.pair_offset);
+    Tensor tensor_a = gate_up::make_view(ptr_A, int(M), int(K), int(L), args.ld_A, args.pair_offset);
     Tensor tensor_b = make_tensor(ptr_B, make_layout(make_shape(N, K, L), args.dB));
     Params p;
     p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
@@ -117,21 +108,16 @@ struct PairedWeightAMainloop : StockMainloop {
     return p;
   }
 
+  // TMA descriptor limits for x here; the weight view's in gate_up::fits_tma.
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
     constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
-    constexpr int64_t kMaxStride = int64_t(1) << 40;
-    auto aligned16 = [](void const* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-    bool ok = args.ptr_A && args.ptr_B && aligned16(args.ptr_A) && aligned16(args.ptr_B);
-    ok = ok && N >= 1 && K >= 1 && L == 1 && M % 16 == 0 && M >= 16;
-    ok = ok && (int64_t(get<0>(args.dB)) * eb) % 16 == 0 && int64_t(get<0>(args.dB)) >= K;
-    ok = ok && (args.ld_A * ea) % 16 == 0 && args.ld_A >= K;
-    ok = ok && args.pair_offset > 0 && (args.pair_offset * ea) % 16 == 0 && args.pair_offset * ea < kMaxStride;
-    ok = ok && 8 * args.ld_A * ea < kMaxStride && int64_t(M / 2) * args.ld_A * ea < kMaxStride;
-    ok = ok && int64_t(get<0>(args.dB)) * eb < kMaxStride;
-    return ok;
+    const int64_t ld_b = int64_t(get<0>(args.dB));
+    bool ok = args.ptr_B && gate_up::aligned16(args.ptr_B) && N >= 1 && L == 1;
+    ok = ok && (ld_b * eb) % 16 == 0 && ld_b >= K && ld_b * eb < gate_up::kMaxTmaStride;
+    return ok && gate_up::fits_tma(args.ptr_A, M, K, args.ld_A, args.pair_offset, ea);
   }
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
@@ -143,8 +129,7 @@ struct PairedWeightAMainloop : StockMainloop {
   CUTE_HOST_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     using X = Underscore;
     auto [M, N, K, L] = problem_shape_MNKL;
-    Tensor mA = params.tma_load_a.get_tma_tensor(
-        make_shape(make_shape(_8{}, _2{}, int32_t(M / 16)), int32_t(K), int32_t(L)));
+    Tensor mA = params.tma_load_a.get_tma_tensor(gate_up::coord_shape(int(M), int(K), int(L)));
     Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, K, L));
     Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});
     Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});
@@ -261,25 +246,18 @@ CUTE_HOST_DEVICE void pair_rows_store_accumulators(AccTensor const& acc, ThrMma 
 }
 
 template <class StockCollective, class ElementOut, int Activation>
-struct PairRowsEpilogue {
-  using Stock = StockCollective;
-  using ElementC = typename Stock::ElementC;
-  using StrideC = typename Stock::StrideC;
-  using ElementD = typename Stock::ElementD;
-  using StrideD = typename Stock::StrideD;
+struct PairRowsEpilogue : isw::epilogue::RegisterStoreEpilogueBase<StockCollective> {
+  using Base = isw::epilogue::RegisterStoreEpilogueBase<StockCollective>;
   struct Arguments {
     PairRowsArguments thread;
     uint32_t tma_transaction_bytes = 0;  // read by the kernel when it sets up the (idle) epilogue load pipeline
   };
   using Params = Arguments;
-  using LoadPipeline = typename Stock::LoadPipeline;
-  using LoadPipelineState = typename Stock::LoadPipelineState;
-  using StorePipeline = typename Stock::StorePipeline;
-  using StorePipelineState = typename Stock::StorePipelineState;
-  using PipelineStorage = typename Stock::PipelineStorage;
-  static constexpr bool RequiresTransactionBytes = Stock::RequiresTransactionBytes;
-  struct TensorStorage {};
-  struct SharedStorage { TensorStorage tensors; PipelineStorage pipeline; };
+  using typename Base::LoadPipeline;
+  using typename Base::LoadPipelineState;
+  using typename Base::StorePipeline;
+  using typename Base::StorePipelineState;
+  using typename Base::TensorStorage;
 
   template <class ProblemShape>
   static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& a, void*) { return a; }
@@ -296,18 +274,9 @@ struct PairRowsEpilogue {
     return a.thread.ptr_out != nullptr && int64_t(M2) % 16 == 0 && a.thread.ld_out >= int64_t(M2) / 2 &&
            (Activation == ISW_ACT_ANY || a.thread.activation == Activation);
   }
-  template <class TileShapeMNK>
-  CUTLASS_HOST_DEVICE static constexpr int get_load_pipe_increment(TileShapeMNK t) { return Stock::get_load_pipe_increment(t); }
-  template <class TileShapeMNK>
-  CUTLASS_HOST_DEVICE static constexpr int get_store_pipe_increment(TileShapeMNK t) { return Stock::get_store_pipe_increment(t); }
-  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const&) {}
 
   Params const& params;
   CUTLASS_HOST_DEVICE PairRowsEpilogue(Params const& params, TensorStorage&) : params(params) {}
-  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
-  template <class... Args>
-  CUTLASS_DEVICE LoadPipelineState load(LoadPipeline, LoadPipelineState state, Args&&...) { return state; }
-  CUTLASS_DEVICE LoadPipelineState load_tail(LoadPipeline, LoadPipelineState state) { return state; }
 
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout,
             class TiledMma, class... Rest>
@@ -324,9 +293,6 @@ struct PairRowsEpilogue {
     };
     if constexpr (Activation != ISW_ACT_ANY) body(std::integral_constant<int, Activation>{});
     else with_activation(params.thread.activation, body);
-    return cute::make_tuple(load_state, store_state);
-  }
-  CUTLASS_DEVICE auto store_tail(LoadPipeline, LoadPipelineState load_state, StorePipeline, StorePipelineState store_state) {
     return cute::make_tuple(load_state, store_state);
   }
 };
@@ -389,36 +355,18 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   using Element = typename Gemm::Element;
   using Mainloop = typename Gemm::CollectiveMainloop;
   constexpr int64_t eb = sizeof(Element);
-  if (!p->x || !p->w_gate || !p->w_up || !p->out) return fail(ISW_ERR_INVALID, "kernel3w: null tensor pointer");
-  if (p->M < 1 || p->M > INT32_MAX || p->K > INT32_MAX || 2 * p->N > INT32_MAX)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: sizes exceed int32 range");
-  if (p->N % 8 || p->K % 8) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: N and K must be multiples of 8");
-  if (p->ld_w_gate != p->ld_w_up) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate and up row strides differ");
-  if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_out < p->N)
-    return fail(ISW_ERR_INVALID, "kernel3w: a leading dimension is smaller than the row length");
-  if (p->ld_x % 8 || p->ld_w_gate % 8) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: ld_x / ld_w must be multiples of 8");
-  auto addr = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); };
-  if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: x and the weights must be 16-byte aligned");
-  if ((addr(p->out) & 1)) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: out must be 2-byte aligned");
-  uintptr_t g = addr(p->w_gate), u = addr(p->w_up);
-  bool up_first = u < g;
-  uintptr_t lo = up_first ? u : g, hi = up_first ? g : u;
-  uint64_t delta = uint64_t(hi - lo);
-  if (delta == 0 || delta % 16 || delta >= (uint64_t(1) << 40))
-    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate/up distance %llu bytes is not usable by the TMA view",
-                (unsigned long long)delta);
-  if (delta < uint64_t(p->N - 1) * uint64_t(p->ld_w_gate) * eb + uint64_t(p->K) * eb)
-    return fail(ISW_ERR_UNSUPPORTED, "kernel3w: gate and up weights overlap in memory");
+  gate_up::Pair pair;
+  if (int st = gate_up::check_problem(p, "kernel3w", eb, &pair); st != ISW_OK) return st;
+  if (reinterpret_cast<uintptr_t>(p->out) & 1) return fail(ISW_ERR_UNSUPPORTED, "kernel3w: out must be 2-byte aligned");
   int T = int(p->M);
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {int(2 * p->N), T, int(p->K), 1};
-  args.mainloop.ptr_A = reinterpret_cast<Element const*>(lo);
+  args.mainloop.ptr_A = reinterpret_cast<Element const*>(pair.lo);
   args.mainloop.ld_A = p->ld_w_gate;
-  args.mainloop.pair_offset = int64_t(delta / eb);
+  args.mainloop.pair_offset = pair.pair_offset;
   args.mainloop.ptr_B = static_cast<Element const*>(p->x);
   args.mainloop.dB = typename Mainloop::StrideB{int64_t(p->ld_x), _1{}, int64_t(p->ld_x) * T};
-  args.epilogue.thread = {p->out, int64_t(p->ld_out), up_first, int(p->activation)};
+  args.epilogue.thread = {p->out, int64_t(p->ld_out), pair.up_first, int(p->activation)};
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sm_count;
   if (!Gemm::GemmKernel::can_implement(args))

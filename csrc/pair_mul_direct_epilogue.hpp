@@ -21,6 +21,7 @@
 #include "cute/tensor.hpp"
 
 #include "pair_mul_store.hpp"
+#include "register_store_epilogue.hpp"
 
 namespace isw::epilogue {
 
@@ -59,26 +60,16 @@ CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators,
 }
 
 template <class StockCollective, class ElementOut, int Activation>
-struct PairMulDirectEpilogue {
+struct PairMulDirectEpilogue : RegisterStoreEpilogueBase<StockCollective> {
+  using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
-  using ElementC = typename Stock::ElementC;
-  using StrideC = typename Stock::StrideC;
-  using ElementD = typename Stock::ElementD;
-  using StrideD = typename Stock::StrideD;
   using Arguments = typename Stock::Arguments;
   using Params = typename Stock::Params;
-  using LoadPipeline = typename Stock::LoadPipeline;
-  using LoadPipelineState = typename Stock::LoadPipelineState;
-  using StorePipeline = typename Stock::StorePipeline;
-  using StorePipelineState = typename Stock::StorePipelineState;
-  using PipelineStorage = typename Stock::PipelineStorage;
-  static constexpr bool RequiresTransactionBytes = Stock::RequiresTransactionBytes;
-
-  struct TensorStorage {};
-  struct SharedStorage {  // what the mainloop's stage count must leave room for
-    TensorStorage tensors;
-    PipelineStorage pipeline;
-  };
+  using typename Base::LoadPipeline;
+  using typename Base::LoadPipelineState;
+  using typename Base::StorePipeline;
+  using typename Base::StorePipelineState;
+  using typename Base::TensorStorage;
 
   template <class ProblemShape>
   static constexpr Params to_underlying_arguments(ProblemShape const& s, Arguments const& a, void* ws) {
@@ -93,20 +84,9 @@ struct PairMulDirectEpilogue {
   }
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& s, Arguments const& a) { return Stock::can_implement(s, a); }
-  // The kernel advances the (idle) pipeline states by these per tile.
-  template <class TileShapeMNK>
-  CUTLASS_HOST_DEVICE static constexpr int get_load_pipe_increment(TileShapeMNK t) { return Stock::get_load_pipe_increment(t); }
-  template <class TileShapeMNK>
-  CUTLASS_HOST_DEVICE static constexpr int get_store_pipe_increment(TileShapeMNK t) { return Stock::get_store_pipe_increment(t); }
-  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const&) {}  // C and D are void: none
 
   Params const& params;
   CUTLASS_HOST_DEVICE PairMulDirectEpilogue(Params const& params, TensorStorage&) : params(params) {}
-
-  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
-  template <class... Args>
-  CUTLASS_DEVICE LoadPipelineState load(LoadPipeline, LoadPipelineState state, Args&&...) { return state; }
-  CUTLASS_DEVICE LoadPipelineState load_tail(LoadPipeline, LoadPipelineState state) { return state; }
 
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout,
             class TiledMma>
@@ -137,11 +117,6 @@ struct PairMulDirectEpilogue {
     if (subtile_idx != -1) __trap();
     return store(lp, load_state, sp, store_state, problem_shape_mnkl, tile_shape_MNK, tile_coord_mnkl, accumulators,
                  tiled_mma, thread_idx, storage);
-  }
-
-  CUTLASS_DEVICE auto store_tail(LoadPipeline, LoadPipelineState load_state, StorePipeline,
-                                 StorePipelineState store_state) {
-    return cute::make_tuple(load_state, store_state);  // no TMA store was issued
   }
 };
 

@@ -248,6 +248,19 @@ KERNEL2: tuple[PairMulConfig, ...] = (
       for tm, tn, sched, cm in ((128, 192, "pingpong", 1), (128, 160, "pingpong", 1), (128, 128, "pingpong", 1),
                                 (128, 128, "pingpong", 2), (256, 128, "cooperative", 1))
       for sw in (4, 8)),
+    # 256-row cooperative tiles of the widths that fit the tile count to whole waves at M = 512
+    # (two row tiles: 256 x 160 gives q0.5B 122 tiles, one wave on 132 SMs, where 128 x 160
+    # pingpong gives 244, 1.85 waves; 256 x 144: q7B 528 = 4.0 waves, q14B 384 = 2.9; 256 x 112:
+    # q3B 394 = 2.98, q72B 1056 = 8.0), and each weight tile serves 256 x rows instead of 128,
+    # halving the weight traffic from L2 per FLOP against the 128-row pingpong tiles (for M >= 2048,
+    # with the 2x1 cluster and the swizzle as well: cuBLAS's 256 x 128 / 192 x 192 class).
+    PairMulConfig(256, 112, "cooperative", epi_n=16),
+    PairMulConfig(256, 144, "cooperative", epi_n=16),
+    PairMulConfig(256, 160, "cooperative"),
+    PairMulConfig(256, 192, "cooperative"),
+    PairMulConfig(256, 192, "cooperative", cluster_m=2),
+    *(PairMulConfig(256, tn, "cooperative", cluster_m=cm, swizzle=sw)
+      for tn, cm in ((160, 1), (192, 1), (192, 2), (128, 2)) for sw in (4, 8)),
 )
 
 
