@@ -134,6 +134,13 @@ KERNEL3_WGMMA: tuple[WgmmaSkinnyConfig, ...] = (
     WgmmaSkinnyConfig(64, 8, schedule="ws", stages=4),
     WgmmaSkinnyConfig(64, 16, schedule="ws", stages=4),
     WgmmaSkinnyConfig(128, 16, schedule="ws", stages=3),
+    # Shared memory decides how many "ws" CTAs share an SM (they use 30-42 registers per thread):
+    # 64 x 16 with 4 stages takes 80 KB, so two fit, and at 1.5B (280 tiles of 64 rows) and 3B
+    # (344) the grid is 1.06 and 1.3 waves of 264; with 3 stages (60 KB) three fit and it is one.
+    # 64 x 8 with 3 stages (54 KB) fits four.
+    WgmmaSkinnyConfig(64, 8, schedule="ws", stages=3),
+    WgmmaSkinnyConfig(64, 16, schedule="ws", stages=3),
+    WgmmaSkinnyConfig(64, 32, schedule="ws", stages=3),
 )
 
 # Kernel-3's configuration table as the library numbers it: the mma.sync rows, then the CUTLASS
@@ -248,19 +255,19 @@ KERNEL2: tuple[PairMulConfig, ...] = (
       for tm, tn, sched, cm in ((128, 192, "pingpong", 1), (128, 160, "pingpong", 1), (128, 128, "pingpong", 1),
                                 (128, 128, "pingpong", 2), (256, 128, "cooperative", 1))
       for sw in (4, 8)),
-    # 256-row cooperative tiles of the widths that fit the tile count to whole waves at M = 512
-    # (two row tiles: 256 x 160 gives q0.5B 122 tiles, one wave on 132 SMs, where 128 x 160
-    # pingpong gives 244, 1.85 waves; 256 x 144: q7B 528 = 4.0 waves, q14B 384 = 2.9; 256 x 112:
-    # q3B 394 = 2.98, q72B 1056 = 8.0), and each weight tile serves 256 x rows instead of 128,
-    # halving the weight traffic from L2 per FLOP against the 128-row pingpong tiles (for M >= 2048,
-    # with the 2x1 cluster and the swizzle as well: cuBLAS's 256 x 128 / 192 x 192 class).
-    PairMulConfig(256, 112, "cooperative", epi_n=16),
-    PairMulConfig(256, 144, "cooperative", epi_n=16),
-    PairMulConfig(256, 160, "cooperative"),
+    # 256 x 192 cooperative: each weight tile serves 256 x rows, half the weight traffic from L2
+    # per FLOP of the 128-row pingpong tiles (cuBLAS's 256 x 128 / 192 x 192 class), with the 2x1
+    # cluster and the swizzle.  Measured 2026-12-01 (sustained, interleaved with cuBLAS): chosen at
+    # q72B M = 8192 (c2x1, swizzle 4: 0.97x of cuBLAS's time) and within 1.5% of the best at
+    # q14B / q32B M = 8192; 4-14% slower than the 128-row pingpong tiles at M <= 2048.  256 x 112,
+    # 144 and 160, sized so that M = 512 fills whole waves (q0.5B: 122 tiles of 256 x 160, one
+    # wave, where 128 x 160 pingpong gives 244), were 6-46% slower than the chosen pingpong tiles
+    # at every M = 512 point, without the overlap of one tile's epilogue with the next mainloop
+    # that pingpong gives, and were dropped.
     PairMulConfig(256, 192, "cooperative"),
     PairMulConfig(256, 192, "cooperative", cluster_m=2),
     *(PairMulConfig(256, tn, "cooperative", cluster_m=cm, swizzle=sw)
-      for tn, cm in ((160, 1), (192, 1), (192, 2), (128, 2)) for sw in (4, 8)),
+      for tn, cm in ((192, 1), (192, 2), (128, 2)) for sw in (4, 8)),
 )
 
 
