@@ -63,9 +63,10 @@
       * 128 x 128 cooperative (k2_128x128x64_c1x1), and its stream-K twin (k2_128x128x64_sk: K split
         across CTAs so all SMs stream weights whatever the tile count; partial sums are reduced in
         the workspace before the epilogue, since the activation needs the full sum).
-      * prefill tiles: 128 x 128 pingpong, 256 x 128 and 128 x 256 cooperative (one accumulator
-        of 128 x 128 or 64 x 256 per consumer warpgroup), and clusters of 2 CTAs along M that
-        multicast each weight tile (c2x1): half the weight traffic from L2 per CTA.
+      * prefill tiles: 128-row pingpong 80-192 wide, 256 x 128, 256 x 192 and 128 x 256 cooperative
+        (one accumulator of up to 128 x 192 per consumer warpgroup), clusters of 2 CTAs along M that
+        multicast each weight tile (c2x1: half the weight traffic from L2 per CTA) or along N, and
+        the persistent scheduler's swizzle as a run-time argument (rows named _sw4 / _sw8).
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.

@@ -261,7 +261,7 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # q72B M = 8192 (c2x1, swizzle 4: 0.97x of cuBLAS's time) and within 1.5% of the best at
     # q14B / q32B M = 8192; 4-14% slower than the 128-row pingpong tiles at M <= 2048.  256 x 112,
     # 144 and 160, sized so that M = 512 fills whole waves (q0.5B: 122 tiles of 256 x 160, one
-    # wave, where 128 x 160 pingpong gives 244), were 6-46% slower than the chosen pingpong tiles
+    # wave, where 128 x 160 pingpong gives 244), were 4-13% slower than the chosen pingpong tiles
     # at every M = 512 point, without the overlap of one tile's epilogue with the next mainloop
     # that pingpong gives, and were dropped.
     PairMulConfig(256, 192, "cooperative"),
