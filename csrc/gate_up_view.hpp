@@ -28,24 +28,30 @@ using StrideRows = cute::Stride<int64_t, int64_t, int64_t>;
 using ViewShape = cute::Shape<ShapeRows, int32_t, int32_t>;    // (2N, K, L)
 using ViewStride = cute::Stride<StrideRows, cute::_1, int64_t>;
 
-/// The view of `rows` (= 2N) virtual rows based at the lower-addressed weight `ptr`.
-template <class Ptr>
-CUTE_HOST_DEVICE auto make_view(Ptr ptr, int rows, int k, int l, int64_t ld, int64_t pair_offset) {
-  using namespace cute;
-  auto shape = make_shape(make_shape(_8{}, _2{}, int32_t(rows / 16)), int32_t(k), int32_t(l));
-  auto stride = make_stride(make_stride(ld, pair_offset, 8 * ld), _1{}, int64_t(rows / 2) * ld);
-  return make_tensor(ptr, make_layout(shape, stride));
-}
-
-/// The shape TMA coordinates of the view take (what load_init's get_tma_tensor is given).
+/// The view's shape: what load_init's get_tma_tensor is given, and make_view's layout shape.
 CUTE_HOST_DEVICE auto coord_shape(int rows, int k, int l) {
   using namespace cute;
   return make_shape(make_shape(_8{}, _2{}, int32_t(rows / 16)), int32_t(k), int32_t(l));
 }
 
+/// The view of `rows` (= 2N) virtual rows based at the lower-addressed weight `ptr`.
+template <class Ptr>
+CUTE_HOST_DEVICE auto make_view(Ptr ptr, int rows, int k, int l, int64_t ld, int64_t pair_offset) {
+  using namespace cute;
+  auto stride = make_stride(make_stride(ld, pair_offset, 8 * ld), _1{}, int64_t(rows / 2) * ld);
+  return make_tensor(ptr, make_layout(coord_shape(rows, k, l), stride));
+}
+
 constexpr int64_t kMaxTmaStride = int64_t(1) << 40;
 
 inline bool aligned16(void const* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+/// Whether one TMA map can describe a plain K-major operand (x) of at least one row: the other
+/// operand's half of the mainloop's can_implement.
+inline bool rows_fit_tma(void const* ptr, int64_t rows, int64_t k, int64_t ld, int64_t elem_bytes) {
+  return ptr && aligned16(ptr) && rows >= 1 && (ld * elem_bytes) % 16 == 0 && ld >= k &&
+         ld * elem_bytes < kMaxTmaStride;
+}
 
 /// Whether one TMA map can describe the view (the mainloop's can_implement; no messages).
 inline bool fits_tma(void const* ptr, int64_t rows, int64_t k, int64_t ld, int64_t pair_offset, int64_t elem_bytes) {

@@ -194,10 +194,8 @@ struct PairedWeightMainloop : StockMainloop {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
     constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
-    const int64_t ld_a = int64_t(get<0>(args.dA));
-    bool ok = args.ptr_A && gate_up::aligned16(args.ptr_A) && M >= 1 && L == 1;
-    ok = ok && (ld_a * ea) % 16 == 0 && ld_a >= K;
-    ok = ok && ld_a * ea < gate_up::kMaxTmaStride && int64_t(get<2>(args.dA)) * ea < gate_up::kMaxTmaStride;
+    bool ok = L == 1 && gate_up::rows_fit_tma(args.ptr_A, M, K, int64_t(get<0>(args.dA)), ea);
+    ok = ok && int64_t(get<2>(args.dA)) * ea < gate_up::kMaxTmaStride;
     return ok && gate_up::fits_tma(args.ptr_B, N, K, args.ld_B, args.pair_offset, eb);
   }
 
@@ -465,16 +463,8 @@ static int run_impl(const isw_problem* p) {
   if (ws > 0) ISW_CUTLASS_CHECK(Kernel::initialize_workspace(args, p->workspace, stream));
 
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, p->workspace);
-  // CUTLASS reports a failed cuTensorMapEncodeTiled only on stderr (its assert is compiled out)
-  // and leaves the descriptor zeroed; launching with it would fault, so catch it here.
-  auto encoded = [](void const* desc) {
-    unsigned char const* b = static_cast<unsigned char const*>(desc);
-    for (size_t i = 0; i < sizeof(cute::TmaDescriptor); ++i)
-      if (b[i]) return true;
-    return false;
-  };
-  if (!encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
-      !encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+  if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+      !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
     return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
                 "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
 

@@ -114,10 +114,8 @@ struct PairedWeightAMainloop : StockMainloop {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
     constexpr int64_t eb = int64_t(sizeof_bits_v<ElementB> / 8);
-    const int64_t ld_b = int64_t(get<0>(args.dB));
-    bool ok = args.ptr_B && gate_up::aligned16(args.ptr_B) && N >= 1 && L == 1;
-    ok = ok && (ld_b * eb) % 16 == 0 && ld_b >= K && ld_b * eb < gate_up::kMaxTmaStride;
-    return ok && gate_up::fits_tma(args.ptr_A, M, K, args.ld_A, args.pair_offset, ea);
+    return L == 1 && gate_up::rows_fit_tma(args.ptr_B, N, K, int64_t(get<0>(args.dB)), eb) &&
+           gate_up::fits_tma(args.ptr_A, M, K, args.ld_A, args.pair_offset, ea);
   }
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
@@ -390,6 +388,10 @@ static int run_impl(const isw_problem* p) {
   if (int st = make_arguments<Gemm>(p, sm_count, args); st != ISW_OK) return st;
   args.hw_info.device_id = device;
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+  if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+      !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+    return fail(ISW_ERR_CUDA, "kernel3w: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
+                "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
   cudaLaunchAttribute attr;
   cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
   cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),

@@ -1,6 +1,6 @@
-// launch.hpp -- how the persistent CUTLASS kernels (Kernel-1, Kernel-2) are launched: the SM
-// count, the once-per-device setup (large shared memory, co-resident clusters) and the launch
-// configuration, clusters included.  Host code only.
+// launch.hpp -- how the CUTLASS kernels (Kernel-1, Kernel-2, Kernel-3W) are launched: the SM
+// count, the once-per-device setup (large shared memory, co-resident clusters), the check of their
+// TMA descriptors and the launch configuration, clusters included.  Host code only.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -48,6 +48,16 @@ inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cuda
     cfg.numAttrs = 1;
   }
   return cfg;
+}
+
+// CUTLASS reports a failed cuTensorMapEncodeTiled only on stderr (its assert is compiled out) and
+// leaves the descriptor zeroed; launching with it would fault, so the kernels check before launch.
+template <class Descriptor>
+inline bool tma_descriptor_encoded(Descriptor const* desc) {
+  unsigned char const* b = reinterpret_cast<unsigned char const*>(desc);
+  for (size_t i = 0; i < sizeof(Descriptor); ++i)
+    if (b[i]) return true;
+  return false;
 }
 
 // Per device, once per kernel (`cache` is the kernel's own: 0 = not done, else clusters + 1):
