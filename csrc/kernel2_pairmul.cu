@@ -1,8 +1,8 @@
 /*! \file kernel2_pairmul.cu
     \brief Kernel-2 (small M): out = silu(x @ Wg^T) * (x @ Wu^T) as ONE sm90 GEMM over the gate
            and up weights interleaved by blocks of 8 rows, read in place through a hierarchical
-           TMA view, with its own epilogue collective (pair_mul_direct_epilogue.hpp) that pairs and
-           stores straight from the accumulators (pair_mul_store.hpp).
+           TMA view, with its own epilogue collective (pair_mul_epilogue.hpp) that pairs gate and up
+           in the accumulators (pair_mul_store.hpp) and stores from registers or through TMA.
 
     Design
     ------
@@ -21,8 +21,8 @@
     [tileN, 64] B tile.  (Printed and checked on the host: csrc/tools/kernel2_layout_check.cu.)
 
     The accumulator of a [64|128, tileN] tile then holds gate column c and its up partner c+8
-    in the same thread (wgmma layout), and PairMulDirectEpilogue writes silu(gate) * up to
-    out [M, N] from registers in one pass over the accumulator.
+    in the same thread (wgmma layout), and PairMulEpilogue writes silu(gate) * up to
+    out [M, N] in one pass over the accumulator.
 
     What is stock CUTLASS 4.2 and what is ours
     ------------------------------------------
@@ -30,7 +30,7 @@
       persistent tile scheduler) on the FLAT problem [M, 2N, K].  The tile scheduler and the
       epilogue never see the hierarchy: the flat N tile index n selects virtual rows
       [n*tileN, (n+1)*tileN), which the mainloop's TMA view maps to gate/up rows.
-    * Epilogue: PairMulDirectEpilogue keeps the Arguments and pipeline types of the stock Sm90
+    * Epilogue: PairMulEpilogue keeps the Arguments and pipeline types of the stock Sm90
       TMA warp-specialized collective (CollectiveBuilder, C = D = void, fusion callbacks
       Sm90EVT<PairMulStore, Sm90AccFetch>) and replaces its store.
     * Mainloop: PairedWeightMainloop derives from the stock CollectiveMma
@@ -67,6 +67,8 @@
         (one accumulator of up to 128 x 192 per consumer warpgroup), clusters of 2 CTAs along M that
         multicast each weight tile (c2x1: half the weight traffic from L2 per CTA) or along N, and
         the persistent scheduler's swizzle as a run-time argument (rows named _sw4 / _sw8).
+      * the epilogue stores from registers, or (rows named _tma) stages the tile in shared memory and
+        writes it with TMA bulk stores (pair_mul_epilogue.hpp): faster where K is small.
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.
@@ -109,7 +111,7 @@
 #include "isw_common.hpp"
 #include "launch.hpp"
 #include "pair_mul_store.hpp"
-#include "pair_mul_direct_epilogue.hpp"
+#include "pair_mul_epilogue.hpp"
 
 namespace isw::k2 {
 
@@ -285,7 +287,7 @@ struct PairedWeightMainloop : StockMainloop {
 
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1, int ClusterN = 1>
+          int ClusterM = 1, int ClusterN = 1, bool TmaStore = false>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
@@ -298,7 +300,7 @@ struct PairMulGemm {
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element, ISW_K2_ACTIVATION>,
                                                     cutlass::epilogue::fusion::Sm90AccFetch>;
 
-  // The stock collective gives the arguments and pipeline types; PairMulDirectEpilogue does the work.
+  // The stock collective gives the arguments and pipeline types; PairMulEpilogue does the work.
   using StockEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
       TileShape, ClusterShape,
@@ -308,7 +310,9 @@ struct PairMulGemm {
       void, cutlass::layout::RowMajor, kAlign,                     // no D: PairMulStore writes out
       EpilogueSchedule_,
       Fusion>::CollectiveOp;
-  using CollectiveEpilogue = isw::epilogue::PairMulDirectEpilogue<StockEpilogue, Element, ISW_K2_ACTIVATION>;
+  using CollectiveEpilogue = isw::epilogue::PairMulEpilogue<StockEpilogue, Element, ISW_K2_ACTIVATION,
+                                                              int(size<0>(TileShape{})), int(size<1>(TileShape{})),
+                                                              TmaStore>;
 
   using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -353,15 +357,16 @@ template <int EpiN, int Sched> struct EpilogueTileOf { using type = Shape<Int<Sc
 template <int Sched> struct EpilogueTileOf<0, Sched> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
-// weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width.
-template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN>
+// weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width, and
+// how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile).
+template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
                                   typename EpilogueTileOf<EpiN, Sched>::type, typename Schedule<Sched>::TileScheduler,
-                                  ClusterM, ClusterN>;
+                                  ClusterM, ClusterN, Store == 1>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -385,6 +390,9 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   if (int st = gate_up::check_problem(p, "kernel2", eb, &pair); st != ISW_OK) return st;
   if ((reinterpret_cast<uintptr_t>(p->out) & 3) || (p->ld_out & 1))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: out must be 4-byte aligned with an even ld_out");
+  if (!Gemm::CollectiveEpilogue::out_fits(p->out, p->ld_out))
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: this configuration writes out with TMA stores: out must be 16-byte "
+                "aligned with ld_out a multiple of %d (got ld_out %lld)", int(16 / eb), (long long)p->ld_out);
   if (ISW_K2_ACTIVATION != ISW_ACT_ANY && p->activation != ISW_K2_ACTIVATION)
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: this build's epilogue computes activation %d, not %d",
                 ISW_K2_ACTIVATION, p->activation);
@@ -467,6 +475,9 @@ static int run_impl(const isw_problem* p) {
       !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
     return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
                 "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
+  if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
+    return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
+                (long long)p->M, (long long)p->N, (long long)p->ld_out);
 
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
@@ -490,8 +501,8 @@ constexpr Ops ops_of() {
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw) \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en>, sw>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en>, sw>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st) \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>, sw>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>, sw>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

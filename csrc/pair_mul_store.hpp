@@ -30,9 +30,9 @@
     With the printed CUTLASS 4.2 epilogue (STSM-retiled accumulators, EpilogueTile 64x32 or
     128x32, FragmentSize 16) both hold; see csrc/README.md.
 
-    Kernel-2 calls pair_mul_store_fragment from its own epilogue collective
-    (pair_mul_direct_epilogue.hpp) on the whole accumulator; the EVT node below is what that
-    collective keeps for its arguments and can_implement.
+    Kernel-2's own epilogue collective (pair_mul_epilogue.hpp) runs pair_mul_fragment on the whole
+    accumulator, with a sink that stores to global memory or to its TMA staging tile; the EVT node
+    below is what that collective keeps for its arguments and can_implement.
 
     If the lower-addressed weight is `up` (pointer order of the two allocations decides which
     tensor the TMA view puts at h = 0), Params::up_first swaps the roles at run time.
@@ -98,18 +98,33 @@ CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
   return true;
 }
 
-/// The per-thread work of the node, host-callable so the host layout check can run the very
-/// same code on emulated fragments.
+/// Output pairs straight to global memory (Kernel-2's fallback store, the EVT node's only one),
+/// predicated on the residues: 32-bit stores, 8 rows x 16 bytes per warp instruction.
+template <class ElementOut>
+struct GlobalPairSink {
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  int res_m, res_v;        // (M, 2N) minus this thread's first global coordinate
+  ElementOut* out_thr;     // out + m0 * ld_out + o0, the output element of that coordinate
+  int64_t ld_out;
+  CUTE_HOST_DEVICE bool chunk_in(int dn) const { return dn < res_v; }  // N % 8 == 0: all or nothing
+  CUTE_HOST_DEVICE bool row_in(int dr) const { return dr < res_m; }
+  CUTE_HOST_DEVICE void put(int dr, int dc, Pack const& v) const {
+    *reinterpret_cast<Pack*>(out_thr + int64_t(dr) * ld_out + dc) = v;
+  }
+};
+
+/// The per-thread work of the node, host-callable so the host layout checks can run the very
+/// same code on emulated fragments: every gate value of `frg` times act() with its up partner,
+/// rounded once, handed to `sink` as (row offset, output column offset, packed pair) relative to
+/// the thread's first coordinate.  The sink says which chunks and rows exist (residues).
 ///   frg        FragmentSize fp32 values of one visit, in the collective's fragment order
 ///   tCc_sub    this thread's relative coordinates of the current epilogue subtile
 ///   epi_v      index of the fragment within the subtile
-///   res_m/res_v  residue: (M, 2N) minus this thread's first global coordinate
-///   out_thr    out + m0 * ld_out + o0, the output element of this thread's first coordinate
-template <class ElementOut, int FragmentSize, int Activation = ISW_ACT_SILU, class CoordTensor>
-CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize> const& frg,
-                                              CoordTensor const& tCc_sub, int epi_v, int res_m,
-                                              int res_v, ElementOut* out_thr, int64_t ld_out,
-                                              bool up_first) {
+///   up_first   block h = 0 holds `up` (two selects per output; compiling both orders separately
+///              measured no faster on the H200, 2026-12-01, and doubled the epilogue's code)
+template <class ElementOut, int FragmentSize, int Activation, class CoordTensor, class Sink>
+CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> const& frg,
+                                        CoordTensor const& tCc_sub, int epi_v, bool up_first, Sink const& sink) {
   static_assert(FragmentSize % 8 == 0, "fragment must hold whole gate/up chunks of 8");
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
   cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
@@ -119,11 +134,11 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
     auto crd = tCc_sub(epi_v * FragmentSize + 8 * c);  // (dm, dn) of the chunk's first gate value
     int dm = int(cute::get<0>(crd));
     int dn = int(cute::get<1>(crd));
-    if (dn >= res_v) continue;  // whole chunk past 2N (N % 8 == 0 makes it all-or-nothing)
+    if (!sink.chunk_in(dn)) continue;
 
     CUTLASS_PRAGMA_UNROLL
     for (int half = 0; half < 2; ++half) {  // half 0: row dm, half 1: row dm + 8
-      if (dm + 8 * half >= res_m) continue;
+      if (!sink.row_in(dm + 8 * half)) continue;
       cutlass::Array<float, 2> y;
       CUTLASS_PRAGMA_UNROLL
       for (int j = 0; j < 2; ++j) {
@@ -133,13 +148,24 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
         float u = up_first ? lo : hi;
         y[j] = activate<Activation>(g) * u;
       }
-      // virtual column dn (dn % 16 == 0) maps to output column o0 + dn / 2
-      ElementOut* dst = out_thr + int64_t(dm + 8 * half) * ld_out + (dn >> 1);
+      // virtual column dn (dn % 16 == 0) maps to output column offset dn / 2
       Pack packed;
       static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
-      *reinterpret_cast<Pack*>(dst) = packed;
+      sink.put(dm + 8 * half, dn >> 1, packed);
     }
   }
+}
+
+/// pair_mul_fragment into global memory.
+///   res_m/res_v  residue: (M, 2N) minus this thread's first global coordinate
+///   out_thr    out + m0 * ld_out + o0, the output element of this thread's first coordinate
+template <class ElementOut, int FragmentSize, int Activation = ISW_ACT_SILU, class CoordTensor>
+CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize> const& frg,
+                                              CoordTensor const& tCc_sub, int epi_v, int res_m,
+                                              int res_v, ElementOut* out_thr, int64_t ld_out,
+                                              bool up_first) {
+  GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, ld_out};
+  pair_mul_fragment<ElementOut, FragmentSize, Activation>(frg, tCc_sub, epi_v, up_first, sink);
 }
 
 /// Output element of a thread's first coordinate.  The collective hands each thread the

@@ -2,8 +2,9 @@
     \brief What every register-store epilogue collective shares: the shell a CUTLASS sm90 kernel
            expects around a store() that writes straight from the wgmma accumulators.
 
-    Kernel-2's PairMulDirectEpilogue and Kernel-3W's PairRowsEpilogue pair gate and up values that
-    one thread already holds, so they need no shared memory, no TMA store and no epilogue loads.
+    Kernel-2's PairMulEpilogue and Kernel-3W's PairRowsEpilogue pair gate and up values that one
+    thread already holds, so they need no epilogue loads and no stock store machinery (Kernel-2's
+    TMA-store kind brings its own staging buffer and store).
     The sm90 kernels still construct the epilogue's load and store pipelines, size shared memory
     with its SharedStorage and advance pipeline states per tile; this base takes those types and
     increments from the stock collective the kernel was built with (StockCollective, from

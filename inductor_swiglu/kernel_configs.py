@@ -164,6 +164,10 @@ class PairMulConfig:
     swizzle    the persistent scheduler's max_swizzle_size (1, 2, 4, 8): tiles are visited in strips
                this many tiles wide, so the tiles resident at once share more x rows (a run-time
                argument: rows that differ only here share one compiled kernel)
+    store      "registers": the epilogue writes out from the accumulators; "tma": it stages the tile
+               in shared memory and writes it with TMA bulk stores (whole rows, asynchronous; the
+               buffer costs the mainloop shared memory, and out must be 16-byte aligned with a row
+               pitch of a multiple of 8 elements, which the op's own outputs always are)
     """
 
     tile_m: int
@@ -173,8 +177,10 @@ class PairMulConfig:
     epi_n: int = 0
     cluster_n: int = 1
     swizzle: int = 1
+    store: str = "registers"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
+    STORES = ("registers", "tma")
 
     def __post_init__(self):
         if self.schedule not in self.SCHEDULES:
@@ -184,6 +190,8 @@ class PairMulConfig:
         if (self.tile_n // 16) % self.cluster_m:
             # each CTA of a cluster loads and multicasts an equal share of the weight tile's groups
             raise ValueError(f"tile_n={self.tile_n} does not split into {self.cluster_m} equal shares of 16-row groups")
+        if self.store not in self.STORES:
+            raise ValueError(f"unknown store {self.store!r}")
         if self.swizzle not in (1, 2, 4, 8):
             raise ValueError(f"swizzle={self.swizzle} is not one of 1, 2, 4, 8")
         if self.tile_m % (8 * self.cluster_n) or self.cluster_m * self.cluster_n > 8:
@@ -197,12 +205,13 @@ class PairMulConfig:
         # first measured; a 128-row pingpong tile says so
         pp = "_pp" if self.schedule == "pingpong" and self.tile_m > 64 else ""
         sw = f"_sw{self.swizzle}" if self.swizzle > 1 else ""
-        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{sw}"
+        st = "_tma" if self.store == "tma" else ""
+        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{st}{sw}"
 
     def macro_args(self) -> tuple:
         """ISW_K2_CONFIG's arguments after the name (csrc/kernel2_pairmul.cu)."""
         return (self.tile_m, self.tile_n, self.SCHEDULES.index(self.schedule), self.cluster_m, self.cluster_n,
-                self.epi_n, self.swizzle)
+                self.epi_n, self.swizzle, self.STORES.index(self.store))
 
 
 # Rows 0-6 are the configurations the 2026-11-30 dispatch table was measured with (names are
@@ -250,7 +259,8 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # 60 MB L2 and is read from HBM again for every couple of columns (counted from the traversal
     # order, q72B: about 25 GB per call, against 1 GB of weights).  Strips of 8 columns read it
     # about 8x less often.  There the unswizzled rows ran at 0.82-0.88 of the floor under the power
-    # limit (2026-12-01), where HBM traffic costs clock.  Not yet measured with a swizzle.
+    # limit (2026-12-01), where HBM traffic costs clock.  Measured the same day: chosen at 0.5B and
+    # 1.5B M = 2048 and at q72B M = 8192 (256 x 192 c2x1), within 2% elsewhere.
     *(PairMulConfig(tm, tn, sched, cluster_m=cm, swizzle=sw)
       for tm, tn, sched, cm in ((128, 192, "pingpong", 1), (128, 160, "pingpong", 1), (128, 128, "pingpong", 1),
                                 (128, 128, "pingpong", 2), (256, 128, "cooperative", 1))
@@ -268,6 +278,14 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     PairMulConfig(256, 192, "cooperative", cluster_m=2),
     *(PairMulConfig(256, tn, "cooperative", cluster_m=cm, swizzle=sw)
       for tn, cm in ((192, 1), (192, 2), (128, 2)) for sw in (4, 8)),
+    # The pingpong tiles chosen at K <= 1536, storing through TMA from a shared-memory tile instead of
+    # 32-bit register stores (8 rows x 16 bytes per warp instruction: every 32-byte sector reaches L2
+    # in two halves; at K = 64 the register stores wrote 0.75 TB/s).  Measured 2026-12-01 (H200,
+    # each interleaved with cuBLAS [M, 2N, K]): at Qwen2.5-0.5B 128 x 160 went from 0.93x to 0.99x of
+    # cuBLAS's speed at M = 512 and from 1.09x to 1.11-1.13x at M = 2048; from K = 2048 on the same
+    # tiles were even or up to 4% slower (the buffer costs the mainloop a stage; 128 x 192 spills).
+    *(PairMulConfig(128, tn, epi_n=16 if tn % 32 else 0, store="tma") for tn in (80, 112, 128, 144, 160)),
+    *(PairMulConfig(128, tn, store="tma", swizzle=4) for tn in (128, 160)),
 )
 
 

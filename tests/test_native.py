@@ -139,6 +139,10 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(128, 128, cluster_m=4, cluster_n=4)
     assert PairMulConfig(128, 192, cluster_m=2, cluster_n=2).name == "k2_128x192x64_c2x2_pp"
     assert PairMulConfig(256, 128, "cooperative", swizzle=8).name == "k2_256x128x64_c1x1_sw8"
+    assert PairMulConfig(128, 160, store="tma", swizzle=4).name == "k2_128x160x64_c1x1_pp_tma_sw4"
+    assert PairMulConfig(128, 160, store="tma").macro_args()[-1] == 1 and PairMulConfig(128, 160).macro_args()[-1] == 0
+    with pytest.raises(ValueError, match="store"):
+        PairMulConfig(128, 128, store="smem")
     with pytest.raises(ValueError, match="swizzle"):
         PairMulConfig(128, 128, swizzle=3)
 

@@ -4,7 +4,7 @@
            and replaces the driver's cuTensorMapEncodeTiled with a recorder.
 
     For every config (bf16 and fp16) it checks, printing what it found:
-      1. the wgmma accumulator layout as PairMulDirectEpilogue walks it (partition_C order):
+      1. the wgmma accumulator layout as PairMulEpilogue walks it (partition_C order):
          chunks of 8 pair column c with c+8 (fragment_pairs_ok), every thread's first column is
          a gate column, and the threads together hold every tile element exactly once;
       2. the hierarchical B TMA descriptor built by PairedWeightMainloop::to_underlying_arguments
@@ -13,8 +13,10 @@
          coordinates of load_init() and the recorded descriptor (box order must equal virtual
          row order), the tile is multiplied on the host, the accumulators are distributed to
          threads with the wgmma layout and stored by the epilogue's own per-thread code
-         (pair_mul_store_accumulators); out is compared with silu(x Wg^T) * (x Wu^T),
-         and padding rows/columns of out must stay untouched;
+         (pair_mul_store_accumulators), and staged by it (pair_mul_stage_accumulators) in a host
+         stand-in for the shared-memory buffer that a model of the TMA store (recorded out map,
+         swizzle) writes out from; both outs are compared with silu(x Wg^T) * (x Wu^T), and
+         padding rows/columns of out must stay untouched;
       4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
 
     Build and run from the repository root:
@@ -67,7 +69,7 @@ static void print_desc(const char* what, Desc const& d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. The accumulator as the epilogue walks it (PairMulDirectEpilogue: partition_C order), all
+// 1. The accumulator as the epilogue walks it (PairMulEpilogue: partition_C order), all
 //    threads of the consumer MMA.  fragment_pairs_ok is a static_assert inside
 //    pair_mul_store_accumulators; here: every thread starts on a gate column, and the threads
 //    together cover the tile exactly once.
@@ -109,10 +111,32 @@ static void check_fragment_order(bool verbose) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A TMA store of one tile as the hardware performs it, from the recorded out map: strip s is a
+// box of box[0] columns x box[1] rows at shared address smem_base + s * strip_bytes; element
+// (row, col) of the box sits at byte row * row_bytes + 2 col of it, with the 16-byte chunk bits of
+// the address XORed by its bits 7.. (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B: 1, 2 or 3 bits; CuTe's
+// Swizzle<b, 4, 3>).  Elements past the map's dims are not written.
+static void tma_store_tile(Desc const& d, char* dst, char const* sbuf, uint32_t smem_base, int strips, int strip_bytes,
+                           int row_bytes, int swizzle_bytes, int box_rows, int row0, int col0) {
+  const int bits = swizzle_bytes == 128 ? 3 : swizzle_bytes == 64 ? 2 : swizzle_bytes == 32 ? 1 : 0;
+  CHECK(int(d.box[1]) == box_rows, "box rows");
+  for (int s = 0; s < strips; ++s)
+    for (int rr = 0; rr < int(d.box[1]); ++rr)
+      for (int cc = 0; cc < int(d.box[0]); ++cc) {
+        int64_t row = row0 + rr, col = col0 + int64_t(s) * d.box[0] + cc;
+        if (row >= int64_t(d.dim[1]) || col >= int64_t(d.dim[0])) continue;
+        uint32_t a = smem_base + uint32_t(s * strip_bytes + rr * row_bytes + cc * 2);
+        a ^= ((a >> 7) & ((1u << bits) - 1)) << 4;
+        memcpy(dst + row * int64_t(d.stride[1]) + col * 2, sbuf + (a - smem_base), 2);
+      }
+}
+
+// ---------------------------------------------------------------------------------------------
 // 2+3. Descriptor and end-to-end emulation.
 
 template <class Gemm>
-static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose) {
+static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose,
+                    int out_pad = 8, int smem_shift = 0) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
   using Mainloop = typename Gemm::CollectiveMainloop;
@@ -120,7 +144,13 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   using TiledMma = typename Mainloop::TiledMma;
   constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
   const int N2 = 2 * N;
-  const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + 8;
+  const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + out_pad;
+  // a TMA-store configuration writes out through a TMA map, which needs a row pitch that is a
+  // multiple of 16 bytes (make_arguments refuses the rest); the register path is emulated for every
+  // configuration (the pairing code is shared)
+  constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
+  const bool pitch_ok = (ld_out * int64_t(sizeof(Element))) % 16 == 0;
+  const bool tma_ok = kTma && pitch_ok;
 
   std::mt19937 rng(1234 + M * 7 + N + K + (up_lower ? 1 : 0));
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -139,6 +169,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   Element* out = aligned_buffer<Element>(size_t(out_rows) * ld_out, so);
   const uint16_t kSentinel = 0x7fc1;  // a NaN the kernel never produces
   for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out + i, &kSentinel, 2);
+  std::vector<char> so2;   // what the TMA stores write (the emulation of the staged path)
+  Element* out_tma = aligned_buffer<Element>(size_t(out_rows) * ld_out, so2);
+  for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out_tma + i, &kSentinel, 2);
 
   isw_problem p{};
   p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
@@ -149,6 +182,12 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 
   typename Kernel::Arguments args{};
   int st = isw::k2::make_arguments<Gemm>(&p, 132, args);
+  if (kTma && !pitch_ok) {
+    CHECK(st == ISW_ERR_UNSUPPORTED, "a TMA-store configuration accepted a %lld-byte row pitch",
+          (long long)(ld_out * int64_t(sizeof(Element))));
+    printf("  emulate %-20s ld_out=%lld: refused as expected (%s)\n", name, (long long)ld_out, isw::g_msg);
+    return;
+  }
   CHECK(st == ISW_OK, "make_arguments failed: %s", isw::g_msg);
   if (st != ISW_OK) return;
   bool up_first = args.epilogue.thread.op_1.up_first;
@@ -156,13 +195,26 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 
   g_descs.clear();
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
-  CHECK(g_descs.size() == 2, "expected 2 TMA descriptors (A, B), got %zu", g_descs.size());
-  if (g_descs.size() != 2) return;
+  const size_t n_desc = tma_ok ? 3 : 2;
+  CHECK(g_descs.size() == n_desc, "expected %zu TMA descriptors (A, B%s), got %zu", n_desc, tma_ok ? ", out" : "",
+        g_descs.size());
+  if (g_descs.size() != n_desc) return;
   Desc const& dA = g_descs[0];
   Desc const& dB = g_descs[1];
+  Desc const dO = tma_ok ? g_descs[2] : Desc{};
   if (verbose) {
     print_desc("A (x)", dA);
     print_desc("B (gate/up view)", dB);
+    print_desc("out (TMA store)", dO);
+  }
+  // The epilogue's out map: dims (N, M), row pitch ld_out, boxes of one staging strip x TM rows.
+  using Staging = typename Gemm::CollectiveEpilogue::Staging;
+  if (tma_ok) {
+  CHECK(dO.rank == 2 && dO.addr == reinterpret_cast<char*>(out) && dO.dim[0] == uint64_t(N) && dO.dim[1] == uint64_t(M),
+        "out map rank/base/dims");
+  CHECK(dO.stride[1] == uint64_t(ld_out * int64_t(sizeof(Element))), "out map row pitch");
+  CHECK(dO.box[0] == uint32_t(Staging::kStrip) && dO.box[1] == uint32_t(TM), "out map box %u x %u", dO.box[0], dO.box[1]);
+  CHECK(dO.swizzle == int(Staging::swizzle()), "out map swizzle %d", dO.swizzle);
   }
   // Expected B geometry: dims (K, 8, 2, N/8, 1), strides (e, ld, delta, 8 ld, .), box (TK, 8, 2, TN/16, 1)
   const int64_t eb = sizeof(Element);
@@ -226,6 +278,11 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   const int KP = k_tiles * TK;
   auto tile = take<0, 2>(TileShape{});
   std::vector<float> acc_tile(size_t(TM) * TN);
+  // a host stand-in for the staging buffer, 1024-byte aligned as the device's (the swizzle is a
+  // function of the address)
+  std::vector<char> smem(size_t(Staging::kBytes) + 2048);
+  char* sbuf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem.data()) + 1023) & ~uintptr_t(1023)) + smem_shift;
+  const uint32_t smem_base = uint32_t(reinterpret_cast<uintptr_t>(sbuf));
   for (int mt = 0; mt < m_tiles; ++mt)
     for (int nt = 0; nt < n_tiles; ++nt) {
       for (int m = 0; m < TM; ++m)
@@ -236,24 +293,33 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
             for (int k = 0; k < K; ++k) s += float(x[int64_t(mg) * ld_x + k]) * Bv[(size_t(nt) * TN + v) * KP + k];
           acc_tile[size_t(m) * TN + v] = s;
         }
+      for (size_t i = 0; i < smem.size(); ++i) smem[i] = char(0xA5);   // garbage the TMA store must not need
       for (int t = 0; t < nthr; ++t) {
         auto thr_mma = tiled_mma.get_slice(t);
         Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
         Tensor acc = make_tensor<float>(shape(tCc));
         for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
-        // the device epilogue's own per-thread code
+        // the device epilogue's own per-thread code, both paths: registers to out, and the staging
+        // buffer that the TMA stores of the tile read
         isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU>(acc, thr_mma, tile, mt, nt, M, N2,
                                                                           args.epilogue.thread.op_1);
+        if (tma_ok)
+          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU>(
+              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base);
       }
+      if (tma_ok) tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes, Staging::kRowBytes,
+                     Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
     }
 
-  // Compare with the reference from the two weight tensors directly.
+  // Compare both paths with the reference from the two weight tensors directly.
   int bad_val = 0, unwritten = 0, clobbered = 0;
   double max_rel = 0;
+  for (Element* buf : {out, out_tma}) {
+  if (buf == out_tma && !tma_ok) continue;
   for (int r = 0; r < out_rows; ++r)
     for (int o = 0; o < ld_out; ++o) {
       uint16_t bits;
-      memcpy(&bits, out + int64_t(r) * ld_out + o, 2);
+      memcpy(&bits, buf + int64_t(r) * ld_out + o, 2);
       bool inside = r < M && o < N;
       if (!inside) {
         if (bits != kSentinel) ++clobbered;
@@ -267,20 +333,22 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         u += xv * float(w_up[int64_t(o) * ld_w + k]);
       }
       double ref = g / (1.0 + std::exp(-g)) * u;
-      double got = float(out[int64_t(r) * ld_out + o]);
+      double got = float(buf[int64_t(r) * ld_out + o]);
       double err = std::fabs(got - ref);
       double tol = 1e-2 * std::fabs(ref) + 1e-4;
       if (err > tol) {
-        if (bad_val < 5) printf("    mismatch out[%d,%d] = %g, ref %g\n", r, o, got, ref);
+        if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "TMA", r, o, got, ref);
         ++bad_val;
       }
       if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
     }
+  }
   CHECK(unwritten == 0, "%d outputs never written", unwritten);
   CHECK(clobbered == 0, "%d padding elements written", clobbered);
   CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
-  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, max rel err %.2e, %s\n", name, M, N, K,
-         up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles, max_rel,
+  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M, N, K,
+         up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles,
+         tma_ok ? "registers + TMA store" : "registers", max_rel,
          (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
 }
 
@@ -311,6 +379,9 @@ static void check_rejections() {
   { auto p = make(); p.w_up = p.w_gate; cases.push_back({"same tensor", p, ISW_ERR_UNSUPPORTED}); }
   { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
   { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
+  constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
+  { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
   { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
   { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
   { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
@@ -329,8 +400,9 @@ static void check_config(const char* name, bool verbose) {
   emulate<Gemm>(name, 77, 200, 72, false, 0, verbose);
   emulate<Gemm>(name, 77, 200, 72, true, 1000, false);
   emulate<Gemm>(name, 1, 64, 64, false, 8, false);
-  emulate<Gemm>(name, 130, 136, 136, true, 0, false);
+  emulate<Gemm>(name, 130, 136, 136, true, 0, false, 8, 384);   // staging buffer 128- but not 1024-aligned
   emulate<Gemm>(name, 16, 8, 8, false, 24, false);
+  emulate<Gemm>(name, 33, 72, 40, true, 8, false, 2);   // row pitch 148 bytes: no TMA map (TMA rows refuse it)
 }
 
 int main() {
@@ -338,16 +410,18 @@ int main() {
   // Every generated configuration without a cluster (the emulation reads each CTA's whole weight
   // tile; a multicast cluster splits it over the CTAs, which this host model does not emulate).
   int index = 0;
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw)                          \
-  if (cm == 1 && cn == 1 && sw == 1) { /* a swizzle only reorders tiles: same types */ \
-    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en>>(name, index < 3); \
-    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en>>(name, false);    \
-  }                                                                                   \
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st)                          \
+  if (cm == 1 && cn == 1 && sw == 1) { /* a swizzle only reorders tiles: same types */     \
+    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>>(name, index < 3); \
+    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>>(name, false);    \
+  }                                                                                       \
   ++index;
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
   printf("== can_implement / make_arguments (bf16, config 0)\n");
-  check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0>>();
+  check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0>>();
+  printf("== can_implement / make_arguments (bf16, a TMA-store configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }
