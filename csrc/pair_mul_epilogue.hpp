@@ -55,8 +55,8 @@ CUTE_HOST_DEVICE void pair_mul_thread_origin(ThrMma const& thr_mma, TileShapeMN 
   *col = (v >> 4) * 8 + (v & 15);
 }
 
-/// Output pairs into the staging buffer of OutTileStaging `Staging` at shared address `base`;
-/// rows and columns past `out` are written too (TMA clips them): no residue checks.
+/// Output pairs into the staging buffer laid out by OutTileStaging `Staging`; rows and columns past
+/// `out` are written too (TMA clips them): no residue checks.
 template <class Staging, class ElementOut>
 struct StagedPairSink {
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
@@ -90,7 +90,7 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
   else isw::with_activation(activation, run);
 }
 
-/// One thread's part of a tile stored straight to global memory (the fallback path).  Host-callable:
+/// One thread's part of a tile stored straight to global memory (the register kind).  Host-callable:
 /// the host layout check runs this very code on emulated accumulators.
 template <class ElementOut, int Activation, class AccTensor, class ThrMma, class TileShapeMN, class NodeParams>
 CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
