@@ -75,13 +75,20 @@ struct OutTileStaging {
     }
   }
 
+  /// Whether a TMA map can describe `out` with row pitch ld_out elements: a 16-byte aligned base and
+  /// a pitch that is a multiple of 16 bytes, below the 2^40 stride limit.
+  static bool describable(void const* out, int64_t ld_out) {
+    constexpr int64_t eb = int64_t(sizeof(Element));
+    return out != nullptr && (reinterpret_cast<uintptr_t>(out) & 15) == 0 && (ld_out * eb) % 16 == 0 &&
+           ld_out * eb < (int64_t(1) << 40);
+  }
+
   /// The tensor map of out [M, N] (row pitch ld_out elements) for boxes of kStrip x TileM.
-  /// False where TMA cannot describe `out` (pointer not 16-byte aligned, row pitch not a multiple
-  /// of 16 bytes): the caller then stores from registers.
+  /// False where TMA cannot describe `out` (describable(), extents past 2^32 or a pitch below N).
   static bool encode(CUtensorMap* map, void* out, int64_t M, int64_t N, int64_t ld_out) {
     constexpr int64_t eb = int64_t(sizeof(Element));
-    if (out == nullptr || (reinterpret_cast<uintptr_t>(out) & 15) || (ld_out * eb) % 16 || M < 1 || N < 1 ||
-        ld_out < N || M >= (int64_t(1) << 32) || N >= (int64_t(1) << 32) || ld_out * eb >= (int64_t(1) << 40))
+    if (!describable(out, ld_out) || M < 1 || N < 1 || ld_out < N || M >= (int64_t(1) << 32) ||
+        N >= (int64_t(1) << 32))
       return false;
     cuuint64_t dims[2] = {cuuint64_t(N), cuuint64_t(M)};
     cuuint64_t strides[1] = {cuuint64_t(ld_out * eb)};

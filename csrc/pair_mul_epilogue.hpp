@@ -42,17 +42,14 @@
 
 namespace isw::epilogue {
 
-/// This thread's tile-relative (row, output column) of its first accumulator, for a tile at
-/// (m_coord, n_coord) of a [M, 2N] problem.
+/// This thread's first accumulator coordinate (row, virtual column) in the [M, 2N] problem, for a
+/// tile at (m_coord, n_coord): where its relative coordinates (partition_C order) start.
 template <class ThrMma, class TileShapeMN>
-CUTE_HOST_DEVICE void pair_mul_thread_origin(ThrMma const& thr_mma, TileShapeMN tile_mn, int m_coord, int n_coord,
-                                             int M, int N2, int* row, int* col) {
+CUTE_HOST_DEVICE auto pair_mul_thread_first(ThrMma const& thr_mma, TileShapeMN tile_mn, int m_coord, int n_coord,
+                                            int M, int N2) {
   using namespace cute;
   Tensor cD_mn = local_tile(make_identity_tensor(make_shape(M, N2)), tile_mn, make_coord(m_coord, n_coord));
-  Tensor tCcD_mn = thr_mma.partition_C(cD_mn);
-  int v = int(get<1>(tCcD_mn(0))) - n_coord * int(size<1>(tile_mn));   // a gate-block column: v % 16 < 8
-  *row = int(get<0>(tCcD_mn(0))) - m_coord * int(size<0>(tile_mn));
-  *col = (v >> 4) * 8 + (v & 15);
+  return thr_mma.partition_C(cD_mn)(0);
 }
 
 /// Output pairs into the staging buffer laid out by OutTileStaging `Staging`; rows and columns past
@@ -96,11 +93,9 @@ template <class ElementOut, int Activation, class AccTensor, class ThrMma, class
 CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node) {
-  using namespace cute;
-  Tensor cD_mn = local_tile(make_identity_tensor(make_shape(M, N2)), tile_mn, make_coord(m_coord, n_coord));
-  Tensor tCcD_mn = thr_mma.partition_C(cD_mn);
-  int res_m = M - int(get<0>(tCcD_mn(0)));
-  int res_v = N2 - int(get<1>(tCcD_mn(0)));
+  auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
+  int res_m = M - int(cute::get<0>(first));
+  int res_v = N2 - int(cute::get<1>(first));
   ElementOut* out_thr = isw::fusion::pair_mul_thread_base(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
   isw::fusion::GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, node.ld_out};
   pair_mul_accumulators<ElementOut, Activation>(accumulators, thr_mma, tile_mn, node.up_first, node.activation, sink);
@@ -113,8 +108,10 @@ template <class Staging, class ElementOut, int Activation, class AccTensor, clas
 CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node, char* smem, uint32_t smem_base) {
-  int row0, col0;
-  pair_mul_thread_origin(thr_mma, tile_mn, m_coord, n_coord, M, N2, &row0, &col0);
+  // tile-relative: the tile's first virtual column is a multiple of 16, so the gate/up mapping holds
+  auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
+  int row0 = int(cute::get<0>(first)) - m_coord * int(cute::size<0>(tile_mn));
+  int col0 = isw::fusion::output_column(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
   StagedPairSink<Staging, ElementOut> sink{smem, Staging::origin(smem_base, row0, col0)};
   pair_mul_accumulators<ElementOut, Activation>(accumulators, thr_mma, tile_mn, node.up_first, node.activation, sink);
 }
@@ -149,11 +146,9 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using TensorStorage = std::conditional_t<TmaStore, StagingStorage, typename Base::TensorStorage>;
   using SharedStorage = std::conditional_t<TmaStore, StagingSharedStorage, typename Base::SharedStorage>;
 
-  /// Whether `out` can be written by this collective (TMA: 16-byte base, row pitch a multiple of 16
-  /// bytes; registers: anything make_arguments accepts).
-  static bool out_fits(void const* out, int64_t ld_out) {
-    return !TmaStore || ((reinterpret_cast<uintptr_t>(out) & 15) == 0 && (ld_out * int64_t(sizeof(ElementOut))) % 16 == 0);
-  }
+  /// Whether `out` can be written by this collective (TMA: what a tensor map can describe;
+  /// registers: anything make_arguments accepts).
+  static bool out_fits(void const* out, int64_t ld_out) { return !TmaStore || Staging::describable(out, ld_out); }
 
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& s, Arguments const& a, void* ws) {

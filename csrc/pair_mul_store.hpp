@@ -98,8 +98,8 @@ CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
   return true;
 }
 
-/// Output pairs straight to global memory (Kernel-2's fallback store, the EVT node's only one),
-/// predicated on the residues: 32-bit stores, 8 rows x 16 bytes per warp instruction.
+/// Output pairs straight to global memory (Kernel-2's register store kind, the EVT node's only
+/// one), predicated on the residues: 32-bit stores, 8 rows x 16 bytes per warp instruction.
 template <class ElementOut>
 struct GlobalPairSink {
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
@@ -168,6 +168,9 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
   pair_mul_fragment<ElementOut, FragmentSize, Activation>(frg, tCc_sub, epi_v, up_first, sink);
 }
 
+/// The output column of a gate-block virtual column v (v % 16 < 8): 8 * (v / 16) + v % 16.
+CUTE_HOST_DEVICE constexpr int output_column(int v) { return (v >> 4) * 8 + (v & 15); }
+
 /// Output element of a thread's first coordinate.  The collective hands each thread the
 /// residue (M, 2N) - (m0, v0) of its first global coordinate (m0, v0); v0 % 16 < 8, so v0 is a
 /// gate-block column and maps to output column 8 * (v0 / 16) + v0 % 16.
@@ -175,9 +178,7 @@ template <class ElementOut>
 CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_out, int M, int N2,
                                                   int res_m, int res_v) {
   int64_t m0 = int64_t(M) - res_m;
-  int v0 = N2 - res_v;
-  int64_t o0 = int64_t(v0 >> 4) * 8 + (v0 & 15);
-  return out + m0 * ld_out + o0;
+  return out + m0 * ld_out + output_column(N2 - res_v);
 }
 
 /// The EVT node.  Use as Sm90EVT<PairMulStore<T, A>, Sm90AccFetch> (or any child tree producing

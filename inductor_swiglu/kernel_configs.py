@@ -283,7 +283,8 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # in two halves; at K = 64 the register stores wrote 0.75 TB/s).  Measured 2026-12-01 (H200,
     # each interleaved with cuBLAS [M, 2N, K]): at Qwen2.5-0.5B 128 x 160 went from 0.93x to 0.99x of
     # cuBLAS's speed at M = 512 and from 1.09x to 1.11-1.13x at M = 2048; from K = 2048 on the same
-    # tiles were even or up to 4% slower (the buffer costs the mainloop a stage; 128 x 192 spills).
+    # tiles were even or up to 4% slower (the buffer costs the mainloop a stage; 128 x 192 spilled
+    # registers in that build, so it has no _tma row).
     *(PairMulConfig(128, tn, epi_n=16 if tn % 32 else 0, store="tma") for tn in (80, 112, 128, 144, 160)),
     *(PairMulConfig(128, tn, store="tma", swizzle=4) for tn in (128, 160)),
 )
