@@ -314,6 +314,15 @@ def vector_input_as_reshapes(graph: torch.fx.Graph) -> int:
     return changed
 
 
+def slice_bounds(s: torch.fx.Node) -> tuple:
+    """(dim, start, end, step) of ``aten.slice.Tensor(t, dim=0, start=None, end=None, step=1)``."""
+    args = list(s.args[1:5])
+    names = ("dim", "start", "end", "step")
+    given = {**dict(zip(names, args)), **{k: v for k, v in s.kwargs.items() if k in names}}
+    start = given.get("start")
+    return given.get("dim", 0), 0 if start is None else start, given.get("end"), given.get("step", 1)
+
+
 def _halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, object] | None:
     """(first half, second half, N) if `node` is only ever split into two equal halves along its
     last dim: ``split(p, N, -1)``, ``split_with_sizes(p, [N, N], -1)`` (``chunk(2, -1)``), or the
@@ -342,15 +351,10 @@ def _halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, object] 
             return None
         return items[0], items[1], n
     if len(users) == 2 and all(is_call(u, aten.slice.Tensor) for u in users):
-        def bounds(s):
-            """(dim, start, end) of aten.slice.Tensor(t, dim=0, start=None, end=None, step=1)."""
-            args = list(s.args[1:4])
-            dim = args[0] if len(args) > 0 else 0
-            start = args[1] if len(args) > 1 and args[1] is not None else 0
-            end = args[2] if len(args) > 2 else None
-            return dim, start, end
-        parts = sorted(users, key=lambda s: 0 if bounds(s)[1] == 0 else 1)
-        (d0, s0, e0), (d1, s1, e1) = bounds(parts[0]), bounds(parts[1])
+        parts = sorted(users, key=lambda s: 0 if slice_bounds(s)[1] == 0 else 1)
+        (d0, s0, e0, step0), (d1, s1, e1, step1) = slice_bounds(parts[0]), slice_bounds(parts[1])
+        if step0 != 1 or step1 != 1:
+            return None
         if d0 not in (-1, last) or d1 not in (-1, last) or s0 != 0 or e0 is None:
             return None
         if not statically_equal(s1, e0) or not statically_equal(2 * e0, total):
@@ -396,7 +400,9 @@ def split_merged_projections(graph: torch.fx.Graph) -> int:
                 wt = graph.call_function(aten.permute.default, (w, [1, 0]))
                 wt.meta["val"] = w.meta["val"].permute(1, 0)
                 inp = a
-                if is_call(a, *RESHAPES):    # each projection its own reshape of x, as traced
+                # the 3-D form: each projection its own reshape of x, as traced; a 2-D product of
+                # the model's own reshape of x shares it (it is x to the patterns)
+                if is_call(a, *RESHAPES) and split_src is not mm:
                     inp = graph.call_function(a.target, a.args, a.kwargs)
                     inp.meta = dict(a.meta)
                 if proj.bias is not None:
@@ -435,3 +441,127 @@ def _feed_one_product(first: torch.fx.Node, second: torch.fx.Node) -> bool:
             if act_fn is not None and {act_fn.gate, other} == {first, second}:
                 return True
     return False
+
+
+@dataclass
+class PaddedProjection:
+    """``slice?(mm(constant_pad_nd?(a), constant_pad_nd?(b)))`` with exactly the padding sliced off
+    again (K padding needs no slice): the form Inductor's ``pad_mm`` gives a GEMM whose M, K or N it pads to a multiple of
+    8 when its benchmark finds that faster (a per-machine decision, cached on disk)."""
+    out: torch.fx.Node           # the last slice: the value the rest of the graph reads
+    mm: torch.fx.Node            # mm or addmm on the padded operands
+    a: torch.fx.Node             # the operands before padding
+    b: torch.fx.Node
+    rows: int
+    cols: int
+
+
+def _zero_padded(n) -> tuple[torch.fx.Node, int, int]:
+    """(source, pad of the last dim, pad of the first dim) if n zero-pads a 2-D tensor at the end
+    of its dims, else (n, 0, 0)."""
+    if not is_call(n, aten.constant_pad_nd.default):
+        return n, 0, 0
+    pad = n.args[1]
+    value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0)
+    if value != 0 or len(pad) != 4 or not all(isinstance(p, int) for p in pad) or pad[0] or pad[2] or min(pad) < 0:
+        return n, 0, 0
+    return n.args[0], pad[1], pad[3]
+
+
+def as_padded_projection(n) -> PaddedProjection | None:
+    """n as a PaddedProjection, or None.  Only padding of a GEMM's own operands, taken off by
+    start-0 unit-step slices, qualifies: the result is then the unpadded GEMM's, exactly."""
+    slices = []
+    core = n
+    while is_call(core, aten.slice.Tensor):
+        if slices and len(core.users) != 1:
+            return None
+        slices.append(core)
+        core = core.args[0]
+    if slices and len(core.users) != 1:
+        return None
+    if is_call(core, aten.mm.default):
+        a_in, b_in = core.args
+    elif is_call(core, aten.addmm.default):
+        if core.args[0].meta.get("val") is None or core.args[0].meta["val"].dim() != 1:
+            return None          # a 2-D bias would be padded (or broadcast) with the output
+        a_in, b_in = core.args[1], core.args[2]
+    else:
+        return None
+    a, k_pad_a, m_pad = _zero_padded(a_in)
+    b, n_pad, k_pad_b = _zero_padded(b_in)
+    a_val, b_val, mm_val = a.meta.get("val"), b.meta.get("val"), core.meta.get("val")
+    if (a is a_in and b is b_in) or k_pad_a != k_pad_b or a_val is None or b_val is None or mm_val is None:
+        return None
+    if core.target is aten.addmm.default and n_pad:
+        return None
+    keep = list(mm_val.shape)
+    for s in reversed(slices):
+        dim, start, end, step = slice_bounds(s)
+        if not isinstance(dim, int) or start != 0 or step != 1:
+            return None
+        dim = dim % 2
+        size = keep[dim]
+        if end is None or (isinstance(end, int) and end >= 2**62):
+            continue
+        if not isinstance(end, int) or not isinstance(size, int):
+            return None
+        keep[dim] = min(size, end if end >= 0 else size + end)
+    rows, cols = a_val.shape[0], b_val.shape[1]
+    if not (statically_equal(keep[0], rows) and statically_equal(keep[1], cols)):
+        return None
+    return PaddedProjection(out=n, mm=core, a=a, b=b, rows=rows, cols=cols)
+
+
+def operand_sources(n, hops: int = 4):
+    """n and what it was taken from through up to `hops` reshapes, halves (split/getitem/slice)."""
+    yield n
+    for _ in range(hops):
+        if is_call(n, *RESHAPES, aten.slice.Tensor, aten.split.Tensor, aten.split_with_sizes.default):
+            n = n.args[0]
+        elif is_call(n, operator.getitem):
+            n = n.args[0]
+        else:
+            return
+        yield n
+
+
+def unpad_projections(graph: torch.fx.Graph) -> int:
+    """Take Inductor's ``pad_mm`` padding off the projections of gated products (act(gate) * up,
+    merged gate/up halves included), so the patterns see them as the model wrote them; returns
+    how many GEMMs were unpadded.  The fused op takes any M, and pads nothing.
+
+    Without this, whether a product is fused would depend on the machine: ``pad_mm`` decides by
+    benchmarking (when the roofline estimate calls the GEMM compute-bound, which depends on what
+    the driver reports) and caches the decision on disk."""
+    found: dict[torch.fx.Node, PaddedProjection] = {}
+    for mul in list(graph.find_nodes(op="call_function", target=aten.mul.Tensor)):
+        if len(mul.args) != 2:
+            continue
+        for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
+            act_fn = as_gate_activation(act)
+            if act_fn is None:
+                continue
+            for value in (act_fn.gate, other):
+                for src in operand_sources(value):
+                    padded = as_padded_projection(src)
+                    if padded is not None:
+                        found.setdefault(padded.out, padded)
+                        break
+    for p in found.values():
+        args = (p.a, p.b) if p.mm.target is aten.mm.default else (p.mm.args[0], p.a, p.b)
+        with graph.inserting_before(p.out):
+            new = graph.call_function(p.mm.target, args, dict(p.mm.kwargs))
+        new.meta = {k: v for k, v in p.mm.meta.items() if k not in ("val", "tensor_meta")}
+        new.meta["val"] = p.mm.meta["val"].new_empty((p.rows, p.cols))
+        p.out.replace_all_uses_with(new)
+        dead = [p.out]
+        while dead:
+            node = dead.pop()
+            if getattr(node, "_erased", False) or node.users or node.op != "call_function":
+                continue
+            inputs = list(node.all_input_nodes)
+            graph.erase_node(node)
+            dead.extend(i for i in inputs if is_call(i, aten.slice.Tensor, aten.mm.default, aten.addmm.default,
+                                                       aten.constant_pad_nd.default))
+    return len(found)

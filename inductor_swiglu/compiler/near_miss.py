@@ -15,7 +15,7 @@ import operator
 
 import torch
 
-from .fx_utils import as_gate_activation, as_projection, aten, is_call, source_location
+from .fx_utils import as_gate_activation, as_projection, aten, is_call, operand_sources, source_location
 from .records import GraphRecord, NearMiss
 
 
@@ -71,6 +71,18 @@ def _parts_of_one_projection(a: torch.fx.Node, b: torch.fx.Node) -> str:
     return "gate and up are parts of one projection's output (a merged gate_up weight), but not its two equal halves"
 
 
+def _padded_gemm(n: torch.fx.Node) -> bool:
+    """n comes from a GEMM on padded operands (Inductor's pad_mm) that the pass could not unpad."""
+    for src in operand_sources(n):
+        core = src
+        while is_call(core, aten.slice.Tensor):
+            core = core.args[0]
+        if is_call(core, aten.mm.default, aten.addmm.default) and any(
+                is_call(a, aten.constant_pad_nd.default, aten.cat.default) for a in core.args):
+            return True
+    return False
+
+
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
     if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
@@ -86,6 +98,9 @@ def classify(mul: torch.fx.Node) -> str | None:
             merged = _parts_of_one_projection(gate_val, up_side)
             if merged:
                 return merged
+            if _padded_gemm(gate_val) or _padded_gemm(up_side):
+                return ("Inductor padded a projection's GEMM (shape padding) in a form the pass cannot take off "
+                        "exactly (a padded bias, for one); options={'shape_padding': False} leaves it unpadded")
             continue
         if gate.x is not up.x:
             return f"gate and up read different inputs ({gate.x.name} vs {up.x.name})"

@@ -41,6 +41,7 @@ from .fx_utils import (
     source_location,
     split_merged_projections,
     statically_equal,
+    unpad_projections,
     unshare_input_reshapes,
     vector_input_as_reshapes,
 )
@@ -301,6 +302,7 @@ class SwigluFusionPass(CustomGraphPass):
             self._register()
             if any(n.op == "get_attr" for n in graph.nodes):  # freezing=True: weights are constants
                 freezing_canon.canonicalize(graph)
+            unpad_projections(graph)    # Inductor's pad_mm padding, where it decided to pad
             merge_equal_copies(graph)   # autocast's per-Linear casts, per-projection clones of x
             split_merged_projections(graph)  # gate_up_proj [2N, K] split in halves -> two projections
             unshare_input_reshapes(graph)   # one reshape of x per projection, as the patterns expect

@@ -149,9 +149,24 @@ def test_compiled_graph_calls_the_cpp_op():
 
     with torch.no_grad():
         out, codes = run_and_get_code(compiled, x)
-    assert any("torch.ops.inductor_swiglu.swiglu_forward.default(" in c for c in codes)
+    assert any("torch.ops.inductor_swiglu.swiglu_forward.default(" in c for c in codes), \
+        inductor_swiglu.counters()["per_frame"]
     torch.testing.assert_close(out, model(x), atol=3e-2, rtol=3e-2)
     assert inductor_swiglu.counters()["swiglu_ops_in_output_code"] == 1
+
+
+@pytest.mark.parametrize("M", [3, 77])
+def test_rewrite_survives_inductors_shape_padding(M):
+    """Inductor's pad_mm pads an M (or K, N) that is not a multiple of 8 when its benchmark says so,
+    a per-machine decision cached on disk; forced here, the projections must still be fused."""
+    model = GatedMLP(896, 4864).to("cuda", torch.bfloat16)
+    x = torch.randn(M, 896, device="cuda", dtype=torch.bfloat16)
+    with torch._inductor.config.patch(force_shape_pad=True), torch.no_grad():
+        out = torch.compile(model, backend="inductor_swiglu")(x)
+        ref = model(x)
+    c = inductor_swiglu.counters()
+    assert (c["swiglu_rewrites"], c["swiglu_ops_in_output_code"]) == (1, 1), c["per_frame"]
+    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
 
 
 def test_merged_gate_up_halves_run_one_gemm_when_unfused(monkeypatch):
