@@ -250,7 +250,11 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # prefill point measured with ncu: our kernels move about 1.5x cuBLAS's L2 bytes per FLOP, which
     # a full SM clock does not speed up (burst figures, 2026-12-01).  Measured the same day
     # (sustained): within 0.4-4% of the 1x1 and 2x1 rows, chosen nowhere; 64 x 128 1x2 and the 2x2
-    # clusters of 128 x 128 and 128 x 192 were 3-40% slower everywhere and were dropped.
+    # clusters of 128 x 128 and 128 x 192 were 3-40% slower everywhere and were dropped.  So were
+    # 128 x 112 and 128 x 144 with a 1x2 cluster (register and TMA stores), the widths that fill the
+    # waves at M = 512 from 3B up, where the 1x1 rows trail cuBLAS by 1-4%: at M = 512 they were
+    # 0.3-13% slower than the 1x1 rows on all 7 shapes (2026-12-01, seventh run), so L2 -> shared-
+    # memory traffic is not what is left there.
     PairMulConfig(128, 128, cluster_n=2),
     PairMulConfig(128, 192, cluster_n=2),
     # The tiles chosen at M >= 2048 from 7B up, visited in strips 4 and 8 tiles wide.  By default
