@@ -145,3 +145,15 @@ def test_strided_halves_of_a_merged_projection_are_not_taken_for_gate_and_up():
     out, ref, rewrites, _, _ = compile_and_run(model, torch.randn(3, K))
     assert rewrites == 0
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_k_padding_with_a_dynamic_number_of_rows():
+    """pad_mm pads no symbolic dim, but pads K when M is dynamic: no slice, one graph for every M."""
+    model = PaddedMLP((0, 4, 0))
+    compiled = torch.compile(model, backend="inductor_swiglu", dynamic=True)
+    with torch.no_grad():
+        for rows in (3, 5, 9):
+            x = torch.randn(rows, K)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    c = inductor_swiglu.counters()
+    assert (c["swiglu_rewrites"], c["recompiles"]) == (1, 0)

@@ -77,8 +77,11 @@ def _padded_gemm(n: torch.fx.Node) -> bool:
         core = src
         while is_call(core, aten.slice.Tensor):
             core = core.args[0]
-        if is_call(core, aten.mm.default, aten.addmm.default) and any(
-                is_call(a, aten.constant_pad_nd.default, aten.cat.default) for a in core.args):
+        if not is_call(core, aten.mm.default, aten.addmm.default):
+            continue
+        # pad_mm pads the operands with constant_pad_nd, and an addmm's bias with a cat of zeros
+        if any(is_call(a, aten.constant_pad_nd.default) for a in core.args[-2:]) or (
+                core.target is aten.addmm.default and is_call(core.args[0], aten.cat.default)):
             return True
     return False
 
