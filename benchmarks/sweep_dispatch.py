@@ -190,7 +190,7 @@ def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
             pick, why = inc, f"incumbent kept: {best} was only {100 * (1 - timed[best] / timed[inc]):.1f}% faster"
     kernel, _, config = pick.partition(":")
     choice = {"kernel": kernel, "config": config, "us": timed[pick], "why": why,
-              "runner_up": sorted(timed, key=timed.get)[1] if len(timed) > 1 else None}
+              "runner_up": next((n for n in sorted(timed, key=timed.get) if n != pick), None)}
     tri = {n: us for n, us in ok.items() if n.startswith("triton:")}
     if tri:
         best_t = min(tri, key=tri.get)

@@ -53,6 +53,7 @@ def test_the_incumbent_stays_within_the_margin_of_worst_standing(sweep):
     close = dict(HERE, **{"kernel3:c": 133.5})  # now c's worst is 1.011: within the margin of b's
     ch = sweep.choose_across_machines(point(close), [point(ELSEWHERE)], inc, 0.02)
     assert ch["config"] == "c" and ch["why"].startswith("incumbent kept")
+    assert ch["runner_up"] == "kernel3:b"        # the fastest candidate that was not chosen
 
 
 def test_only_candidates_correct_and_timed_on_every_machine_compete(sweep):
