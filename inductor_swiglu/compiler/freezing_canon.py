@@ -24,7 +24,7 @@ import operator
 
 import torch
 
-from .fx_utils import RESHAPES, as_gate_activation, is_call, strip_reshape
+from .fx_utils import RESHAPES, as_gate_activation, gated_operands, is_call, strip_reshape
 
 aten = torch.ops.aten
 
@@ -148,12 +148,7 @@ def _unfold_permutes(graph: torch.fx.Graph, consts: _Constants | None) -> int:
     K-major constants.  Returns how many."""
     changed = 0
     for mul in list(graph.find_nodes(op="call_function", target=aten.mul.Tensor)):
-        if len(mul.args) != 2:
-            continue
-        for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-            act_fn = as_gate_activation(act_side)
-            if act_fn is None:
-                continue
+        for act_fn, _, up_side in gated_operands(mul):
             mms = [strip_reshape(act_fn.gate), strip_reshape(up_side)]
             if not all(is_call(m, aten.mm.default) and _frozen_weight(m.args[1]) for m in mms):
                 continue

@@ -190,6 +190,17 @@ def as_gate_activation(n) -> GateActivation | None:
     return None
 
 
+def gated_operands(mul):
+    """(activation, its node, the other operand) for each operand order in which ``mul`` is
+    ``act(gate) * other``; nothing if it is not such a product."""
+    if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
+        return
+    for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
+        act_fn = as_gate_activation(act)
+        if act_fn is not None:
+            yield act_fn, act, other
+
+
 def source_location(node: torch.fx.Node) -> str:
     """'path:line in fn: code' of the user code a node came from, '' if unknown."""
     trace = node.meta.get("stack_trace") or ""
@@ -434,11 +445,8 @@ def split_merged_projections(graph: torch.fx.Graph) -> int:
 def _feed_one_product(first: torch.fx.Node, second: torch.fx.Node) -> bool:
     """One half through the activation, times the other half (either order)."""
     for mul in set(first.users) | set(second.users):
-        if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
-            continue
-        for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-            act_fn = as_gate_activation(act)
-            if act_fn is not None and {act_fn.gate, other} == {first, second}:
+        for act_fn, _, other in gated_operands(mul):
+            if {act_fn.gate, other} == {first, second}:
                 return True
     return False
 
@@ -536,12 +544,7 @@ def unpad_projections(graph: torch.fx.Graph) -> int:
     GEMM on an H200, whose bf16 peak it estimates at 0.5 TFLOP/s) and caches the decision on disk."""
     found: dict[torch.fx.Node, PaddedProjection] = {}
     for mul in list(graph.find_nodes(op="call_function", target=aten.mul.Tensor)):
-        if len(mul.args) != 2:
-            continue
-        for act, other in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-            act_fn = as_gate_activation(act)
-            if act_fn is None:
-                continue
+        for act_fn, _, other in gated_operands(mul):
             for value in (act_fn.gate, other):
                 for src in operand_sources(value):
                     padded = as_padded_projection(src)

@@ -15,7 +15,7 @@ import operator
 
 import torch
 
-from .fx_utils import as_gate_activation, as_projection, aten, is_call, operand_sources, source_location
+from .fx_utils import as_projection, aten, gated_operands, is_call, operand_sources, source_location
 from .records import GraphRecord, NearMiss
 
 
@@ -88,12 +88,7 @@ def _padded_gemm(n: torch.fx.Node) -> bool:
 
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
-    if not is_call(mul, aten.mul.Tensor) or len(mul.args) != 2:
-        return None
-    for act_side, up_side in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
-        act_fn = as_gate_activation(act_side)
-        if act_fn is None:
-            continue
+    for act_fn, act_side, up_side in gated_operands(mul):
         gate_val, act_nodes = act_fn.gate, act_fn.nodes
         gate = as_projection(gate_val)
         up = as_projection(up_side)
