@@ -170,6 +170,11 @@ def bench_point(model: str, M: int, args, clock: SmClock) -> dict:
     return row
 
 
+def _ok_times(row: dict) -> dict[str, float]:
+    """Each candidate's time, for those whose numerics passed."""
+    return {n: c["us"] for n, c in row["candidates"].items() if "us" in c and c.get("numerics_ok")}
+
+
 def _keep_incumbent(timed: dict[str, float], best: str, inc: str, margin: float) -> bool:
     return inc in timed and inc != best and timed[best] > timed[inc] * (1 - margin)
 
@@ -178,7 +183,7 @@ def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
     """The eager choice (fastest correct kernel or unfused path) and, where a Triton config beats
     it by ``margin``, the Triton config for CUDA-graph capture; an incumbent within ``margin`` of
     the fastest is kept, so the table does not flap on noise."""
-    ok = {n: c["us"] for n, c in row["candidates"].items() if "us" in c and c.get("numerics_ok")}
+    ok = _ok_times(row)
     timed = {n: us for n, us in ok.items() if not n.startswith("triton:")}
     if not timed:
         return {}
@@ -210,10 +215,6 @@ def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
     return choice
 
 
-def _ok_times(row: dict) -> dict[str, float]:
-    return {n: c["us"] for n, c in row["candidates"].items() if "us" in c and c.get("numerics_ok")}
-
-
 def choose_across_machines(row: dict, others: list[dict], incumbent: dispatch.Entry | None, margin: float) -> dict:
     """``choose`` on each candidate's worst standing over this sweep and ``others`` (sweeps of the same
     point on other machines of the same kind): its largest ratio to the fastest candidate of any of
@@ -231,12 +232,12 @@ def choose_across_machines(row: dict, others: list[dict], incumbent: dispatch.En
     choice = choose(scored, incumbent, margin)
     if not choice:
         return choice
-    picks = [n for n in (f"{choice['kernel']}:{choice['config']}" if choice.get("config") else choice["kernel"],
-                         f"triton:{choice.get('triton')}") if n in common]
-    choice["us"] = sweeps[0][picks[0]]
+    # the choice records this machine's times, not the scores
+    pick = f"{choice['kernel']}:{choice['config']}" if choice["config"] else choice["kernel"]
+    choice["us"] = sweeps[0][pick]
     if choice.get("triton"):
         choice["triton_us"] = sweeps[0][f"triton:{choice['triton']}"]
-    choice["worst_of_fastest"] = round(worst[picks[0]], 4)
+    choice["worst_of_fastest"] = round(worst[pick], 4)
     choice["why"] += f" (worst standing over {len(sweeps)} machines' sweeps)"
     return choice
 
