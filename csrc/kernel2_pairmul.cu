@@ -62,7 +62,9 @@
         idle SM is lost bandwidth: 2N = 9728 gives 76 tiles of 128, 56 of 132 SMs idle).
       * 128 x 128 cooperative (k2_128x128x64_c1x1), and its stream-K twin (k2_128x128x64_sk: K split
         across CTAs so all SMs stream weights whatever the tile count; partial sums are reduced in
-        the workspace before the epilogue, since the activation needs the full sum).
+        the workspace before the epilogue, since the activation needs the full sum).  CUTLASS's
+        heuristic runs that scheduler data-parallel when the last wave is at least half full; the
+        _sk_always rows (128 x 128, 128 x 256) ask for the stream-K decomposition every time.
       * prefill tiles: 128-row pingpong 80-192 wide, 256 x 128, 256 x 192 and 128 x 256 cooperative
         (one accumulator of up to 128 x 192 per consumer warpgroup), clusters of 2 CTAs along M that
         multicast each weight tile (c2x1: half the weight traffic from L2 per CTA) or along N, and
@@ -95,6 +97,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "cutlass/cutlass.h"
 #include "cutlass/device_kernel.h"
@@ -109,7 +112,7 @@
 
 #include "gate_up_view.hpp"
 #include "isw_common.hpp"
-#include "launch.hpp"
+#include "gemm_universal_launch.hpp"
 #include "pair_mul_store.hpp"
 #include "pair_mul_epilogue.hpp"
 
@@ -294,6 +297,7 @@ struct PairMulGemm {
   using ClusterShape = Shape<Int<ClusterM>, Int<ClusterN>, _1>;
   static constexpr int kClusterM = ClusterM;
   static constexpr int kClusterN = ClusterN;
+  using TileScheduler = TileScheduler_;
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
 
@@ -366,7 +370,7 @@ using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<Til
                                   ClusterM, ClusterN, Store == 1>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -380,7 +384,7 @@ constexpr int kDefaultConfig = 0;
 // Validates the problem in user words and fills the kernel arguments (no device calls).
 template <class Gemm>
 static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args,
-                          int swizzle = 1) {
+                          int swizzle = 1, int decomposition = 0) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
   using Mainloop = typename Gemm::CollectiveMainloop;
@@ -412,6 +416,11 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sm_count;
   args.scheduler.max_swizzle_size = swizzle;
+  // CUTLASS's heuristic runs a stream-K scheduler data-parallel whenever the last wave is at least
+  // half full; decomposition 1 splits the last two waves' K across all CTAs whatever the tail.
+  if constexpr (std::is_same_v<typename Gemm::TileScheduler, cutlass::gemm::StreamKScheduler>) {
+    if (decomposition == 1) args.scheduler.decomposition_mode = decltype(args.scheduler.decomposition_mode)::StreamK;
+  }
 
   if (!Kernel::can_implement(args))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: CUTLASS can_implement rejected M=%lld N=%lld K=%lld (alignment/TMA limits)",
@@ -428,63 +437,39 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
 namespace isw::k2 {
 
 // can_implement touches no device: the SM count only sizes the grid, so a nominal 132 is used.
-template <class Gemm, int Swizzle>
+template <class Gemm, int Swizzle, int Decomposition>
 static int can_implement_impl(const isw_problem* p) {
   typename Gemm::GemmKernel::Arguments args{};
-  return make_arguments<Gemm>(p, 132, args, Swizzle);
+  return make_arguments<Gemm>(p, 132, args, Swizzle, Decomposition);
 }
 
 // The stream-K workspace depends on the SM count: size it for the device run_impl will use.
-template <class Gemm, int Swizzle>
+template <class Gemm, int Swizzle, int Decomposition>
 static size_t workspace_impl(const isw_problem* p) {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess || sm_count_of(device, &sms) != ISW_OK) sms = 0;
   typename Gemm::GemmKernel::Arguments args{};
-  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args, Swizzle) != ISW_OK) return 0;
+  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args, Swizzle, Decomposition) != ISW_OK) return 0;
   return Gemm::GemmKernel::get_workspace_size(args);
 }
 
-template <class Gemm, int Swizzle>
+template <class Gemm, int Swizzle, int Decomposition>
 static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
-  int device = 0;
-  ISW_CUDA_CHECK(cudaGetDevice(&device));
-  int sm_count = 0;
-  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
   static std::atomic<int> setup_cache[kMaxDevices];
-  int max_active_clusters = 0;
-  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
-                                 Gemm::kClusterM, Gemm::kClusterN, device, setup_cache, "kernel2", &max_active_clusters);
-      st != ISW_OK)
-    return st;
-
-  typename Kernel::Arguments args{};
-  int st = make_arguments<Gemm>(p, sm_count, args, Swizzle);
-  if (st != ISW_OK) return st;
-  args.hw_info.device_id = device;
-  args.hw_info.max_active_clusters = max_active_clusters;
-
-  size_t ws = Kernel::get_workspace_size(args);
-  if (ws > 0 && (p->workspace == nullptr || p->workspace_bytes < ws))
-    return fail(ISW_ERR_WORKSPACE, "kernel2: needs %zu bytes of workspace, got %zu", ws, p->workspace_bytes);
-  cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
-  if (ws > 0) ISW_CUTLASS_CHECK(Kernel::initialize_workspace(args, p->workspace, stream));
-
-  typename Kernel::Params params = Kernel::to_underlying_arguments(args, p->workspace);
-  if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
-      !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
-    return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
-                "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
-  if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
-    return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
-                (long long)p->M, (long long)p->N, (long long)p->ld_out);
-
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
-                                         Kernel::SharedStorageSize, stream, Gemm::kClusterM, Gemm::kClusterN, &attr);
-  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
-  ISW_CUDA_CHECK(cudaGetLastError());
-  return ISW_OK;
+  return launch_gemm_universal<Kernel>(
+      p, "kernel2", Gemm::kClusterM, Gemm::kClusterN, setup_cache,
+      [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args, Swizzle, Decomposition); },
+      [p](typename Kernel::Arguments const& args, typename Kernel::Params const& params) {
+        if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+            !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+          return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
+                      "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
+        if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
+          return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
+                      (long long)p->M, (long long)p->N, (long long)p->ld_out);
+        return int(ISW_OK);
+      });
 }
 
 // Dispatch table: [config][dtype].
@@ -494,15 +479,18 @@ struct Ops {
   int (*run)(const isw_problem*);
 };
 
-// Rows that differ only in the swizzle share the kernel; only these host functions differ.
-template <class Gemm, int Swizzle>
+// Rows that differ only in the swizzle or the stream-K decomposition share the kernel; only these
+// host functions differ.
+template <class Gemm, int Swizzle, int Decomposition>
 constexpr Ops ops_of() {
-  return {&can_implement_impl<Gemm, Swizzle>, &workspace_impl<Gemm, Swizzle>, &run_impl<Gemm, Swizzle>};
+  return {&can_implement_impl<Gemm, Swizzle, Decomposition>, &workspace_impl<Gemm, Swizzle, Decomposition>,
+          &run_impl<Gemm, Swizzle, Decomposition>};
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st) \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>, sw>(), ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>, sw>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc)              \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>, sw, dc>(), \
+   ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>, sw, dc>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

@@ -344,7 +344,7 @@ using Config = PairRowsGemm<T, TM, TN, TK, typename Schedule<S>::Kernel, typenam
 
 // The host layout check (csrc/tools/kernel3w_layout_check.cu) includes this file for the types only.
 #ifndef ISW_K3W_TYPES_ONLY
-#include "launch.hpp"
+#include "gemm_universal_launch.hpp"
 
 namespace isw::k3w {
 
@@ -375,30 +375,17 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
 template <class Gemm>
 static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
-  int device = 0, sm_count = 0;
-  ISW_CUDA_CHECK(cudaGetDevice(&device));
-  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
   static std::atomic<int> setup_cache[kMaxDevices];
-  int max_active_clusters = 0;
-  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
-                                 1, 1, device, setup_cache, "kernel3w", &max_active_clusters);
-      st != ISW_OK)
-    return st;
-  typename Kernel::Arguments args{};
-  if (int st = make_arguments<Gemm>(p, sm_count, args); st != ISW_OK) return st;
-  args.hw_info.device_id = device;
-  typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
-  if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
-      !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
-    return fail(ISW_ERR_CUDA, "kernel3w: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
-                "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
-  cudaLaunchAttribute attr;
-  cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
-  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
-                                         Kernel::SharedStorageSize, stream, 1, 1, &attr);
-  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
-  ISW_CUDA_CHECK(cudaGetLastError());
-  return ISW_OK;
+  return launch_gemm_universal<Kernel>(
+      p, "kernel3w", 1, 1, setup_cache,
+      [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args); },
+      [](typename Kernel::Arguments const& args, typename Kernel::Params const& params) {
+        if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+            !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+          return fail(ISW_ERR_CUDA, "kernel3w: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
+                      "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
+        return int(ISW_OK);
+      });
 }
 
 }  // namespace isw::k3w

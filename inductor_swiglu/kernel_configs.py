@@ -164,6 +164,11 @@ class PairMulConfig:
     swizzle    the persistent scheduler's max_swizzle_size (1, 2, 4, 8): tiles are visited in strips
                this many tiles wide, so the tiles resident at once share more x rows (a run-time
                argument: rows that differ only here share one compiled kernel)
+    decomposition  under "streamk": "heuristic" is CUTLASS's choice, which runs the stream-K
+               scheduler data-parallel whenever the last wave of tiles is at least half full (with
+               128 x 128 tiles: q7B, q14B, q72B at M = 512, q14B and q72B at M = 128); "streamk"
+               always splits the K of the last two waves' tiles across every CTA (a run-time
+               argument, like swizzle)
     store      "registers": the epilogue writes out from the accumulators; "tma": it stages the tile
                in shared memory and writes it with TMA bulk stores (whole rows, asynchronous; the
                buffer costs the mainloop shared memory, and out must be 16-byte aligned with a row
@@ -178,9 +183,11 @@ class PairMulConfig:
     cluster_n: int = 1
     swizzle: int = 1
     store: str = "registers"
+    decomposition: str = "heuristic"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
     STORES = ("registers", "tma")
+    DECOMPOSITIONS = ("heuristic", "streamk")
 
     def __post_init__(self):
         if self.schedule not in self.SCHEDULES:
@@ -192,6 +199,10 @@ class PairMulConfig:
             raise ValueError(f"tile_n={self.tile_n} does not split into {self.cluster_m} equal shares of 16-row groups")
         if self.store not in self.STORES:
             raise ValueError(f"unknown store {self.store!r}")
+        if self.decomposition not in self.DECOMPOSITIONS:
+            raise ValueError(f"unknown decomposition {self.decomposition!r}")
+        if self.decomposition != "heuristic" and self.schedule != "streamk":
+            raise ValueError(f"decomposition={self.decomposition!r} needs the stream-K scheduler (schedule='streamk')")
         if self.swizzle not in (1, 2, 4, 8):
             raise ValueError(f"swizzle={self.swizzle} is not one of 1, 2, 4, 8")
         if self.tile_m % (8 * self.cluster_n) or self.cluster_m * self.cluster_n > 8:
@@ -200,7 +211,9 @@ class PairMulConfig:
 
     @property
     def name(self) -> str:
-        tail = "sk" if self.schedule == "streamk" else f"c{self.cluster_m}x{self.cluster_n}"
+        tail = f"c{self.cluster_m}x{self.cluster_n}"
+        if self.schedule == "streamk":
+            tail = "sk_always" if self.decomposition == "streamk" else "sk"
         # 64-row tiles are always pingpong and 128-row ones were cooperative when the names were
         # first measured; a 128-row pingpong tile says so
         pp = "_pp" if self.schedule == "pingpong" and self.tile_m > 64 else ""
@@ -211,7 +224,7 @@ class PairMulConfig:
     def macro_args(self) -> tuple:
         """ISW_K2_CONFIG's arguments after the name (csrc/kernel2_pairmul.cu)."""
         return (self.tile_m, self.tile_n, self.SCHEDULES.index(self.schedule), self.cluster_m, self.cluster_n,
-                self.epi_n, self.swizzle, self.STORES.index(self.store))
+                self.epi_n, self.swizzle, self.STORES.index(self.store), self.DECOMPOSITIONS.index(self.decomposition))
 
 
 # Rows 0-6 are the configurations the 2026-11-30 dispatch table was measured with (names are
@@ -291,6 +304,14 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # registers in that build, so it has no _tma row).
     *(PairMulConfig(128, tn, epi_n=16 if tn % 32 else 0, store="tma") for tn in (80, 112, 128, 144, 160)),
     *(PairMulConfig(128, tn, store="tma", swizzle=4) for tn in (128, 160)),
+    # Stream-K that always splits the tail (the "sk" row above runs data-parallel wherever CUTLASS's
+    # heuristic finds the last wave at least half full, which includes the K >= 5120 points stream-K
+    # is meant for), on the 128 x 128 tile and on 128 x 256 (one 64 x 256 accumulator per consumer
+    # warpgroup: the least shared-memory traffic per FLOP of one wgmma, where the data-parallel
+    # 128 x 256 row loses to wave quantization: 432 tiles at q14B M = 512 are 3.3 waves).
+    PairMulConfig(128, 128, "streamk", decomposition="streamk"),
+    PairMulConfig(128, 256, "streamk"),
+    PairMulConfig(128, 256, "streamk", decomposition="streamk"),
 )
 
 

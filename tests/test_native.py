@@ -138,9 +138,13 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
     with pytest.raises(ValueError, match="at most 8 CTAs"):
         PairMulConfig(128, 128, cluster_m=4, cluster_n=4)
     assert PairMulConfig(128, 192, cluster_m=2, cluster_n=2).name == "k2_128x192x64_c2x2_pp"
+    with pytest.raises(ValueError, match="needs the stream-K scheduler"):
+        PairMulConfig(128, 128, "cooperative", decomposition="streamk")
+    assert PairMulConfig(128, 128, "streamk", decomposition="streamk").name == "k2_128x128x64_sk_always"
     assert PairMulConfig(256, 128, "cooperative", swizzle=8).name == "k2_256x128x64_c1x1_sw8"
     assert PairMulConfig(128, 160, store="tma", swizzle=4).name == "k2_128x160x64_c1x1_pp_tma_sw4"
-    assert PairMulConfig(128, 160, store="tma").macro_args()[-1] == 1 and PairMulConfig(128, 160).macro_args()[-1] == 0
+    assert PairMulConfig(128, 160, store="tma").macro_args()[-2] == 1 and PairMulConfig(128, 160).macro_args()[-2] == 0
+    assert PairMulConfig(128, 128, "streamk", decomposition="streamk").macro_args()[-1] == 1
     with pytest.raises(ValueError, match="store"):
         PairMulConfig(128, 128, store="smem")
     with pytest.raises(ValueError, match="swizzle"):
@@ -258,3 +262,31 @@ def test_every_kernel2_config_takes_every_activation(activation):
         problem.config = config
         st = lib.lib.isw_can_implement(kl.KERNEL2, ctypes.byref(problem))
         assert st == kl.ISW_OK, (name, activation, lib.last_error())
+
+
+@pytest.mark.skipif(kl.get_library() is None, reason="kernel library not built")
+def test_stream_k_always_splits_where_the_heuristic_runs_data_parallel():
+    """CUTLASS's heuristic runs the stream-K scheduler data-parallel when the last wave of tiles is at
+    least half full; the _always rows split it anyway.  What shows it without a GPU is the workspace
+    each asks for (partial sums and their flags; isw_workspace_bytes touches no device, and counts
+    132 SMs without one, as the H200 has)."""
+    lib = kl.get_library()
+    names = lib.configs(kl.KERNEL2)
+    K, N = 5120, 13824   # Qwen2.5-14B's MLP
+
+    def workspace(name: str, M: int) -> int:
+        gate = 1 << 34
+        problem = kl.IswProblem(x=1 << 30, w_gate=gate, w_up=gate + 2 * N * K, out=1 << 36, M=M, N=N, K=K, ld_x=K,
+                                ld_w_gate=K, ld_w_up=K, ld_out=N, dtype=0, config=names.index(name),
+                                activation=activations.activation_id("silu"))
+        assert lib.lib.isw_can_implement(kl.KERNEL2, ctypes.byref(problem)) == kl.ISW_OK, lib.last_error()
+        return lib.workspace_bytes(kl.KERNEL2, problem)
+
+    # 128 x 128 tiles at M = 512: 864 tiles, 6.5 waves of 132: the heuristic keeps them data-parallel
+    assert workspace("k2_128x128x64_sk", 512) == 0
+    assert workspace("k2_128x128x64_sk_always", 512) > 0
+    # 128 x 256 tiles at M = 512: 432 tiles, 3.3 waves: both split the tail
+    assert workspace("k2_128x256x64_sk", 512) > 0
+    assert workspace("k2_128x256x64_sk_always", 512) > 0
+    # a data-parallel row asks for none
+    assert workspace("k2_128x128x64_c1x1", 512) == 0

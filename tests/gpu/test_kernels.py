@@ -118,8 +118,9 @@ def test_3d_input_and_strided_x():
     _check("op_strided", "q0.5B", 10, torch.bfloat16, out, reference_fp64(x3, wg, wu, with_noise=True))
 
 
-@pytest.mark.parametrize("config", ["k2_64x80x64_c1x1", "k2_64x96x64_c1x1", "k2_64x144x64_c1x1", "k2_128x128x64_sk"])
-@pytest.mark.parametrize("model", ["q0.5B", "q1.5B", "q7B", "q72B"])
+@pytest.mark.parametrize("config", ["k2_64x80x64_c1x1", "k2_64x96x64_c1x1", "k2_64x144x64_c1x1", "k2_128x128x64_sk",
+                                    "k2_128x128x64_sk_always", "k2_128x256x64_sk_always"])
+@pytest.mark.parametrize("model", ["q0.5B", "q1.5B", "q7B", "q14B", "q72B"])
 def test_wave_sized_and_stream_k_configs(config, model):
     """The N tiles that are not a power of two (64x16 epilogue subtile) and stream-K (partial
     sums reduced in a workspace before the SiLU) on shapes whose tile counts differ."""
@@ -201,10 +202,14 @@ def test_prefill_tile_in_a_cuda_graph(config):
     _kernel2_replays_new_inputs(config, "q3B", 1000, seeds=(31, 32))
 
 
-def test_stream_k_inside_a_cuda_graph():
+@pytest.mark.parametrize("config,model,M", [("k2_128x128x64_sk", "q0.5B", 8),
+                                            ("k2_128x128x64_sk_always", "q14B", 128),
+                                            ("k2_128x256x64_sk_always", "q72B", 128)])
+def test_stream_k_inside_a_cuda_graph(config, model, M):
     """Stream-K takes a workspace from torch's allocator and zeroes it on the stream: both must
-    be captured, and every replay must reduce afresh."""
-    _kernel2_replays_new_inputs("k2_128x128x64_sk", "q0.5B", 8, seeds=(21, 22, 23))
+    be captured, and every replay must reduce afresh.  The _always rows at points where CUTLASS's
+    heuristic would have run data-parallel (the last wave more than half full)."""
+    _kernel2_replays_new_inputs(config, model, M, seeds=(21, 22, 23))
 
 
 def test_cuda_graph_capture_and_replay_with_new_inputs():
