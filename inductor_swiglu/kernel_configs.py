@@ -308,7 +308,14 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # heuristic finds the last wave at least half full, which includes the K >= 5120 points stream-K
     # is meant for), on the 128 x 128 tile and on 128 x 256 (one 64 x 256 accumulator per consumer
     # warpgroup: the least shared-memory traffic per FLOP of one wgmma, where the data-parallel
-    # 128 x 256 row loses to wave quantization: 432 tiles at q14B M = 512 are 3.3 waves).
+    # 128 x 256 row loses to wave quantization: 432 tiles at q14B M = 512 are 3.3 waves).  Measured
+    # 2026-12-01 (eighth run, 28 prefill points, twice): chosen nowhere; the best stream-K row was
+    # 1.4-12% behind the fastest row at every point (q14B M = 512: 1.07x, q32B 1.06x), and forcing
+    # the split can cost more than the tail it fills (q14B M = 128, 128 x 128: 1.11x forced, 1.06x
+    # under the heuristic).  Cooperative tiles trail pingpong here by about 4-5% even without wave
+    # quantization (q72B M = 512, exactly 14 waves of 128 x 128: 1.05x vs 1.00x-1.01x): pingpong
+    # overlaps each tile's epilogue with the next mainloop.  So no stream-K split wins back the 3%
+    # that the pingpong rows lose to their last wave.
     PairMulConfig(128, 128, "streamk", decomposition="streamk"),
     PairMulConfig(128, 256, "streamk"),
     PairMulConfig(128, 256, "streamk", decomposition="streamk"),
