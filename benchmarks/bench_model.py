@@ -26,8 +26,8 @@ Columns:
   rewrites, and graphs compiled or recorded while timing (must stay 0).
 The first of our variants also decodes `--prompts` prompts and reports the first greedy token
 where it diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
-Writes bench_model.json (after every step: a run cut short keeps what it measured) and
-bench_model.md.
+Writes bench_model.json and bench_model.md after every step (a run cut short keeps what it
+measured).
 """
 
 from __future__ import annotations
@@ -293,7 +293,9 @@ def main(argv=None) -> int:
     rows: dict[str, dict] = {}
 
     def save() -> None:
+        # both after every step: a run cut short by a time limit keeps a readable report too
         (args.out / "bench_model.json").write_text(json.dumps({"meta": meta, "rows": list(rows.values())}, indent=1))
+        (args.out / "bench_model.md").write_text(report(list(rows.values()), meta))
 
     model = _build(args, torch.bfloat16)
     vocab = model.config.vocab_size
@@ -312,9 +314,8 @@ def main(argv=None) -> int:
     if ours and args.prompts:   # one of ours: the fp32 reference model is rebuilt for each check
         rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)
         save()
-    md = report(list(rows.values()), meta)
-    (args.out / "bench_model.md").write_text(md)
-    print(md)
+    save()
+    print(report(list(rows.values()), meta))
     return 0
 
 
