@@ -212,6 +212,15 @@ def main(argv=None) -> int:
         "F.linear": host_us_per_call(lambda: F.linear(x1, wg1)),
         "eager silu(linear) * linear": host_us_per_call(lambda: F.silu(F.linear(x1, wg1)) * F.linear(x1, wu1)),
     }
+    # The prefill path (Kernel-2's arguments, TMA descriptors and launch) at prefill sizes, against the
+    # two GEMMs it replaces; 200 calls stay below the launch queue's depth, so the host is not made to
+    # wait for the GPU.
+    for M in (512, 2048):
+        xm = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        meta["host_overhead_us"][f"swiglu_forward, M = {M}"] = host_us_per_call(
+            lambda xm=xm: torch.ops.inductor_swiglu.swiglu_forward.default(xm, wg1, wu1), calls=200)
+        meta["host_overhead_us"][f"2 x F.linear, M = {M}"] = host_us_per_call(
+            lambda xm=xm: (F.linear(xm, wg1), F.linear(xm, wu1)), calls=200)
     summary = summarize(rows)
     (args.out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
     md = markdown(rows, summary, meta)
