@@ -9,7 +9,8 @@ the three launches it replaces.  Each model is `layers` Llama-style MLP blocks
 (`x + down(silu(gate(x)) * up(x))`, bf16, the Qwen2.5 sizes), compiled three ways
 in one process: eager, torch.compile(backend="inductor"), and
 torch.compile(backend="inductor_swiglu"); and, to check nothing regresses with
-CUDA graphs, both compiled with mode="reduce-overhead".  Wall time per forward
+CUDA graphs, both compiled with mode="reduce-overhead" (each compiled variant with a Dynamo
+cache of its own: timing.private_entry).  Wall time per forward
 (host-synchronized), the variants interleaved call by call, median of --reps.
 Also the host cost of one op call (tiny problem, the GPU keeps up).
 """
@@ -30,7 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import host_us_per_call  # noqa: E402
+from timing import host_us_per_call, private_entry  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import QWEN25_MLP  # noqa: E402
@@ -77,10 +78,10 @@ def bench_size(size: str, ms: list[int], reps: int, layers: int) -> list[dict]:
         p.data.normal_(0, K**-0.5)
     variants = {
         "eager": model,
-        "stock": torch.compile(model, backend="inductor"),
-        "ours": torch.compile(model, backend="inductor_swiglu"),
-        "stock_ro": torch.compile(model, backend="inductor", mode="reduce-overhead"),
-        "ours_ro": torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead"),
+        "stock": torch.compile(private_entry(model, "stock"), backend="inductor"),
+        "ours": torch.compile(private_entry(model, "ours"), backend="inductor_swiglu"),
+        "stock_ro": torch.compile(private_entry(model, "stock_ro"), backend="inductor", mode="reduce-overhead"),
+        "ours_ro": torch.compile(private_entry(model, "ours_ro"), backend="inductor_swiglu", mode="reduce-overhead"),
     }
     rows = []
     for M in ms:

@@ -15,7 +15,8 @@ times are cold and the pass runs), then every column is timed with the variants 
 each rep runs all of them, the first one rotating, after one untimed run of each.  Timed one
 after the other, two variants see different clocks and host states (on two H200s our variant
 measured 0.69x and 1.07x of stock in two runs a few commits apart, stock agreeing within 2%);
-interleaved, a drift falls on all alike.
+interleaved, a drift falls on all alike.  Each compiled variant calls the model through an entry
+function with a code object of its own (`private_entry`), so each has its own Dynamo cache.
 Columns:
 - decode tokens/s at batch 1 and 8: greedy, transformers StaticCache, `--tokens` tokens after
   a 32-token prompt (run eagerly, as generate() does), median of `--reps-decode` generations
@@ -47,7 +48,7 @@ from unittest import mock
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import column_tokens, rotating_samples, wall_seconds  # noqa: E402
+from timing import column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 PROMPT_LEN = 32
 
@@ -117,9 +118,9 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     if v.backend is None:
         step = model.forward
     elif v.mode is not None:
-        step = torch.compile(model, backend=backend, mode=v.mode)
+        step = torch.compile(private_entry(model, name), backend=backend, mode=v.mode)
     else:
-        step = torch.compile(model, backend=backend, options=v.options or None)
+        step = torch.compile(private_entry(model, name), backend=backend, options=v.options or None)
     eager = v.backend is None
     runs, decoders = {}, {}
     t_start = time.perf_counter()

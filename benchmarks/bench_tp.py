@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import SmClock, column_tokens, rotating_samples, wall_seconds  # noqa: E402
+from timing import SmClock, column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.decode import StaticDecoder  # noqa: E402
@@ -111,13 +111,14 @@ def prepare_variant(name: str, model, inputs: dict, reference: dict, res: Result
     # a cold Inductor cache per variant (an FX-graph-cache hit would skip the pass); compiled
     # kernels the previous variant left in this process's memory may still be reused.  No
     # torch._dynamo.reset(): the other variant's compiled code must stay for the interleaved
-    # timing (Dynamo keeps one cache entry per backend).
+    # timing; each variant compiles its own entry function, so the two do not share Dynamo's cache.
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"isw_tp_{name}_r{dist.get_rank()}_")
     inductor_swiglu.reset_counters()
     tc = torch._dynamo.utils.counters["inductor"]
     skips0, fusions0 = tc["cudagraph_skips"], tc["swiglu_fusion"]
     g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-    step = torch.compile(model, backend=BACKENDS[name], mode=None if args.mode == "default" else args.mode)
+    step = torch.compile(private_entry(model, name), backend=BACKENDS[name],
+                         mode=None if args.mode == "default" else args.mode)
     t_start = time.perf_counter()
     runs = {}
     agree_dec = None

@@ -217,3 +217,36 @@ def test_kernel_bench_reports_the_op_against_a_pure_weight_read():
     md = bench.markdown(rows, summary, {"date": "2026-12-01", "device": "H200", "torch": "2.11", "activation": "silu"})
     assert "| q0.5B | 1 | 6.9 | - | 12.0 | 7.5 | - | - | 6.5 | 1.74x | 1.09x | 1.06 | 60% |" in md
     assert "| q0.5B | 128 | 9.0 | - | 12.0 | 7.5 | - | - | - | 1.33x | 0.83x | - | 60% |" in md
+
+
+def test_private_entry_gives_each_compiled_variant_a_dynamo_cache_of_its_own():
+    """Two backends compiled on one module share the Dynamo cache of its forward: with a limit of
+    one graph per cache, the second backend is never called (its variant silently runs eagerly).
+    Through private_entry each variant has its own cache, and computes what the module does."""
+    private_entry = benchmark_module("timing").private_entry
+    module = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+
+    def variants(wrap):
+        calls = {"a": 0, "b": 0}
+
+        def backend(tag):
+            def compile_graph(gm, example_inputs):
+                calls[tag] += 1
+                return gm.forward
+            return compile_graph
+
+        torch._dynamo.reset()
+        a = torch.compile(wrap(module, "a"), backend=backend("a"))
+        b = torch.compile(wrap(module, "b"), backend=backend("b"))
+        outs = [a(x), b(x), a(x), b(x)]
+        return calls, outs
+
+    with torch._dynamo.config.patch(recompile_limit=1), torch.no_grad():
+        shared, _ = variants(lambda m, name: m)
+        private, outs = variants(private_entry)
+        expected = module(x)
+    torch._dynamo.reset()
+    assert shared == {"a": 1, "b": 0}   # what the benchmarks must not measure
+    assert private == {"a": 1, "b": 1}
+    assert all(torch.equal(o, expected) for o in outs)
