@@ -27,7 +27,8 @@ Columns:
   rewrites, and graphs compiled or recorded while timing (must stay 0).
 The first of our variants also decodes `--prompts` prompts and reports the first greedy token
 where it diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
-Writes bench_model.json and bench_model.md after every step (a run cut short keeps what it
+Also which implementations the op ran while each column was timed.  Writes bench_model.json
+and bench_model.md after every step (a run cut short keeps what it
 measured).
 """
 
@@ -152,9 +153,13 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
 
 
 @torch.no_grad()
-def measure(runs: dict[str, dict], rows: dict[str, dict], args, save=lambda: None) -> None:
+def measure(runs: dict[str, dict], rows: dict[str, dict], args, save=lambda: None,
+            op_calls: dict | None = None) -> None:
     """Time every column with the variants interleaved (see the module docstring).  Eager decode
-    runs in the first rep only: it is the slow reference, not a candidate."""
+    runs in the first rep only: it is the slow reference, not a candidate.  `op_calls` receives,
+    per column, the op's calls by implementation while it was timed (all of our variants)."""
+    import inductor_swiglu
+
     names = list(runs)
     for column in COLUMNS:
         names_c = [n for n in names if column in runs[n]]
@@ -162,7 +167,10 @@ def measure(runs: dict[str, dict], rows: dict[str, dict], args, save=lambda: Non
             continue
         reps = args.reps_decode if column.startswith("decode") else args.reps
         eager_once = frozenset({"eager"} if column.startswith("decode") else ())
+        inductor_swiglu.reset_op_stats()
         samples, new = rotating_samples({n: runs[n][column] for n in names_c}, reps, eager_once)
+        if op_calls is not None:
+            op_calls[column] = inductor_swiglu.op_stats()["calls"]
         work = column_tokens(column, args.tokens)
         for n in names_c:
             rows[n][f"{column}_tok_s"] = work / statistics.median(samples[n])
@@ -230,6 +238,11 @@ def report(rows: list[dict], meta: dict) -> str:
     if new:
         lines += ["", "Graphs compiled or CUDA graphs recorded while timing (all variants): "
                   + ", ".join(f"{c.replace('_', ' ')} {k}" for c, k in new.items()) + "."]
+    ops = meta.get("op_calls_while_timing")
+    if ops:
+        lines += ["", "Op calls while timing, by implementation (all of our variants): " + "; ".join(
+            f"{c.replace('_', ' ')} " + (", ".join(f"{impl} {n}" for impl, n in calls.items()) or "none")
+            for c, calls in ops.items()) + "."]
     by = {r["variant"]: r for r in rows if "failed" not in r}
     for base, ours in PAIRS:
         if base not in by or ours not in by:
@@ -310,7 +323,8 @@ def main(argv=None) -> int:
         rows[n], runs[n], decoders[n] = prepare_variant(n, model, inputs, args)
         save()
     print(f"== timing, variants interleaved ({args.reps_decode} decode / {args.reps} prefill reps)", flush=True)
-    measure(runs, rows, args, save)
+    meta["op_calls_while_timing"] = {}
+    measure(runs, rows, args, save, meta["op_calls_while_timing"])
     ours = [n for n in names if VARIANTS[n].backend == "inductor_swiglu"]
     if ours and args.prompts:   # one of ours: the fp32 reference model is rebuilt for each check
         rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)

@@ -278,12 +278,11 @@ def column_tokens(column: str, new_tokens: int) -> int:
 def private_entry(model, name: str):
     """``model(*args, **kwargs)`` through a function whose code object belongs to variant `name` alone.
 
-    Dynamo keeps its compiled graphs, with their guards, per code object.  Variants that compile
-    one model directly share the cache of its ``forward``, and a call can first fail the guards of
-    the other variants' graphs: a cost no user pays (a user compiles one variant), large in
-    host-bound runs.  On the H200 (2026-12-01, Qwen2.5-0.5B, default mode, prefill with a dynamic
-    sequence length) two variants compiled on one model took 2.2-4.0 ms more per forward than the
-    same variants compiled alone (7 of 8 comparisons; with static shapes no such cost).  Compile ``private_entry(model, name)`` instead of ``model``.
+    Dynamo keeps its compiled graphs, their guards and their recompile count per code object.
+    Variants that compile one model directly share the cache of its ``forward``: each counts
+    against the others' recompile limit (past it a variant silently runs eagerly) and a call may
+    first check the other variants' guards.  A user compiles one variant; so does each entry.
+    Compile ``private_entry(model, name)`` instead of ``model``.
     """
     def entry(*args, **kwargs):
         return model(*args, **kwargs)

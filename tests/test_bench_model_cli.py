@@ -250,3 +250,11 @@ def test_private_entry_gives_each_compiled_variant_a_dynamo_cache_of_its_own():
     assert shared == {"a": 1, "b": 0}   # what the benchmarks must not measure
     assert private == {"a": 1, "b": 1}
     assert all(torch.equal(o, expected) for o in outs)
+
+
+def test_bench_model_report_says_which_implementation_ran_while_timing():
+    bench_model = benchmark_module("bench_model")
+    meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 8,
+            "op_calls_while_timing": {"decode_b1": {"kernel3": 48}, "prefill_512": {}}}
+    text = bench_model.report([], meta)
+    assert "Op calls while timing, by implementation (all of our variants): decode b1 kernel3 48; prefill 512 none." in text
