@@ -127,7 +127,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     t_start = time.perf_counter()
     # Kernel-3 reads INDUCTOR_SWIGLU_PDL at each launch; a CUDA graph keeps what it captured
     with mock.patch.dict(os.environ, v.env):
-        for batch in (1, 8):
+        for batch in (() if args.no_decode else (1, 8)):
             dec = decoders[batch] = StaticDecoder(model, step, batch, PROMPT_LEN + args.tokens, prefill=model.forward)
             prompt = inputs[f"b{batch}"]
             # compiled: until no graph and no CUDA graph is added
@@ -271,6 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", type=int, default=3, help="prompts for the greedy-agreement check (0: skip)")
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"any of {', '.join(VARIANTS)}")
     ap.add_argument("--no-prefill", action="store_true", help="decode only (saves two compilations per variant)")
+    ap.add_argument("--no-decode", action="store_true",
+                    help="prefill only (saves two compilations per variant; no greedy-agreement check)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
     args = ap.parse_args(argv)
     from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
@@ -279,6 +281,8 @@ def main(argv=None) -> int:
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    if args.no_decode and args.no_prefill:
+        ap.error("--no-decode and --no-prefill leave nothing to measure")
     if args.tokens < 2:
         ap.error("--tokens must be at least 2 (decode speed is measured over tokens 2..N)")
     if args.layers is None:
@@ -326,7 +330,7 @@ def main(argv=None) -> int:
     meta["op_calls_while_timing"] = {}
     measure(runs, rows, args, save, meta["op_calls_while_timing"])
     ours = [n for n in names if VARIANTS[n].backend == "inductor_swiglu"]
-    if ours and args.prompts:   # one of ours: the fp32 reference model is rebuilt for each check
+    if ours and args.prompts and not args.no_decode:   # one of ours: the fp32 reference model is rebuilt for each check
         rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)
         save()
     save()
