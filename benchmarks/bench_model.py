@@ -27,9 +27,8 @@ Columns:
   rewrites, and graphs compiled or recorded while timing (must stay 0).
 The first of our variants also decodes `--prompts` prompts and reports the first greedy token
 where it diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
-Also which implementations the op ran while each column was timed.  Writes bench_model.json
-and bench_model.md after every step (a run cut short keeps what it
-measured).
+The report also says which implementations the op ran while each column was timed.  Writes
+bench_model.json and bench_model.md after every step (a run cut short keeps what it measured).
 """
 
 from __future__ import annotations
@@ -332,7 +331,6 @@ def main(argv=None) -> int:
     ours = [n for n in names if VARIANTS[n].backend == "inductor_swiglu"]
     if ours and args.prompts and not args.no_decode:   # one of ours: the fp32 reference model is rebuilt for each check
         rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)
-        save()
     save()
     print(report(list(rows.values()), meta))
     return 0
