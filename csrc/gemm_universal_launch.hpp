@@ -15,8 +15,9 @@ namespace isw {
 
 // Launches `Kernel` (a cutlass::gemm::kernel::GemmUniversal) on the problem's stream.
 //   make_args(sm_count, args)   fills and validates the arguments in the user's words
-//   check_params(args, params)  ISW_OK, or the failure in the kernel's words: CUTLASS reports a
-//                               TMA map it could not encode only on stderr, and the launch would fault
+//   check_params(args, params)  ISW_OK, or the failure of the kernel's own TMA maps (e.g. a TMA
+//                               store's) in its words; the mainloop's two are checked here
+// CUTLASS reports a TMA map it could not encode only on stderr, and the launch would fault.
 // `setup_cache` is the kernel's own (one per instantiation), as setup_device_once wants.
 template <class Kernel, class MakeArgs, class CheckParams>
 static int launch_gemm_universal(const isw_problem* p, const char* kernel, int cluster_m, int cluster_n,
@@ -43,6 +44,11 @@ static int launch_gemm_universal(const isw_problem* p, const char* kernel, int c
   if (ws > 0) ISW_CUTLASS_CHECK(Kernel::initialize_workspace(args, p->workspace, stream));
 
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, ws > 0 ? p->workspace : nullptr);
+  // Both mainloops read x and the paired gate/up weights through one TMA view each.
+  if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
+      !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
+    return fail(ISW_ERR_CUDA, "%s: cuTensorMapEncodeTiled rejected the x or gate/up TMA view (gate/up %lld elements apart)",
+                kernel, (long long)args.mainloop.pair_offset);
   if (int st = check_params(args, params); st != ISW_OK) return st;
 
   cudaLaunchAttribute attr;

@@ -460,11 +460,7 @@ static int run_impl(const isw_problem* p) {
   return launch_gemm_universal<Kernel>(
       p, "kernel2", Gemm::kClusterM, Gemm::kClusterN, setup_cache,
       [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args, Swizzle, Decomposition); },
-      [p](typename Kernel::Arguments const& args, typename Kernel::Params const& params) {
-        if (!tma_descriptor_encoded(params.mainloop.tma_load_a.get_tma_descriptor()) ||
-            !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
-          return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the x or gate/up TMA view "
-                      "(gate/up %lld elements apart)", (long long)args.mainloop.pair_offset);
+      [p](typename Kernel::Arguments const&, typename Kernel::Params const& params) {
         if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
           return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
                       (long long)p->M, (long long)p->N, (long long)p->ld_out);
