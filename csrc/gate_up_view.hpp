@@ -3,11 +3,18 @@
            CUTLASS kernel that reads them as one operand (Kernel-2's B, Kernel-3W's A).
 
     The two [N, K] weight tensors, wherever they lie, become one virtual [2N, K] operand whose row
-    v is row 8 (v / 16) + v % 8 of tensor (v / 8) % 2, tensor 0 being the lower-addressed one.
-    As a CuTe layout its row mode is the hierarchy (_8, _2, 2N/16) : (ld, Delta, 8 ld), where Delta
-    is the distance between the two tensors: one rank-5 TMA map reads it, and every 16-row group
-    of a tile holds 8 gate rows and their 8 up partners.  Nothing is copied, so weights that the
-    model updates in place (training, weight loading after compile) are read as they are now.
+    v is row G (v / 2G) + v % G of tensor (v / G) % 2, tensor 0 being the lower-addressed one, for
+    an interleave G of 8 (every kernel's default) or 4.  As a CuTe layout its row mode is the
+    hierarchy (_G, _2, 2N/2G) : (ld, Delta, G ld), where Delta is the distance between the two
+    tensors: one rank-5 TMA map reads it, and every 2G-row group of a tile holds G gate rows and
+    their G up partners.  Nothing is copied, so weights that the model updates in place (training,
+    weight loading after compile) are read as they are now.
+
+    Why an interleave of 4 as well: a tile must hold whole 2G-row groups, so G = 8 allows tile
+    widths in steps of 16 and G = 4 in steps of 8.  At M = 512 only 4 row tiles of 128 exist, and
+    for some shapes only a width off the 16-grid fills whole waves of the 132 SMs (Qwen2.5-14B,
+    2N = 27648: 165 tiles of 168 rows per row tile, 660 = 5 waves; the best width on the 16-grid
+    leaves 3% of the last wave idle).  cuBLAS picks that 168-wide tile there.
 
     What TMA can express bounds what is accepted: a 16-byte aligned base and byte strides that
     are multiples of 16 below 2^40 (cuTensorMapEncodeTiled).  `check_problem` is the host side of
@@ -23,23 +30,26 @@
 
 namespace isw::gate_up {
 
-using ShapeRows = cute::Shape<cute::_8, cute::_2, int32_t>;    // (row in block, tensor, block)
+template <int G = 8>
+using ShapeRows = cute::Shape<cute::Int<G>, cute::_2, int32_t>;    // (row in block, tensor, block)
 using StrideRows = cute::Stride<int64_t, int64_t, int64_t>;
-using ViewShape = cute::Shape<ShapeRows, int32_t, int32_t>;    // (2N, K, L)
+template <int G = 8>
+using ViewShape = cute::Shape<ShapeRows<G>, int32_t, int32_t>;    // (2N, K, L)
 using ViewStride = cute::Stride<StrideRows, cute::_1, int64_t>;
 
 /// The view's shape: what load_init's get_tma_tensor is given, and make_view's layout shape.
+template <int G = 8>
 CUTE_HOST_DEVICE auto coord_shape(int rows, int k, int l) {
   using namespace cute;
-  return make_shape(make_shape(_8{}, _2{}, int32_t(rows / 16)), int32_t(k), int32_t(l));
+  return make_shape(make_shape(Int<G>{}, _2{}, int32_t(rows / (2 * G))), int32_t(k), int32_t(l));
 }
 
 /// The view of `rows` (= 2N) virtual rows based at the lower-addressed weight `ptr`.
-template <class Ptr>
+template <int G = 8, class Ptr>
 CUTE_HOST_DEVICE auto make_view(Ptr ptr, int rows, int k, int l, int64_t ld, int64_t pair_offset) {
   using namespace cute;
-  auto stride = make_stride(make_stride(ld, pair_offset, 8 * ld), _1{}, int64_t(rows / 2) * ld);
-  return make_tensor(ptr, make_layout(coord_shape(rows, k, l), stride));
+  auto stride = make_stride(make_stride(ld, pair_offset, G * ld), _1{}, int64_t(rows / 2) * ld);
+  return make_tensor(ptr, make_layout(coord_shape<G>(rows, k, l), stride));
 }
 
 constexpr int64_t kMaxTmaStride = int64_t(1) << 40;
@@ -54,11 +64,12 @@ inline bool rows_fit_tma(void const* ptr, int64_t rows, int64_t k, int64_t ld, i
 }
 
 /// Whether one TMA map can describe the view (the mainloop's can_implement; no messages).
+template <int G = 8>
 inline bool fits_tma(void const* ptr, int64_t rows, int64_t k, int64_t ld, int64_t pair_offset, int64_t elem_bytes) {
-  bool ok = ptr && aligned16(ptr) && rows >= 16 && rows % 16 == 0 && k >= 1;
+  bool ok = ptr && aligned16(ptr) && rows >= 2 * G && rows % (2 * G) == 0 && k >= 1;
   ok = ok && (ld * elem_bytes) % 16 == 0 && ld >= k;
   ok = ok && pair_offset > 0 && (pair_offset * elem_bytes) % 16 == 0 && pair_offset * elem_bytes < kMaxTmaStride;
-  ok = ok && 8 * ld * elem_bytes < kMaxTmaStride && (rows / 2) * ld * elem_bytes < kMaxTmaStride;
+  ok = ok && G * ld * elem_bytes < kMaxTmaStride && (rows / 2) * ld * elem_bytes < kMaxTmaStride;
   return ok;
 }
 

@@ -22,7 +22,9 @@
 
     The accumulator of a [64|128, tileN] tile then holds gate column c and its up partner c+8
     in the same thread (wgmma layout), and PairMulEpilogue writes silu(gate) * up to
-    out [M, N] in one pass over the accumulator.
+    out [M, N] in one pass over the accumulator.  Rows named _il4 interleave by 4 instead
+    (hierarchy (_4, _2, N/4)), which admits tile widths on the 8-grid; there gate and up of an
+    output sit in lanes l and l ^ 2, and the epilogue trades one row of each pair with a shuffle.
 
     What is stock CUTLASS 4.2 and what is ours
     ------------------------------------------
@@ -71,6 +73,8 @@
         the persistent scheduler's swizzle as a run-time argument (rows named _sw4 / _sw8).
       * the epilogue stores from registers, or (rows named _tma) stages the tile in shared memory and
         writes it with TMA bulk stores (pair_mul_epilogue.hpp): faster where K is small.
+      * 128 x 168 and 128 x 136 pingpong through the interleave of 4 (_il4): widths that fill whole
+        waves at M = 512 where no multiple of 16 does (kernel_configs.KERNEL2 says where).
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.
@@ -125,7 +129,7 @@ using namespace cute;
 // interleaving TMA view.
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
-template <class StockMainloop>
+template <class StockMainloop, int Interleave>
 struct PairedWeightMainloop : StockMainloop {
   using Base = StockMainloop;
   using typename Base::TileShape;
@@ -154,7 +158,8 @@ struct PairedWeightMainloop : StockMainloop {
   static constexpr bool kMulticastB = kClusterM > 1;
   static_assert(is_same_v<GmemTiledCopyA, conditional_t<kMulticastA, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
   static_assert(is_same_v<GmemTiledCopyB, conditional_t<kMulticastB, SM90_TMA_LOAD_MULTICAST, SM90_TMA_LOAD>>);
-  static_assert(size<1>(TileShape{}) % 16 == 0, "virtual N tile must hold whole gate/up 16-row groups");
+  static constexpr int G = Interleave;   // gate/up rows per block of the view (gate_up_view.hpp)
+  static_assert(size<1>(TileShape{}) % (2 * G) == 0, "virtual N tile must hold whole gate/up groups of 2G rows");
 
   struct Arguments {
     ElementA const* ptr_A = nullptr;   // x [M, K]
@@ -164,11 +169,21 @@ struct PairedWeightMainloop : StockMainloop {
     int64_t pair_offset = 0;           // (higher - lower) weight pointer, elements, > 0
   };
 
-  using TMA_A = typename Base::Params::TMA_A;
+  // One stage of the weight tile, as TMA writes it: the stage-0 slice of SmemLayoutB, built
+  // directly.  CuTe cannot slice a stage out of the 128B-swizzled layout when the tile holds an odd
+  // number of 8-row swizzle atoms (168 = 21 x 8, a width of the interleave of 4), though wgmma
+  // partitions the staged layout fine; where the slice exists the two are the same layout.  For
+  // the same reason the base's Params (whose TMA_B type slices) is never completed here.
+  using SmemLayoutBStage = decltype(tile_to_shape(typename Base::SmemLayoutAtomB{},
+                                                  make_shape(shape<1>(TileShape{}), shape<2>(TileShape{}))));
+  using TMA_A = decltype(make_tma_copy_A_sm90(
+      GmemTiledCopyA{},
+      make_tensor(static_cast<InternalElementA const*>(nullptr), repeat_like(StrideA{}, int32_t(0)), StrideA{}),
+      SmemLayoutA{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
   using TMA_B = decltype(make_tma_copy_B_sm90(
       GmemTiledCopyB{},
-      make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(gate_up::ViewShape{}, gate_up::ViewStride{})),
-      SmemLayoutB{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
+      make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(gate_up::ViewShape<G>{}, gate_up::ViewStride{})),
+      SmemLayoutBStage{}, TileShape{}, ClusterShape{}));
 
   struct Params {
     TMA_A tma_load_a;
@@ -184,12 +199,11 @@ struct PairedWeightMainloop : StockMainloop {
     auto ptr_A = reinterpret_cast<InternalElementA const*>(args.ptr_A);
     auto ptr_B = reinterpret_cast<InternalElementB const*>(args.ptr_B);
     Tensor tensor_a = make_tensor(ptr_A, make_layout(make_shape(M, K, L), args.dA));
-    Tensor tensor_b = gate_up::make_view(ptr_B, int(N), int(K), int(L), args.ld_B, args.pair_offset);
+    Tensor tensor_b = gate_up::make_view<G>(ptr_B, int(N), int(K), int(L), args.ld_B, args.pair_offset);
     Params p;
     p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
                                         TileShape{}, ClusterShape{});
-    p.tma_load_b = make_tma_copy_B_sm90(GmemTiledCopyB{}, tensor_b, SmemLayoutB{}(_, _, cute::Int<0>{}),
-                                        TileShape{}, ClusterShape{});
+    p.tma_load_b = make_tma_copy_B_sm90(GmemTiledCopyB{}, tensor_b, SmemLayoutBStage{}, TileShape{}, ClusterShape{});
     return p;
   }
 
@@ -201,7 +215,7 @@ struct PairedWeightMainloop : StockMainloop {
     constexpr int64_t ea = int64_t(sizeof_bits_v<ElementA> / 8);
     bool ok = L == 1 && gate_up::rows_fit_tma(args.ptr_A, M, K, int64_t(get<0>(args.dA)), ea);
     ok = ok && int64_t(get<2>(args.dA)) * ea < gate_up::kMaxTmaStride;
-    return ok && gate_up::fits_tma(args.ptr_B, N, K, args.ld_B, args.pair_offset, eb);
+    return ok && gate_up::fits_tma<G>(args.ptr_B, N, K, args.ld_B, args.pair_offset, eb);
   }
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
@@ -210,13 +224,13 @@ struct PairedWeightMainloop : StockMainloop {
   }
 
   // (BLK_M,BLK_K,m,k,l) and (BLK_N',BLK_K,n,k,l) views in TMA coordinates.  The N tile mode of
-  // gB is ((_8,_2,tileN/16)) and its tile index counts flat tiles of tileN virtual rows.
+  // gB is ((_G,_2,tileN/2G)) and its tile index counts flat tiles of tileN virtual rows.
   template <class ProblemShape_MNKL>
   CUTE_HOST_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     using X = Underscore;
     auto [M, N, K, L] = problem_shape_MNKL;
     Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, K, L));
-    Tensor mB = params.tma_load_b.get_tma_tensor(gate_up::coord_shape(int(N), int(K), int(L)));
+    Tensor mB = params.tma_load_b.get_tma_tensor(gate_up::coord_shape<G>(int(N), int(K), int(L)));
     Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});
     Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});
     return cute::make_tuple(gA, gB);
@@ -274,13 +288,13 @@ struct PairedWeightMainloop : StockMainloop {
     }
   }
 
-  // Consumer: the stock wgmma loop.  It never reads its Params argument, so hand it an empty one
-  // of the base type (dead after inlining).
+  // Consumer: the stock wgmma loop.  It never reads its Params argument (CUTLASS 4.2), whose type
+  // cannot be completed for every tile here (SmemLayoutBStage), so it gets ours, seen as the base's.
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
-                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&) {
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const& params) {
     Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors,
-              typename Base::Params{});
+              reinterpret_cast<typename Base::Params const&>(params));
   }
 };
 
@@ -290,7 +304,7 @@ struct PairedWeightMainloop : StockMainloop {
 
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1, int ClusterN = 1, bool TmaStore = false>
+          int ClusterM = 1, int ClusterN = 1, bool TmaStore = false, int Interleave = 8>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
@@ -314,9 +328,10 @@ struct PairMulGemm {
       void, cutlass::layout::RowMajor, kAlign,                     // no D: PairMulStore writes out
       EpilogueSchedule_,
       Fusion>::CollectiveOp;
+  static constexpr int kInterleave = Interleave;
   using CollectiveEpilogue = isw::epilogue::PairMulEpilogue<StockEpilogue, Element, ISW_K2_ACTIVATION,
                                                               int(size<0>(TileShape{})), int(size<1>(TileShape{})),
-                                                              TmaStore>;
+                                                              TmaStore, Interleave>;
 
   using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -328,7 +343,7 @@ struct PairMulGemm {
           static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule_>::CollectiveOp;
 
-  using CollectiveMainloop = PairedWeightMainloop<StockMainloop>;
+  using CollectiveMainloop = PairedWeightMainloop<StockMainloop, Interleave>;
   static_assert(size<1>(typename StockMainloop::TiledMma::AtomShape_MNK{}) == size<1>(TileShape{}),
                 "one wgmma must span the tile's width (an extended GMMA shape, see the top of this file)");
 
@@ -362,15 +377,16 @@ template <int Sched> struct EpilogueTileOf<0, Sched> { using type = cutlass::epi
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
 // weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width, and
-// how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile).
-template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store>
+// how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile), and the gate/up
+// interleave of the weight view (8, or 4 for widths off the 16-grid).
+template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store, int Interleave>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
                                   typename EpilogueTileOf<EpiN, Sched>::type, typename Schedule<Sched>::TileScheduler,
-                                  ClusterM, ClusterN, Store == 1>;
+                                  ClusterM, ClusterN, Store == 1, Interleave>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -484,9 +500,9 @@ constexpr Ops ops_of() {
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc)              \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>, sw, dc>(), \
-   ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>, sw, dc>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il)              \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il>, sw, dc>(), \
+   ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il>, sw, dc>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

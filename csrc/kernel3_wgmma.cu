@@ -81,7 +81,7 @@ struct PairedWeightAMainloop : StockMainloop {
 
   using TMA_A = decltype(make_tma_copy_A_sm90(
       GmemTiledCopyA{},
-      make_tensor(static_cast<InternalElementA const*>(nullptr), make_layout(gate_up::ViewShape{}, gate_up::ViewStride{})),
+      make_tensor(static_cast<InternalElementA const*>(nullptr), make_layout(gate_up::ViewShape<>{}, gate_up::ViewStride{})),
       SmemLayoutA{}(_, _, cute::Int<0>{}), TileShape{}, ClusterShape{}));
   using TMA_B = typename Base::Params::TMA_B;
 

@@ -66,14 +66,31 @@ struct StagedPairSink {
   }
 };
 
+/// Whether this thread's first accumulator column holds block h = 1 of the view: never under the
+/// interleave of 8 (every thread starts on a block-0 column), lanes 2-3 of each quad under 4.
+template <int G, class First>
+CUTE_HOST_DEVICE bool pair_mul_thread_hi(First const& first) {
+  return int(cute::get<1>(first)) % (2 * G) >= G;
+}
+
 /// The accumulators of one thread, paired, through `sink` (a GlobalPairSink or StagedPairSink).
-template <class ElementOut, int Activation, class AccTensor, class ThrMma, class TileShapeMN, class Sink>
+/// G: the gate/up interleave of the weight view; `xchg` trades values with the partner lane
+/// under G = 4 (the device's warp shuffle; the host layout check's own emulation).
+template <class ElementOut, int Activation, int G, class AccTensor, class ThrMma, class TileShapeMN, class Sink,
+          class Exchange>
 CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma, TileShapeMN tile_mn,
-                                            bool up_first, int activation, Sink const& sink) {
+                                            bool up_first, int activation, bool hi, Sink const& sink,
+                                            Exchange const& xchg) {
   using namespace cute;
+  static_assert(G == 8 || G == 4, "gate/up interleave of 8 or 4");
   Tensor tCc = make_coord_tensor(thr_mma.partition_C(make_identity_tensor(tile_mn)).layout());  // relative: static
-  static_assert(isw::fusion::fragment_pairs_ok<decltype(tCc.layout())>(),
-                "the accumulator does not pair column c with c+8 in chunks of 8 (pair_mul_store.hpp)");
+  if constexpr (G == 8) {
+    static_assert(isw::fusion::fragment_pairs_ok<decltype(tCc.layout())>(),
+                  "the accumulator does not pair column c with c+8 in chunks of 8 (pair_mul_store.hpp)");
+  } else {
+    static_assert(isw::fusion::fragment_quads_ok<decltype(tCc.layout())>(),
+                  "the accumulator is not in chunks of 8 columns x rows r, r+8 (pair_mul_store.hpp)");
+  }
   constexpr int kValues = decltype(size(tCc))::value;
   static_assert(kValues == decltype(size(accumulators))::value, "coordinates and accumulators disagree");
   cutlass::Array<float, kValues> frg;
@@ -81,7 +98,11 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
   for (int i = 0; i < kValues; ++i) frg[i] = accumulators(i);
   // a run-time activation: one branch per tile, each side straight-line code
   auto run = [&](auto act) {
-    isw::fusion::pair_mul_fragment<ElementOut, kValues, decltype(act)::value>(frg, tCc, 0, up_first, sink);
+    if constexpr (G == 8) {
+      isw::fusion::pair_mul_fragment<ElementOut, kValues, decltype(act)::value>(frg, tCc, 0, up_first, sink);
+    } else {
+      isw::fusion::pair_mul_quads<ElementOut, kValues, decltype(act)::value>(frg, tCc, hi, up_first, sink, xchg);
+    }
   };
   if constexpr (Activation != ISW_ACT_ANY) run(std::integral_constant<int, Activation>{});
   else isw::with_activation(activation, run);
@@ -89,39 +110,48 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
 
 /// One thread's part of a tile stored straight to global memory (the register kind).  Host-callable:
 /// the host layout check runs this very code on emulated accumulators.
-template <class ElementOut, int Activation, class AccTensor, class ThrMma, class TileShapeMN, class NodeParams>
+template <class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma, class TileShapeMN,
+          class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
-                                                  NodeParams const& node) {
+                                                  NodeParams const& node, Exchange const& xchg = {}) {
   auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
   int res_m = M - int(cute::get<0>(first));
   int res_v = N2 - int(cute::get<1>(first));
-  ElementOut* out_thr = isw::fusion::pair_mul_thread_base(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
+  ElementOut* out_thr = isw::fusion::pair_mul_thread_base<G>(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
   isw::fusion::GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, node.ld_out};
-  pair_mul_accumulators<ElementOut, Activation>(accumulators, thr_mma, tile_mn, node.up_first, node.activation, sink);
+  pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
+                                                   pair_mul_thread_hi<G>(first), sink, xchg);
 }
 
 /// One thread's part of a tile written into the staging buffer (the TMA path; the stores follow).
 /// Host-callable, like the above.
-template <class Staging, class ElementOut, int Activation, class AccTensor, class ThrMma, class TileShapeMN,
-          class NodeParams>
+template <class Staging, class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma,
+          class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
-                                                  NodeParams const& node, char* smem, uint32_t smem_base) {
-  // tile-relative: the tile's first virtual column is a multiple of 16, so the gate/up mapping holds
+                                                  NodeParams const& node, char* smem, uint32_t smem_base,
+                                                  Exchange const& xchg = {}) {
+  // tile-relative: the tile's first virtual column is a multiple of 2G, so the gate/up mapping holds
   auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
   int row0 = int(cute::get<0>(first)) - m_coord * int(cute::size<0>(tile_mn));
-  int col0 = isw::fusion::output_column(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
+  int col0 = isw::fusion::output_column<G>(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
   StagedPairSink<Staging, ElementOut> sink{smem, Staging::origin(smem_base, row0, col0)};
-  pair_mul_accumulators<ElementOut, Activation>(accumulators, thr_mma, tile_mn, node.up_first, node.activation, sink);
+  pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
+                                                   pair_mul_thread_hi<G>(first), sink, xchg);
 }
 
-template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, bool TmaStore>
+template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, bool TmaStore,
+          int Interleave = 8>
 struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
-  using Staging = OutTileStaging<ElementOut, TileM, TileN / 2>;
+  // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
+  // 8-grid (the interleave of 4's widths) are not; the register kind never stages, so its
+  // (unused) staging type is given a width that exists.
+  static_assert(!TmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
+  using Staging = OutTileStaging<ElementOut, TileM, TmaStore ? TileN / 2 : 64>;
   using typename Base::LoadPipeline;
   using typename Base::LoadPipelineState;
   using typename Base::StorePipeline;
@@ -196,14 +226,14 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     auto thr_mma = tiled_mma.get_slice(thread_idx);
     auto const& node = params.stock.thread.op_1;
     if constexpr (!TmaStore) {
-      pair_mul_store_accumulators<ElementOut, Activation>(accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord),
-                                                          int(M), int(N2), node);
+      pair_mul_store_accumulators<ElementOut, Activation, Interleave>(accumulators, thr_mma, tile_mn, int(m_coord),
+                                                                      int(n_coord), int(M), int(N2), node);
     } else {
       // the threads of the MMA: one warpgroup (pingpong) or two (cooperative)
       cutlass::arch::NamedBarrier barrier(uint32_t(size(TiledMma{})), 0);
       barrier.arrive_and_wait();   // the last TMA store has read the buffer (its thread waited)
       char* smem = static_cast<StagingStorage&>(storage).out;
-      pair_mul_stage_accumulators<Staging, ElementOut, Activation>(
+      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
           uint32_t(cute::cast_smem_ptr_to_uint(smem)));
       cute::tma_store_fence();     // the shared stores, visible to the TMA unit

@@ -36,6 +36,10 @@
 
     If the lower-addressed weight is `up` (pointer order of the two allocations decides which
     tensor the TMA view puts at h = 0), Params::up_first swaps the roles at run time.
+
+    Under the interleave of 4 (Kernel-2's _il4 rows, gate_up_view.hpp) every 8-column chunk holds
+    4 gate and 4 up columns, split between lanes l and l ^ 2; pair_mul_quads pairs them with one
+    warp shuffle per output pair (fragment_quads_ok states its layout assumption).
 */
 #pragma once
 
@@ -98,6 +102,21 @@ CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
   return true;
 }
 
+/// The output column of the gate/up pair that virtual column v belongs to, for the interleave G
+/// (gate_up_view.hpp): G * (v / 2G) + v % G.
+template <int G = 8>
+CUTE_HOST_DEVICE constexpr int output_column(int v) { return (v / (2 * G)) * G + v % G; }
+
+/// Output element of a thread's first coordinate.  The collective hands each thread the
+/// residue (M, 2N) - (m0, v0) of its first global coordinate (m0, v0): row m0, and the output
+/// column of v0's pair.
+template <int G = 8, class ElementOut>
+CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_out, int M, int N2,
+                                                  int res_m, int res_v) {
+  int64_t m0 = int64_t(M) - res_m;
+  return out + m0 * ld_out + output_column<G>(N2 - res_v);
+}
+
 /// Output pairs straight to global memory (Kernel-2's register store kind, the EVT node's only
 /// one), predicated on the residues: 32-bit stores, 8 rows x 16 bytes per warp instruction.
 template <class ElementOut>
@@ -156,6 +175,84 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
   }
 }
 
+/// True when the coordinate layout has, in every aligned group of 4 values at (dm, dn), the wgmma
+/// accumulator's own order (dm,dn) (dm,dn+1) (dm+8,dn) (dm+8,dn+1) with dn % 8 == 0: one 8-column
+/// chunk of rows dm and dm+8.  What the interleave of 4 relies on (pair_mul_quads).
+template <class CoordLayout>
+CUTE_HOST_DEVICE constexpr bool fragment_quads_ok() {
+  using namespace cute;
+  static_assert(is_static<CoordLayout>::value, "epilogue coordinate layout must be static");
+  constexpr auto lr = detail::coord_component_layout<0>(CoordLayout{});
+  constexpr auto lc = detail::coord_component_layout<1>(CoordLayout{});
+  constexpr int n = int(size(CoordLayout{}));
+  if (n % 4 != 0) return false;
+  constexpr int dr[4] = {0, 0, 8, 8};
+  constexpr int dc[4] = {0, 1, 0, 1};
+  for (int b = 0; b < n; b += 4) {
+    int r0 = int(lr(b)), c0 = int(lc(b));
+    if (c0 % 8 != 0) return false;
+    for (int i = 0; i < 4; ++i) {
+      if (int(lr(b + i)) != r0 + dr[i] || int(lc(b + i)) != c0 + dc[i]) return false;
+    }
+  }
+  return true;
+}
+
+/// The exchange between the two lanes of a gate/up pair under the interleave of 4: lane ^ 2 holds
+/// the other block's columns of the same rows (wgmma: lane % 4 picks the column pair of a chunk,
+/// so lanes 0-1 of each quad hold block 0 and lanes 2-3 block 1).  `idx` is the index, in the
+/// caller's fragment, of the value it keeps: the host layout check answers from the partner's
+/// fragment at that index, which is exactly what the partner sends.
+struct WarpPairExchange {
+  CUTE_HOST_DEVICE float operator()(float v, int /*idx*/) const {
+#if defined(__CUDA_ARCH__)
+    return __shfl_xor_sync(0xffffffffu, v, 2);
+#else
+    __builtin_trap();   // host code passes its own exchange (csrc/tools/kernel2_layout_check.cu)
+    return v;
+#endif
+  }
+};
+
+/// pair_mul_fragment for the interleave of 4: each 8-column chunk holds 4 gate and 4 up columns,
+/// so a lane holds one block's values of rows dm and dm+8 and its partner (lane ^ 2) the other
+/// block's.  Each lane keeps one row and trades the other: the block-0 lane writes row dm, the
+/// block-1 lane row dm+8, both as 32-bit pairs.  Every lane runs every exchange (shuffles need the
+/// whole warp), and only then skips what lies past `out`.
+///   hi   this lane holds block h = 1 (its first virtual column % 8 >= 4)
+template <class ElementOut, int NV, int Activation, class CoordTensor, class Sink, class Exchange>
+CUTE_HOST_DEVICE void pair_mul_quads(cutlass::Array<float, NV> const& frg, CoordTensor const& tCc, bool hi,
+                                     bool up_first, Sink const& sink, Exchange const& xchg) {
+  static_assert(NV % 4 == 0, "fragment must hold whole chunks of 4 values");
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
+
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < NV / 4; ++q) {
+    auto crd = tCc(4 * q);
+    int dm = int(cute::get<0>(crd));
+    int dn = int(cute::get<1>(crd));
+    const int keep = 4 * q + (hi ? 2 : 0);   // row dm + 8 for block 1, row dm for block 0
+    const int send = 4 * q + (hi ? 0 : 2);
+    cutlass::Array<float, 2> y;
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      float own = frg[keep + j];
+      float other = xchg(frg[send + j], keep + j);
+      float h0 = hi ? other : own;
+      float h1 = hi ? own : other;
+      float g = up_first ? h1 : h0;
+      float u = up_first ? h0 : h1;
+      y[j] = activate<Activation>(g) * u;
+    }
+    int dr = dm + (hi ? 8 : 0);
+    if (!sink.chunk_in(dn) || !sink.row_in(dr)) continue;
+    Pack packed;
+    static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
+    sink.put(dr, dn >> 1, packed);   // 8 virtual columns are 4 output columns
+  }
+}
+
 /// pair_mul_fragment into global memory.
 ///   res_m/res_v  residue: (M, 2N) minus this thread's first global coordinate
 ///   out_thr    out + m0 * ld_out + o0, the output element of this thread's first coordinate
@@ -168,18 +265,7 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
   pair_mul_fragment<ElementOut, FragmentSize, Activation>(frg, tCc_sub, epi_v, up_first, sink);
 }
 
-/// The output column of a gate-block virtual column v (v % 16 < 8): 8 * (v / 16) + v % 16.
-CUTE_HOST_DEVICE constexpr int output_column(int v) { return (v >> 4) * 8 + (v & 15); }
 
-/// Output element of a thread's first coordinate.  The collective hands each thread the
-/// residue (M, 2N) - (m0, v0) of its first global coordinate (m0, v0); v0 % 16 < 8, so v0 is a
-/// gate-block column and maps to output column 8 * (v0 / 16) + v0 % 16.
-template <class ElementOut>
-CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_out, int M, int N2,
-                                                  int res_m, int res_v) {
-  int64_t m0 = int64_t(M) - res_m;
-  return out + m0 * ld_out + output_column(N2 - res_v);
-}
 
 /// The EVT node.  Use as Sm90EVT<PairMulStore<T, A>, Sm90AccFetch> (or any child tree producing
 /// the fp32 [M, 2N] values) with ElementC = void and ElementD = void.  A: the activation fixed at

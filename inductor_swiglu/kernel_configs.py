@@ -150,12 +150,12 @@ KERNEL3: tuple[SkinnyConfig | WgmmaSkinnyConfig, ...] = (*KERNEL3_SYNC, *KERNEL3
 
 @dataclass(frozen=True)
 class PairMulConfig:
-    """Kernel-2: one CUTLASS SM90 GEMM over gate/up interleaved by 8 rows, PairMulStore epilogue.
+    """Kernel-2: one CUTLASS SM90 GEMM over gate/up interleaved by 8 (or 4) rows, PairMulStore epilogue.
 
     tile_m     rows of x per CTA tile (64 or 128 per consumer warpgroup under pingpong; the whole
                CTA's under cooperative, split over its two consumer warpgroups)
     tile_n     virtual weight rows per tile (gate and up interleaved: tile_n // 2 output columns);
-               a multiple of 16
+               a multiple of 2 * interleave
     schedule   "pingpong" | "cooperative" | "streamk" (cooperative with K split across CTAs)
     cluster_m  CTAs along M that share each weight tile through TMA multicast (1: none)
     cluster_n  CTAs along N that share each x tile through TMA multicast (1: none)
@@ -173,6 +173,10 @@ class PairMulConfig:
                in shared memory and writes it with TMA bulk stores (whole rows, asynchronous; the
                buffer costs the mainloop shared memory, and out must be 16-byte aligned with a row
                pitch of a multiple of 8 elements, which the op's own outputs always are)
+    interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
+               tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
+               with the partner lane through one warp shuffle per output pair; registers store only:
+               a TMA box row of tile_n // 2 columns off the 8-grid is not a multiple of 16 bytes)
     """
 
     tile_m: int
@@ -184,6 +188,7 @@ class PairMulConfig:
     swizzle: int = 1
     store: str = "registers"
     decomposition: str = "heuristic"
+    interleave: int = 8
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
     STORES = ("registers", "tma")
@@ -192,11 +197,17 @@ class PairMulConfig:
     def __post_init__(self):
         if self.schedule not in self.SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}")
-        if self.tile_n % 16:
-            raise ValueError(f"tile_n={self.tile_n} must hold whole gate/up groups of 16")
-        if (self.tile_n // 16) % self.cluster_m:
+        if self.interleave not in (8, 4):
+            raise ValueError(f"interleave={self.interleave} is not 8 or 4")
+        group = 2 * self.interleave
+        if self.tile_n % group:
+            raise ValueError(f"tile_n={self.tile_n} must hold whole gate/up groups of {group}")
+        if (self.tile_n // group) % self.cluster_m:
             # each CTA of a cluster loads and multicasts an equal share of the weight tile's groups
-            raise ValueError(f"tile_n={self.tile_n} does not split into {self.cluster_m} equal shares of 16-row groups")
+            raise ValueError(f"tile_n={self.tile_n} does not split into {self.cluster_m} equal shares of {group}-row groups")
+        if self.store == "tma" and self.tile_n % 16:
+            raise ValueError(f"store='tma' needs tile_n // 2 = {self.tile_n // 2} output columns to be a multiple of 8 "
+                             "(a TMA box row is a multiple of 16 bytes)")
         if self.store not in self.STORES:
             raise ValueError(f"unknown store {self.store!r}")
         if self.decomposition not in self.DECOMPOSITIONS:
@@ -219,12 +230,14 @@ class PairMulConfig:
         pp = "_pp" if self.schedule == "pingpong" and self.tile_m > 64 else ""
         sw = f"_sw{self.swizzle}" if self.swizzle > 1 else ""
         st = "_tma" if self.store == "tma" else ""
-        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{st}{sw}"
+        il = f"_il{self.interleave}" if self.interleave != 8 else ""
+        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{st}{il}{sw}"
 
     def macro_args(self) -> tuple:
         """ISW_K2_CONFIG's arguments after the name (csrc/kernel2_pairmul.cu)."""
         return (self.tile_m, self.tile_n, self.SCHEDULES.index(self.schedule), self.cluster_m, self.cluster_n,
-                self.epi_n, self.swizzle, self.STORES.index(self.store), self.DECOMPOSITIONS.index(self.decomposition))
+                self.epi_n, self.swizzle, self.STORES.index(self.store), self.DECOMPOSITIONS.index(self.decomposition),
+                self.interleave)
 
 
 # Rows 0-6 are the configurations the 2026-11-30 dispatch table was measured with (names are
@@ -319,6 +332,13 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     PairMulConfig(128, 128, "streamk", decomposition="streamk"),
     PairMulConfig(128, 256, "streamk"),
     PairMulConfig(128, 256, "streamk", decomposition="streamk"),
+    # Widths off the 16-grid, through the interleave of 4: cuBLAS's own width at Qwen2.5-14B
+    # M = 512 (2N = 27648: 165 tiles of 168 per 128-row tile, 660 = exactly 5 waves on 132 SMs,
+    # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle), and 136 for
+    # 1.5B (2N = 17920: 132 tiles of 136 per row tile, 528 = 4 waves; the best 16-grid width leaves
+    # 3% idle).  The epilogue subtile is moot here (PairMulEpilogue walks the whole accumulator).
+    PairMulConfig(128, 168, interleave=4),
+    PairMulConfig(128, 136, interleave=4),
 )
 
 

@@ -143,8 +143,20 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
     assert PairMulConfig(128, 128, "streamk", decomposition="streamk").name == "k2_128x128x64_sk_always"
     assert PairMulConfig(256, 128, "cooperative", swizzle=8).name == "k2_256x128x64_c1x1_sw8"
     assert PairMulConfig(128, 160, store="tma", swizzle=4).name == "k2_128x160x64_c1x1_pp_tma_sw4"
-    assert PairMulConfig(128, 160, store="tma").macro_args()[-2] == 1 and PairMulConfig(128, 160).macro_args()[-2] == 0
-    assert PairMulConfig(128, 128, "streamk", decomposition="streamk").macro_args()[-1] == 1
+    assert PairMulConfig(128, 160, store="tma").macro_args()[-3] == 1 and PairMulConfig(128, 160).macro_args()[-3] == 0
+    assert PairMulConfig(128, 128, "streamk", decomposition="streamk").macro_args()[-2] == 1
+    # the interleave of 4 admits widths on the 8-grid, stores from registers only, and says so in the name
+    il4 = PairMulConfig(128, 168, interleave=4)
+    assert il4.name == "k2_128x168x64_c1x1_pp_il4" and il4.macro_args()[-1] == 4
+    assert PairMulConfig(128, 160).macro_args()[-1] == 8
+    with pytest.raises(ValueError, match="whole gate/up groups of 8"):
+        PairMulConfig(128, 164, interleave=4)
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        PairMulConfig(128, 168, store="tma", interleave=4)
+    with pytest.raises(ValueError, match="8 or 4"):
+        PairMulConfig(128, 168, interleave=2)
+    with pytest.raises(ValueError, match="equal shares of 8-row groups"):   # 21 groups of 8 over 2 CTAs
+        PairMulConfig(128, 168, cluster_m=2, interleave=4)
     with pytest.raises(ValueError, match="store"):
         PairMulConfig(128, 128, store="smem")
     with pytest.raises(ValueError, match="swizzle"):

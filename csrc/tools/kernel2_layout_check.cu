@@ -6,7 +6,8 @@
     For every config (bf16 and fp16) it checks, printing what it found:
       1. the wgmma accumulator layout as PairMulEpilogue walks it (partition_C order):
          chunks of 8 pair column c with c+8 (fragment_pairs_ok), every thread's first column is
-         a gate column, and the threads together hold every tile element exactly once;
+         a gate column, and the threads together hold every tile element exactly once; under the
+         interleave of 4, that lane ^ 2 holds the other half of every pair (fragment_quads_ok);
       2. the hierarchical B TMA descriptor built by PairedWeightMainloop::to_underlying_arguments
          (dims, byte strides, box), for both pointer orders of gate/up;
       3. an end-to-end emulation: each virtual B row of each tile is fetched through the TMA
@@ -88,12 +89,24 @@ static void check_fragment_order(bool verbose) {
     printf("\n  threads %d  mainloop stages %d  smem %d B\n", nthr,
            int(Gemm::CollectiveMainloop::DispatchPolicy::Stages), int(Kernel::SharedStorageSize));
   }
+  constexpr int G = Gemm::kInterleave;
   std::vector<int> hits(size_t(TM) * TN, 0);
   int bad_origin = 0;
   for (int t = 0; t < nthr; ++t) {
     Tensor tCc = tiled_mma.get_slice(t).partition_C(make_identity_tensor(tile));
-    static_assert(isw::fusion::fragment_pairs_ok<decltype(make_coord_tensor(tCc.layout()).layout())>(), "pair pattern");
-    if (int(get<1>(tCc(0))) % 16 >= 8) ++bad_origin;
+    using CoordLayout = decltype(make_coord_tensor(tCc.layout()).layout());
+    if constexpr (G == 8) {
+      static_assert(isw::fusion::fragment_pairs_ok<CoordLayout>(), "pair pattern");
+      if (int(get<1>(tCc(0))) % 16 >= 8) ++bad_origin;
+    } else {
+      // the exchange partner (lane ^ 2) holds the other block's columns of the same rows
+      static_assert(isw::fusion::fragment_quads_ok<CoordLayout>(), "quad pattern");
+      Tensor pCc = tiled_mma.get_slice(t ^ 2).partition_C(make_identity_tensor(tile));
+      bool hi = isw::epilogue::pair_mul_thread_hi<G>(tCc(0)), phi = isw::epilogue::pair_mul_thread_hi<G>(pCc(0));
+      for (int j = 0; j < size(tCc); ++j)
+        if (get<0>(pCc(j)) != get<0>(tCc(j)) || int(get<1>(pCc(j))) != int(get<1>(tCc(j))) + (hi ? -G : G)) ++bad_origin;
+      if (hi == phi) ++bad_origin;
+    }
     for (int j = 0; j < size(tCc); ++j) ++hits[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
     if (verbose && (t < 2 || t == 4 || t == 32)) {
       printf("    thread %3d, first 8 registers:", t);
@@ -103,10 +116,10 @@ static void check_fragment_order(bool verbose) {
   }
   int bad_cover = 0;
   for (int h : hits) bad_cover += h != 1;
-  CHECK(bad_origin == 0, "%d threads start on an up-block column", bad_origin);
+  CHECK(bad_origin == 0, "%d threads start on an up-block column (interleave 8) or miss their partner (4)", bad_origin);
   CHECK(bad_cover == 0, "%d tile elements not held by exactly one thread", bad_cover);
   if (verbose)
-    printf("  all %d threads: chunks pair c/c+8, origins on gate columns, tile covered once: %s\n", nthr,
+    printf("  all %d threads: gate/up pairs in place (interleave %d), tile covered once: %s\n", nthr, G,
            (bad_origin == 0 && bad_cover == 0) ? "yes" : "NO");
 }
 
@@ -133,6 +146,13 @@ static void tma_store_tile(Desc const& d, char* dst, char const* sbuf, uint32_t 
 
 // ---------------------------------------------------------------------------------------------
 // 2+3. Descriptor and end-to-end emulation.
+
+// The partner lane's side of WarpPairExchange (pair_mul_store.hpp): what lane ^ 2 sends is its
+// value at the index the caller keeps.
+struct HostPairExchange {
+  float const* partner;
+  CUTE_HOST_DEVICE float operator()(float, int idx) const { return partner[idx]; }
+};
 
 template <class Gemm>
 static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose,
@@ -216,16 +236,18 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   CHECK(dO.box[0] == uint32_t(Staging::kStrip) && dO.box[1] == uint32_t(TM), "out map box %u x %u", dO.box[0], dO.box[1]);
   CHECK(dO.swizzle == int(Staging::swizzle()), "out map swizzle %d", dO.swizzle);
   }
-  // Expected B geometry: dims (K, 8, 2, N/8, 1), strides (e, ld, delta, 8 ld, .), box (TK, 8, 2, TN/16, 1)
+  // Expected B geometry (interleave G): dims (K, G, 2, N/G, 1), strides (e, ld, delta, G ld, .),
+  // box (TK, G, 2, TN/2G, 1)
+  constexpr int G = Gemm::kInterleave;
   const int64_t eb = sizeof(Element);
   CHECK(dB.rank == 5, "B rank %u", dB.rank);
   CHECK(dB.addr == reinterpret_cast<char*>(lo), "B base is not the lower weight");
-  CHECK(dB.dim[0] == uint64_t(K) && dB.dim[1] == 8 && dB.dim[2] == 2 && dB.dim[3] == uint64_t(N / 8) && dB.dim[4] == 1,
+  CHECK(dB.dim[0] == uint64_t(K) && dB.dim[1] == G && dB.dim[2] == 2 && dB.dim[3] == uint64_t(N / G) && dB.dim[4] == 1,
         "B dims");
   CHECK(dB.stride[1] == uint64_t(ld_w * eb) && dB.stride[2] == uint64_t((hi - lo) * eb) &&
-            dB.stride[3] == uint64_t(8 * ld_w * eb), "B strides");
-  CHECK(dB.box[0] == uint32_t(TK) && dB.box[1] == 8 && dB.box[2] == 2 && dB.box[3] == uint32_t(TN / 16) && dB.box[4] == 1,
-        "B box");
+            dB.stride[3] == uint64_t(G * ld_w * eb), "B strides");
+  CHECK(dB.box[0] == uint32_t(TK) && dB.box[1] == G && dB.box[2] == 2 && dB.box[3] == uint32_t(TN / (2 * G)) &&
+            dB.box[4] == 1, "B box");
   CHECK(dB.swizzle == int(CU_TENSOR_MAP_SWIZZLE_128B), "B swizzle %d", dB.swizzle);
 
   // Fetch virtual B tiles through the real load_init() TMA coordinates + the recorded descriptor.
@@ -261,7 +283,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
           bool exp_in = vg < N2 && kg < K;
           Element const* expect = nullptr;
           if (exp_in) {
-            int h = (vg / 8) % 2, r = 8 * (vg / 16) + vg % 8;
+            int h = (vg / G) % 2, r = G * (vg / (2 * G)) + vg % G;
             Element const* w = (h == 0) ? lo : hi;
             expect = w + int64_t(r) * ld_w + kg;
           }
@@ -299,13 +321,18 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
         Tensor acc = make_tensor<float>(shape(tCc));
         for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+        // the warp shuffle of the interleave of 4, emulated: the partner lane's accumulators
+        Tensor pCc = tiled_mma.get_slice(t ^ 2).partition_C(make_identity_tensor(tile));
+        std::vector<float> partner(size(pCc));
+        for (int j = 0; j < size(pCc); ++j) partner[j] = acc_tile[size_t(get<0>(pCc(j))) * TN + get<1>(pCc(j))];
+        HostPairExchange xchg{partner.data()};
         // the device epilogue's own per-thread code, both paths: registers to out, and the staging
         // buffer that the TMA stores of the tile read
-        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU>(acc, thr_mma, tile, mt, nt, M, N2,
-                                                                          args.epilogue.thread.op_1);
+        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G>(acc, thr_mma, tile, mt, nt, M, N2,
+                                                                             args.epilogue.thread.op_1, xchg);
         if (tma_ok)
-          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU>(
-              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base);
+          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G>(
+              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg);
       }
       if (tma_ok) tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes, Staging::kRowBytes,
                      Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
@@ -410,18 +437,18 @@ int main() {
   // Every generated configuration without a cluster (the emulation reads each CTA's whole weight
   // tile; a multicast cluster splits it over the CTAs, which this host model does not emulate).
   int index = 0;
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc)                      \
-  if (cm == 1 && cn == 1 && sw == 1 && dc == 0) { /* swizzle, decomposition: same types */ \
-    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st>>(name, index < 3); \
-    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st>>(name, false);    \
-  }                                                                                       \
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il)                      \
+  if (cm == 1 && cn == 1 && sw == 1 && dc == 0) { /* swizzle, decomposition: same types */     \
+    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il>>(name, index < 3); \
+    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il>>(name, false);    \
+  }                                                                                           \
   ++index;
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
   printf("== can_implement / make_arguments (bf16, config 0)\n");
-  check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0>>();
+  check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0, 8>>();
   printf("== can_implement / make_arguments (bf16, a TMA-store configuration)\n");
-  check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1>>();
+  check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1, 8>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }
