@@ -240,7 +240,8 @@ def report(rows: list[dict], meta: dict) -> str:
     ops = meta.get("op_calls_while_timing")
     if ops:
         lines += ["", "Op calls while timing, by implementation (all of our variants): " + "; ".join(
-            f"{c.replace('_', ' ')} " + (", ".join(f"{impl} {n}" for impl, n in calls.items()) or "none")
+            f"{c.replace('_', ' ')} " + (", ".join(f"{impl} {n}" for impl, n in calls.items())
+                                         or "none on the host (CUDA-graph replays run captured kernels)")
             for c, calls in ops.items()) + "."]
     by = {r["variant"]: r for r in rows if "failed" not in r}
     for base, ours in PAIRS:

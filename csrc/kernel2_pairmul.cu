@@ -73,8 +73,8 @@
         the persistent scheduler's swizzle as a run-time argument (rows named _sw4 / _sw8).
       * the epilogue stores from registers, or (rows named _tma) stages the tile in shared memory and
         writes it with TMA bulk stores (pair_mul_epilogue.hpp): faster where K is small.
-      * 128 x 168 and 128 x 136 pingpong through the interleave of 4 (_il4): widths that fill whole
-        waves at M = 512 where no multiple of 16 does (kernel_configs.KERNEL2 says where).
+      * 128 x 168 pingpong through the interleave of 4 (_il4): the width that fills whole waves at
+        Qwen2.5-14B M = 512, where no multiple of 16 does (kernel_configs.KERNEL2 has its figures).
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.

@@ -332,13 +332,18 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     PairMulConfig(128, 128, "streamk", decomposition="streamk"),
     PairMulConfig(128, 256, "streamk"),
     PairMulConfig(128, 256, "streamk", decomposition="streamk"),
-    # Widths off the 16-grid, through the interleave of 4: cuBLAS's own width at Qwen2.5-14B
+    # A width off the 16-grid, through the interleave of 4: cuBLAS's own width at Qwen2.5-14B
     # M = 512 (2N = 27648: 165 tiles of 168 per 128-row tile, 660 = exactly 5 waves on 132 SMs,
-    # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle), and 136 for
-    # 1.5B (2N = 17920: 132 tiles of 136 per row tile, 528 = 4 waves; the best 16-grid width leaves
-    # 3% idle).  The epilogue subtile is moot here (PairMulEpilogue walks the whole accumulator).
+    # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle).  Measured
+    # 2026-12-02 (H200, sweep of M = 512 and 2048, interleaved with cuBLAS): correct everywhere,
+    # chosen nowhere; 2.8% behind the fastest row at q14B and q32B M = 512, 4-17% elsewhere from 3B
+    # up and 1.3-1.7x at K <= 1536, where the epilogue weighs most.  The likely cause (reasoned, not
+    # profiled): its output tile rows are 168 bytes at 8-byte aligned offsets, so the epilogue
+    # stores 8 bytes per row and lane pair where the 16-grid tiles store 16 (twice the L2 write
+    # transactions per byte, and no TMA store: a box row must be a multiple of 16 bytes).  128 x 136 (4 whole waves at 1.5B) lost
+    # 9-85% everywhere and was dropped.  Kept so the sweep keeps measuring the cuBLAS-width tile; a
+    # second exchange that gathers 8 outputs (16 bytes) per lane is the next thing to try.
     PairMulConfig(128, 168, interleave=4),
-    PairMulConfig(128, 136, interleave=4),
 )
 
 

@@ -257,4 +257,4 @@ def test_bench_model_report_says_which_implementation_ran_while_timing():
     meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 8,
             "op_calls_while_timing": {"decode_b1": {"kernel3": 48}, "prefill_512": {}}}
     text = bench_model.report([], meta)
-    assert "Op calls while timing, by implementation (all of our variants): decode b1 kernel3 48; prefill 512 none." in text
+    assert "Op calls while timing, by implementation (all of our variants): decode b1 kernel3 48; prefill 512 none on the host (CUDA-graph replays run captured kernels)." in text
