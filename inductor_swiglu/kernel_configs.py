@@ -337,12 +337,14 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle).  Measured
     # 2026-12-02 (H200, sweep of M = 512 and 2048, interleaved with cuBLAS): correct everywhere,
     # chosen nowhere; 2.8% behind the fastest row at q14B and q32B M = 512, 4-17% elsewhere from 3B
-    # up and 1.3-1.7x at K <= 1536, where the epilogue weighs most.  The likely cause (reasoned, not
-    # profiled): its output tile rows are 168 bytes at 8-byte aligned offsets, so the epilogue
-    # stores 8 bytes per row and lane pair where the 16-grid tiles store 16 (twice the L2 write
-    # transactions per byte, and no TMA store: a box row must be a multiple of 16 bytes).  128 x 136 (4 whole waves at 1.5B) lost
-    # 9-85% everywhere and was dropped.  Kept so the sweep keeps measuring the cuBLAS-width tile; a
-    # second exchange that gathers 8 outputs (16 bytes) per lane is the next thing to try.
+    # up and 1.3-1.7x at K <= 1536, where the epilogue weighs most.  Why (ncu, the same day): its
+    # output tile rows are 168 bytes at 8-byte aligned offsets, so each lane pair stores 8 bytes
+    # per row where the 16-grid tiles store 16: twice the global store sectors, 3.7x the L2 write
+    # sectors and 4.2x the DRAM write bytes at q14B M = 512 (59 MB for a 14 MB output), 12x the
+    # DRAM writes at 0.5B M = 2048, where the kernel ran 1.7x longer.  No TMA store either: a box
+    # row must be a multiple of 16 bytes.  128 x 136 (4 whole waves at 1.5B) lost 9-85% everywhere
+    # and was dropped.  Kept so the sweep keeps measuring the cuBLAS-width tile; a second exchange
+    # that gathers whole 32-byte sectors per lane is the next thing to try.
     PairMulConfig(128, 168, interleave=4),
 )
 
