@@ -74,7 +74,9 @@
       * the epilogue stores from registers, or (rows named _tma) stages the tile in shared memory and
         writes it with TMA bulk stores (pair_mul_epilogue.hpp): faster where K is small.
       * 128 x 168 pingpong through the interleave of 4 (_il4): the width that fills whole waves at
-        Qwen2.5-14B M = 512, where no multiple of 16 does (kernel_configs.KERNEL2 has its figures).
+        Qwen2.5-14B M = 512, where no multiple of 16 does (kernel_configs.KERNEL2 has its figures);
+        stored from registers, or (_rows) staged in shared memory and written back by the MMA
+        threads in whole runs of the tile's rows (out_tile_rows.hpp), as a TMA box cannot be.
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.
@@ -304,7 +306,7 @@ struct PairedWeightMainloop : StockMainloop {
 
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1, int ClusterN = 1, bool TmaStore = false, int Interleave = 8>
+          int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
@@ -331,7 +333,7 @@ struct PairMulGemm {
   static constexpr int kInterleave = Interleave;
   using CollectiveEpilogue = isw::epilogue::PairMulEpilogue<StockEpilogue, Element, ISW_K2_ACTIVATION,
                                                               int(size<0>(TileShape{})), int(size<1>(TileShape{})),
-                                                              TmaStore, Interleave>;
+                                                              Store, Interleave>;
 
   using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -377,13 +379,14 @@ template <int Sched> struct EpilogueTileOf<0, Sched> { using type = cutlass::epi
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
 // weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width, and
-// how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile), and the gate/up
+// how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile, 2: the MMA threads'
+// 8-byte stores from a shared-memory tile, pair_mul_epilogue.hpp), and the gate/up
 // interleave of the weight view (8, or 4 for widths off the 16-grid).
 template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store, int Interleave>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
                                   typename EpilogueTileOf<EpiN, Sched>::type, typename Schedule<Sched>::TileScheduler,
-                                  ClusterM, ClusterN, Store == 1, Interleave>;
+                                  ClusterM, ClusterN, Store, Interleave>;
 
 static const char* const kConfigNames[] = {
 #define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il) name,
@@ -410,9 +413,12 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   if (int st = gate_up::check_problem(p, "kernel2", eb, &pair); st != ISW_OK) return st;
   if ((reinterpret_cast<uintptr_t>(p->out) & 3) || (p->ld_out & 1))
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: out must be 4-byte aligned with an even ld_out");
-  if (!Gemm::CollectiveEpilogue::out_fits(p->out, p->ld_out))
-    return fail(ISW_ERR_UNSUPPORTED, "kernel2: this configuration writes out with TMA stores: out must be 16-byte "
-                "aligned with ld_out a multiple of %d (got ld_out %lld)", int(16 / eb), (long long)p->ld_out);
+  if (!Gemm::CollectiveEpilogue::out_fits(p->out, p->ld_out)) {
+    constexpr int kAlign = Gemm::CollectiveEpilogue::kOutAlignBytes;
+    return fail(ISW_ERR_UNSUPPORTED, "kernel2: this configuration writes out through a shared-memory tile: out must be "
+                "%d-byte aligned with ld_out a multiple of %d (got ld_out %lld)", kAlign, int(kAlign / eb),
+                (long long)p->ld_out);
+  }
   if (ISW_K2_ACTIVATION != ISW_ACT_ANY && p->activation != ISW_K2_ACTIVATION)
     return fail(ISW_ERR_UNSUPPORTED, "kernel2: this build's epilogue computes activation %d, not %d",
                 ISW_K2_ACTIVATION, p->activation);

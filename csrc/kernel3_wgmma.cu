@@ -36,6 +36,7 @@
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "accumulator_layout.hpp"
 #include "activation.hpp"
 #include "gate_up_view.hpp"
 #include "isw_common.hpp"
@@ -173,38 +174,11 @@ struct PairedWeightAMainloop : StockMainloop {
 // Epilogue: rows r (gate) and r + 8 (up) of the accumulator, paired in registers.
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
-namespace detail {
-template <int Mode, class S> struct basis_stride_along { static constexpr int value = 0; };
-template <int Mode, int V, int N> struct basis_stride_along<Mode, cute::ScaledBasis<cute::C<V>, N>> {
-  static constexpr int value = (N == Mode) ? V : 0;
-};
-template <int Mode, class CoordLayout>
-CUTE_HOST_DEVICE constexpr auto coord_component_layout(CoordLayout) {
-  auto stride_int = transform_leaf(stride(CoordLayout{}), [](auto s) {
-    return Int<basis_stride_along<Mode, decltype(s)>::value>{};
-  });
-  return make_layout(shape(CoordLayout{}), stride_int);
-}
-}  // namespace detail
-
 /// True when every aligned chunk of 4 values of the (relative, static) coordinate layout is
 /// (dm, dn) (dm, dn+1) (dm+8, dn) (dm+8, dn+1) with dm % 16 == 0: a gate row and its up row.
 template <class CoordLayout>
 CUTE_HOST_DEVICE constexpr bool row_pairs_ok() {
-  static_assert(is_static<CoordLayout>::value, "coordinate layout must be static");
-  constexpr auto lr = detail::coord_component_layout<0>(CoordLayout{});
-  constexpr auto lc = detail::coord_component_layout<1>(CoordLayout{});
-  constexpr int n = int(size(CoordLayout{}));
-  if (n % 4 != 0) return false;
-  constexpr int dr[4] = {0, 0, 8, 8};
-  constexpr int dc[4] = {0, 1, 0, 1};
-  for (int b = 0; b < n; b += 4) {
-    int r0 = int(lr(b)), c0 = int(lc(b));
-    if (r0 % 16 != 0) return false;
-    for (int i = 0; i < 4; ++i)
-      if (int(lr(b + i)) != r0 + dr[i] || int(lc(b + i)) != c0 + dc[i]) return false;
-  }
-  return true;
+  return isw::acc_layout::quads_in_wgmma_order<CoordLayout>(16, 1);
 }
 
 struct PairRowsArguments {

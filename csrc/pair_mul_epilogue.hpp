@@ -1,7 +1,8 @@
 /*! \file pair_mul_epilogue.hpp
     \brief Kernel-2's epilogue collective: act(gate) * up from the wgmma accumulators, stored from
-           registers, or staged in shared memory and written by TMA bulk stores (out_tile_tma.hpp):
-           a per-configuration choice (kernel_configs.PairMulConfig.store).
+           registers, or staged in shared memory and written by TMA bulk stores (out_tile_tma.hpp)
+           or by the MMA threads' own 8-byte stores over whole rows (out_tile_rows.hpp, for widths
+           a TMA box cannot describe): a per-configuration choice (kernel_configs.PairMulConfig.store).
 
     Why not the stock Sm90TmaWarpSpecialized collective with PairMulStore as its EVT node: with
     D = void it walks the tile in 64 x 32 subtiles and, per subtile, fences, passes two named
@@ -36,6 +37,7 @@
 #include "cutlass/arch/barrier.h"
 #include "cute/tensor.hpp"
 
+#include "out_tile_rows.hpp"
 #include "out_tile_tma.hpp"
 #include "pair_mul_store.hpp"
 #include "register_store_epilogue.hpp"
@@ -141,23 +143,31 @@ CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators,
                                                    pair_mul_thread_hi<G>(first), sink, xchg);
 }
 
-template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, bool TmaStore,
+/// How PairMulEpilogue writes `out` (kernel_configs.PairMulConfig.STORES, in order).
+enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2 };
+
+template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
           int Interleave = 8>
 struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
+  static_assert(Store == kStoreRegisters || Store == kStoreTma || Store == kStoreRows, "store kind");
+  static constexpr bool kTmaStore = Store == kStoreTma;
+  static constexpr bool kStaged = Store != kStoreRegisters;   // through a shared-memory tile
   // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
-  // 8-grid (the interleave of 4's widths) are not; the register kind never stages, so its
-  // (unused) staging type is given a width that exists.
-  static_assert(!TmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
-  using Staging = OutTileStaging<ElementOut, TileM, TmaStore ? TileN / 2 : 64>;
+  // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
+  // register kind never stages, so its (unused) staging type is given a width that exists.
+  static_assert(!kTmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
+  using Staging = std::conditional_t<Store == kStoreRows, OutTileRows<ElementOut, TileM, TileN / 2>,
+                                     OutTileStaging<ElementOut, TileM, kTmaStore ? TileN / 2 : 64>>;
+  /// What `out` must be for this kind: byte alignment of the base, and of the row pitch.
+  static constexpr int kOutAlignBytes = Store == kStoreTma ? 16 : Store == kStoreRows ? 8 : 4;
   using typename Base::LoadPipeline;
   using typename Base::LoadPipelineState;
   using typename Base::StorePipeline;
   using typename Base::StorePipelineState;
   using typename Base::PipelineStorage;
-  static constexpr bool kTmaStore = TmaStore;
 
   struct Params {
     typename Stock::Params stock;
@@ -166,26 +176,30 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   };
 
   struct StagingStorage {
-    alignas(1024) char out[Staging::kBytes];   // 1024: the widest swizzle's period
+    alignas(kTmaStore ? 1024 : 16) char out[Staging::kBytes];   // 1024: the widest TMA swizzle's period
   };
   struct StagingSharedStorage {  // what the mainloop's stage count must leave room for
     StagingStorage tensors;
     PipelineStorage pipeline;
   };
   // the register kind keeps the base's empty storage, so its mainloop keeps every stage
-  using TensorStorage = std::conditional_t<TmaStore, StagingStorage, typename Base::TensorStorage>;
-  using SharedStorage = std::conditional_t<TmaStore, StagingSharedStorage, typename Base::SharedStorage>;
+  using TensorStorage = std::conditional_t<kStaged, StagingStorage, typename Base::TensorStorage>;
+  using SharedStorage = std::conditional_t<kStaged, StagingSharedStorage, typename Base::SharedStorage>;
 
-  /// Whether `out` can be written by this collective (TMA: what a tensor map can describe;
-  /// registers: anything make_arguments accepts).
-  static bool out_fits(void const* out, int64_t ld_out) { return !TmaStore || Staging::describable(out, ld_out); }
+  /// Whether `out` can be written by this collective (TMA: what a tensor map can describe; rows:
+  /// 8-byte stores; registers: anything make_arguments accepts).
+  static bool out_fits(void const* out, int64_t ld_out) {
+    if constexpr (Store == kStoreTma) return Staging::describable(out, ld_out);
+    else if constexpr (Store == kStoreRows) return Staging::writable(out, ld_out);
+    else return true;
+  }
 
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& s, Arguments const& a, void* ws) {
     Params p{};
     p.stock = Stock::to_underlying_arguments(s, a, ws);
     p.tma_transaction_bytes = p.stock.tma_transaction_bytes;
-    if constexpr (TmaStore) {
+    if constexpr (kTmaStore) {
       auto [M, N2, K, L] = cute::append<4>(s, 1);
       auto const& node = a.thread.op_1;
       Staging::encode(&p.out_map, node.ptr_out, int64_t(M), int64_t(N2) / 2, node.ld_out);  // checked before launch
@@ -205,7 +219,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   }
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
-    if constexpr (TmaStore) cute::prefetch_tma_descriptor(&params.out_map);
+    if constexpr (kTmaStore) cute::prefetch_tma_descriptor(&params.out_map);
   }
 
   Params const& params;
@@ -225,9 +239,26 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     auto tile_mn = take<0, 2>(tile_shape_MNK);
     auto thr_mma = tiled_mma.get_slice(thread_idx);
     auto const& node = params.stock.thread.op_1;
-    if constexpr (!TmaStore) {
+    if constexpr (Store == kStoreRegisters) {
       pair_mul_store_accumulators<ElementOut, Activation, Interleave>(accumulators, thr_mma, tile_mn, int(m_coord),
                                                                       int(n_coord), int(M), int(N2), node);
+    } else if constexpr (Store == kStoreRows) {
+      // the threads of the MMA stage the tile and then write it out themselves: the second barrier
+      // orders their shared-memory writes before everyone's reads, and the first (next tile) their
+      // reads before the next writes.  Pingpong's other warpgroup uses the buffer only after this
+      // one's epilogue has returned (the kernel orders the two epilogues), by which time every
+      // read here has completed (its value was stored).
+      constexpr int kThreads = int(size(TiledMma{}));
+      cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
+      barrier.arrive_and_wait();
+      char* smem = static_cast<StagingStorage&>(storage).out;
+      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
+          accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
+          uint32_t(cute::cast_smem_ptr_to_uint(smem)));
+      barrier.arrive_and_wait();
+      Staging::template copy_out<kThreads>(smem, static_cast<ElementOut*>(node.ptr_out), node.ld_out,
+                                           int(m_coord) * TileM, int(n_coord) * (TileN / 2), int(M), int(N2) / 2,
+                                           thread_idx);
     } else {
       // the threads of the MMA: one warpgroup (pingpong) or two (cooperative)
       cutlass::arch::NamedBarrier barrier(uint32_t(size(TiledMma{})), 0);

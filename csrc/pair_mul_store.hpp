@@ -52,33 +52,11 @@
 #include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
 #include "cute/tensor.hpp"
 
+#include "accumulator_layout.hpp"
 #include "activation.hpp"
 
 namespace isw::fusion {
 
-namespace detail {
-
-// Integer stride of one leaf of a coordinate-tensor stride along coordinate `Mode`
-// (0 = row, 1 = column).  Leaves are cute::ScaledBasis<C<v>, mode> or constants (C<0>).
-template <int Mode, class S>
-struct basis_stride_along {
-  static constexpr int value = 0;
-};
-template <int Mode, int V, int N>
-struct basis_stride_along<Mode, cute::ScaledBasis<cute::C<V>, N>> {
-  static constexpr int value = (N == Mode) ? V : 0;
-};
-
-template <int Mode, class CoordLayout>
-CUTE_HOST_DEVICE constexpr auto coord_component_layout(CoordLayout) {
-  using namespace cute;
-  auto stride_int = transform_leaf(stride(CoordLayout{}), [](auto s) {
-    return Int<basis_stride_along<Mode, decltype(s)>::value>{};
-  });
-  return make_layout(shape(CoordLayout{}), stride_int);
-}
-
-}  // namespace detail
 
 /// True when the per-subtile coordinate layout (CPY,CPY_M,CPY_N) -> (dm, dn) has the
 /// gate/up chunk structure described in the file comment.  Must be a static layout.
@@ -86,8 +64,8 @@ template <class SubtileCoordLayout>
 CUTE_HOST_DEVICE constexpr bool fragment_pairs_ok() {
   using namespace cute;
   static_assert(is_static<SubtileCoordLayout>::value, "epilogue coordinate layout must be static");
-  constexpr auto lr = detail::coord_component_layout<0>(SubtileCoordLayout{});
-  constexpr auto lc = detail::coord_component_layout<1>(SubtileCoordLayout{});
+  constexpr auto lr = acc_layout::coord_component_layout<0>(SubtileCoordLayout{});
+  constexpr auto lc = acc_layout::coord_component_layout<1>(SubtileCoordLayout{});
   constexpr int n = int(size(SubtileCoordLayout{}));
   if (n % 8 != 0) return false;
   constexpr int dr[8] = {0, 0, 8, 8, 0, 0, 8, 8};
@@ -180,22 +158,7 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
 /// chunk of rows dm and dm+8.  What the interleave of 4 relies on (pair_mul_quads).
 template <class CoordLayout>
 CUTE_HOST_DEVICE constexpr bool fragment_quads_ok() {
-  using namespace cute;
-  static_assert(is_static<CoordLayout>::value, "epilogue coordinate layout must be static");
-  constexpr auto lr = detail::coord_component_layout<0>(CoordLayout{});
-  constexpr auto lc = detail::coord_component_layout<1>(CoordLayout{});
-  constexpr int n = int(size(CoordLayout{}));
-  if (n % 4 != 0) return false;
-  constexpr int dr[4] = {0, 0, 8, 8};
-  constexpr int dc[4] = {0, 1, 0, 1};
-  for (int b = 0; b < n; b += 4) {
-    int r0 = int(lr(b)), c0 = int(lc(b));
-    if (c0 % 8 != 0) return false;
-    for (int i = 0; i < 4; ++i) {
-      if (int(lr(b + i)) != r0 + dr[i] || int(lc(b + i)) != c0 + dc[i]) return false;
-    }
-  }
-  return true;
+  return acc_layout::quads_in_wgmma_order<CoordLayout>(1, 8);
 }
 
 /// The exchange between the two lanes of a gate/up pair under the interleave of 4: lane ^ 2 holds
@@ -232,13 +195,15 @@ CUTE_HOST_DEVICE void pair_mul_quads(cutlass::Array<float, NV> const& frg, Coord
     auto crd = tCc(4 * q);
     int dm = int(cute::get<0>(crd));
     int dn = int(cute::get<1>(crd));
-    const int keep = 4 * q + (hi ? 2 : 0);   // row dm + 8 for block 1, row dm for block 0
-    const int send = 4 * q + (hi ? 0 : 2);
     cutlass::Array<float, 2> y;
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < 2; ++j) {
-      float own = frg[keep + j];
-      float other = xchg(frg[send + j], keep + j);
+      // row dm + 8 for block 1, row dm for block 0.  Selected, not indexed: an index that depends on
+      // `hi` put the whole fragment in local memory (ptxas: a 672-byte stack frame at 128 x 168;
+      // ncu on the H200, 2026-12-02: 59 MB of DRAM writes for a 14 MB output at Qwen2.5-14B M = 512).
+      const float row0 = frg[4 * q + j], row8 = frg[4 * q + 2 + j];
+      float own = hi ? row8 : row0;
+      float other = xchg(hi ? row0 : row8, 4 * q + (hi ? 2 : 0) + j);
       float h0 = hi ? other : own;
       float h1 = hi ? own : other;
       float g = up_first ? h1 : h0;

@@ -54,6 +54,9 @@ NVCC_FLAGS = [
     "-Xcompiler=-fvisibility=hidden",
     "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1",
     "-Xptxas=--warn-on-spills",
+    # a register array indexed at run time lives in local memory without any spill being reported
+    # (Kernel-2's interleave-of-4 epilogue did, 672 bytes a thread: 2026-12-02)
+    "-Xptxas=--warn-on-local-memory-usage",
 ]
 # sm_90a, not sm_90: wgmma, setmaxnreg and griddepcontrol only exist on the "a" target.  The
 # epilogue of the unfused path runs wherever the op does (sm_80 and newer, PTX for later GPUs).

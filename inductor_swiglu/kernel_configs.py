@@ -172,11 +172,14 @@ class PairMulConfig:
     store      "registers": the epilogue writes out from the accumulators; "tma": it stages the tile
                in shared memory and writes it with TMA bulk stores (whole rows, asynchronous; the
                buffer costs the mainloop shared memory, and out must be 16-byte aligned with a row
-               pitch of a multiple of 8 elements, which the op's own outputs always are)
+               pitch of a multiple of 8 elements, which the op's own outputs always are); "rows":
+               it stages the tile the same way and the MMA threads write it back with 8-byte stores
+               over whole runs of rows (any width on the 8-grid; out 8-byte aligned, a pitch of a
+               multiple of 4 elements)
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
-               with the partner lane through one warp shuffle per output pair; registers store only:
-               a TMA box row of tile_n // 2 columns off the 8-grid is not a multiple of 16 bytes)
+               with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA
+               box row of tile_n // 2 columns off the 8-grid is not a multiple of 16 bytes)
     """
 
     tile_m: int
@@ -191,7 +194,7 @@ class PairMulConfig:
     interleave: int = 8
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
-    STORES = ("registers", "tma")
+    STORES = ("registers", "tma", "rows")
     DECOMPOSITIONS = ("heuristic", "streamk")
 
     def __post_init__(self):
@@ -229,7 +232,7 @@ class PairMulConfig:
         # first measured; a 128-row pingpong tile says so
         pp = "_pp" if self.schedule == "pingpong" and self.tile_m > 64 else ""
         sw = f"_sw{self.swizzle}" if self.swizzle > 1 else ""
-        st = "_tma" if self.store == "tma" else ""
+        st = "" if self.store == "registers" else f"_{self.store}"
         il = f"_il{self.interleave}" if self.interleave != 8 else ""
         return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{st}{il}{sw}"
 
@@ -334,18 +337,25 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     PairMulConfig(128, 256, "streamk", decomposition="streamk"),
     # A width off the 16-grid, through the interleave of 4: cuBLAS's own width at Qwen2.5-14B
     # M = 512 (2N = 27648: 165 tiles of 168 per 128-row tile, 660 = exactly 5 waves on 132 SMs,
-    # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle).  Measured
-    # 2026-12-02 (H200, sweep of M = 512 and 2048, interleaved with cuBLAS): correct everywhere,
-    # chosen nowhere; 2.8% behind the fastest row at q14B and q32B M = 512, 4-17% elsewhere from 3B
-    # up and 1.3-1.7x at K <= 1536, where the epilogue weighs most.  Why (ncu, the same day): its
-    # output tile rows are 168 bytes at 8-byte aligned offsets, so each lane pair stores 8 bytes
-    # per row where the 16-grid tiles store 16: twice the global store sectors, 3.7x the L2 write
-    # sectors and 4.2x the DRAM write bytes at q14B M = 512 (59 MB for a 14 MB output), 12x the
-    # DRAM writes at 0.5B M = 2048, where the kernel ran 1.7x longer.  No TMA store either: a box
-    # row must be a multiple of 16 bytes.  128 x 136 (4 whole waves at 1.5B) lost 9-85% everywhere
-    # and was dropped.  Kept so the sweep keeps measuring the cuBLAS-width tile; a second exchange
-    # that gathers whole 32-byte sectors per lane is the next thing to try.
+    # where the best 16-grid width, 144, runs 768 tiles in 6 waves of which 3% is idle).  Its first
+    # build (2026-12-02) lost 3-70% everywhere: the epilogue indexed the accumulator fragment at run
+    # time, which put all of it in local memory (ptxas: a 672-byte stack frame; ncu: 59 MB of DRAM
+    # writes for a 14 MB output at q14B M = 512).  Indexed by selects instead (pair_mul_quads), the
+    # same day: 192.0 us at q14B M = 512 (ncu, one launch) where 128 x 144 takes 197.9.  128 x 136
+    # (4 whole waves at 1.5B) was dropped with the first build.
     PairMulConfig(128, 168, interleave=4),
+    # The same widths staged in shared memory and written back in whole runs of rows by the MMA
+    # threads (store="rows", csrc/out_tile_rows.hpp): no TMA box row can be 168 or 152 bytes, and
+    # from registers each lane pair writes 8 bytes per row, a 32-byte sector in four pieces.  The
+    # staging tile fits beside 168's 5 stages; 152 drops from 6 stages to 5.  Measured 2026-12-02
+    # (H200): at q14B M = 512 ncu counts 3.2x fewer store sectors and L2 write sectors than the
+    # register-store 168 and 185.8 against 192.0 us; the sweep chose it there (1.008x of cuBLAS's
+    # time, 128 x 144 1.036x) and a third machine confirmed it sustained, SiLU and GELU-tanh
+    # (1.003-1.014x and 1.022-1.025x of cuBLAS's time, 128 x 144 1.036-1.042x).  At q32B M = 512 it
+    # was the fastest row but within the 2% margin of 128 x 112.  152 (1.94 waves at Qwen2.5-0.5B
+    # M = 512, where 160 gives 1.85) tied the chosen 160 TMA-store row there and at M = 2048.
+    PairMulConfig(128, 168, store="rows", interleave=4),
+    PairMulConfig(128, 152, store="rows", interleave=4),
 )
 
 

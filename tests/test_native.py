@@ -153,6 +153,9 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(128, 164, interleave=4)
     with pytest.raises(ValueError, match="multiple of 16 bytes"):
         PairMulConfig(128, 168, store="tma", interleave=4)
+    # staged rows: any width on the 8-grid, store kind 2 in the macro, named after the store
+    rows = PairMulConfig(128, 168, store="rows", interleave=4)
+    assert rows.name == "k2_128x168x64_c1x1_pp_rows_il4" and rows.macro_args()[-3] == 2
     with pytest.raises(ValueError, match="8 or 4"):
         PairMulConfig(128, 168, interleave=2)
     with pytest.raises(ValueError, match="equal shares of 8-row groups"):   # 21 groups of 8 over 2 CTAs

@@ -16,8 +16,9 @@
          threads with the wgmma layout and stored by the epilogue's own per-thread code
          (pair_mul_store_accumulators), and staged by it (pair_mul_stage_accumulators) in a host
          stand-in for the shared-memory buffer that a model of the TMA store (recorded out map,
-         swizzle) writes out from; both outs are compared with silu(x Wg^T) * (x Wu^T), and
-         padding rows/columns of out must stay untouched;
+         swizzle) writes out from, or (rows kind) that every thread's own copy_out writes out
+         from; both outs are compared with silu(x Wg^T) * (x Wu^T), and padding rows/columns of
+         out must stay untouched;
       4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
 
     Build and run from the repository root:
@@ -165,12 +166,15 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
   const int N2 = 2 * N;
   const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + out_pad;
-  // a TMA-store configuration writes out through a TMA map, which needs a row pitch that is a
-  // multiple of 16 bytes (make_arguments refuses the rest); the register path is emulated for every
-  // configuration (the pairing code is shared)
-  constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
-  const bool pitch_ok = (ld_out * int64_t(sizeof(Element))) % 16 == 0;
+  // a staged configuration writes out through a TMA map (a row pitch of a multiple of 16 bytes) or
+  // with 8-byte stores (8 bytes); make_arguments refuses the rest.  The register path is emulated
+  // for every configuration (the pairing code is shared).
+  using Epi = typename Gemm::CollectiveEpilogue;
+  constexpr bool kTma = Epi::kTmaStore;
+  constexpr bool kStaged = Epi::kStaged;
+  const bool pitch_ok = (ld_out * int64_t(sizeof(Element))) % Epi::kOutAlignBytes == 0;
   const bool tma_ok = kTma && pitch_ok;
+  const bool staged_ok = kStaged && pitch_ok;
 
   std::mt19937 rng(1234 + M * 7 + N + K + (up_lower ? 1 : 0));
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -189,7 +193,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   Element* out = aligned_buffer<Element>(size_t(out_rows) * ld_out, so);
   const uint16_t kSentinel = 0x7fc1;  // a NaN the kernel never produces
   for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out + i, &kSentinel, 2);
-  std::vector<char> so2;   // what the TMA stores write (the emulation of the staged path)
+  std::vector<char> so2;   // what the TMA stores or the copy-out write (the emulation of the staged path)
   Element* out_tma = aligned_buffer<Element>(size_t(out_rows) * ld_out, so2);
   for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out_tma + i, &kSentinel, 2);
 
@@ -202,8 +206,8 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 
   typename Kernel::Arguments args{};
   int st = isw::k2::make_arguments<Gemm>(&p, 132, args);
-  if (kTma && !pitch_ok) {
-    CHECK(st == ISW_ERR_UNSUPPORTED, "a TMA-store configuration accepted a %lld-byte row pitch",
+  if (kStaged && !pitch_ok) {
+    CHECK(st == ISW_ERR_UNSUPPORTED, "a staged-store configuration accepted a %lld-byte row pitch",
           (long long)(ld_out * int64_t(sizeof(Element))));
     printf("  emulate %-20s ld_out=%lld: refused as expected (%s)\n", name, (long long)ld_out, isw::g_msg);
     return;
@@ -229,7 +233,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   }
   // The epilogue's out map: dims (N, M), row pitch ld_out, boxes of one staging strip x TM rows.
   using Staging = typename Gemm::CollectiveEpilogue::Staging;
-  if (tma_ok) {
+  if constexpr (kTma) if (tma_ok) {
   CHECK(dO.rank == 2 && dO.addr == reinterpret_cast<char*>(out) && dO.dim[0] == uint64_t(N) && dO.dim[1] == uint64_t(M),
         "out map rank/base/dims");
   CHECK(dO.stride[1] == uint64_t(ld_out * int64_t(sizeof(Element))), "out map row pitch");
@@ -330,19 +334,28 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         // buffer that the TMA stores of the tile read
         isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G>(acc, thr_mma, tile, mt, nt, M, N2,
                                                                              args.epilogue.thread.op_1, xchg);
-        if (tma_ok)
+        if (staged_ok)
           isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G>(
               acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg);
       }
-      if (tma_ok) tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes, Staging::kRowBytes,
-                     Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
+      if constexpr (kTma) {
+        if (tma_ok)
+          tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes,
+                         Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
+      } else if constexpr (kStaged) {
+        // every thread of the MMA writes its units of the staged tile (the device runs them at once)
+        if (staged_ok)
+          for (int t = 0; t < nthr; ++t)
+            Staging::template copy_out<decltype(size(tiled_mma))::value>(sbuf, out_tma, ld_out, mt * TM, nt * (TN / 2),
+                                                                          M, N, t);
+      }
     }
 
   // Compare both paths with the reference from the two weight tensors directly.
   int bad_val = 0, unwritten = 0, clobbered = 0;
   double max_rel = 0;
   for (Element* buf : {out, out_tma}) {
-  if (buf == out_tma && !tma_ok) continue;
+  if (buf == out_tma && !staged_ok) continue;
   for (int r = 0; r < out_rows; ++r)
     for (int o = 0; o < ld_out; ++o) {
       uint16_t bits;
@@ -364,7 +377,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
       double err = std::fabs(got - ref);
       double tol = 1e-2 * std::fabs(ref) + 1e-4;
       if (err > tol) {
-        if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "TMA", r, o, got, ref);
+        if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "staged", r, o, got, ref);
         ++bad_val;
       }
       if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
@@ -375,7 +388,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
   printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M, N, K,
          up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles,
-         tma_ok ? "registers + TMA store" : "registers", max_rel,
+         tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : "registers", max_rel,
          (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
 }
 
@@ -407,8 +420,11 @@ static void check_rejections() {
   { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
   { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
   constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
-  { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
-  { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  constexpr bool kStaged = Gemm::CollectiveEpilogue::kStaged;
+  { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 4 != 0", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.ld_out = 260; cases.push_back({"ld_out % 4 == 0, % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 8-byte aligned", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.out = base + 300004; cases.push_back({"out 8- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
   { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
   { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
   { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
@@ -430,6 +446,7 @@ static void check_config(const char* name, bool verbose) {
   emulate<Gemm>(name, 130, 136, 136, true, 0, false, 8, 384);   // staging buffer 128- but not 1024-aligned
   emulate<Gemm>(name, 16, 8, 8, false, 24, false);
   emulate<Gemm>(name, 33, 72, 40, true, 8, false, 2);   // row pitch 148 bytes: no TMA map (TMA rows refuse it)
+  emulate<Gemm>(name, 33, 72, 40, false, 8, false, 4);  // row pitch 152 bytes: 8-byte stores only (TMA rows refuse it)
 }
 
 int main() {
@@ -449,6 +466,8 @@ int main() {
   check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0, 8>>();
   printf("== can_implement / make_arguments (bf16, a TMA-store configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1, 8>>();
+  printf("== can_implement / make_arguments (bf16, a staged-rows configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 168, 0, 1, 1, 0, 2, 4>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }
