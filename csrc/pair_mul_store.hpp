@@ -57,7 +57,6 @@
 
 namespace isw::fusion {
 
-
 /// True when the per-subtile coordinate layout (CPY,CPY_M,CPY_N) -> (dm, dn) has the
 /// gate/up chunk structure described in the file comment.  Must be a static layout.
 template <class SubtileCoordLayout>
