@@ -70,9 +70,9 @@ def candidates(M: int, lib) -> list[tuple[str, int, int]]:
             out.append((f"kernel3:{name}", kl.KERNEL3, i))
     for i, name in enumerate(lib.configs(kl.KERNEL2)):
         cfg = KERNEL2[i]
-        # the 128- and 256-row tiles are for batches and prefill; a swizzle only matters where x
-        # outgrows the L2, with many row tiles
-        if (cfg.tile_m <= 64 or M >= 64) and (cfg.swizzle == 1 or M >= 2048):
+        # the 128- and 256-row tiles are for batches and prefill; a swizzle or a raster order only
+        # matters where x outgrows the L2, with many row tiles
+        if (cfg.tile_m <= 64 or M >= 64) and ((cfg.swizzle == 1 and cfg.raster == "heuristic") or M >= 2048):
             out.append((f"kernel2:{name}", kl.KERNEL2, i))
     if M >= 64:
         for i, name in enumerate(lib.configs(kl.KERNEL1)):
@@ -288,21 +288,33 @@ def triton_summary(rows: list[dict]) -> str:
             + (f"; largest gains over the eager choice: {best}." if wins else "."))
 
 
+def merge_entries(measured: list[dict], previous: list[dict]) -> tuple[list[dict], int]:
+    """The new table's entries: each point of `previous` in its place, replaced where this sweep
+    measured it (so a partial sweep's table differs from the last only where it chose), then the
+    points new to the table.  Points not measured keep the previous records whole (timing and
+    reason of the sweep that chose them), so sweeps of different shapes can follow one another.
+    Also returns how many were kept."""
+    key = lambda e: (e["K"], e["N"], e["m_lo"])  # noqa: E731
+    fresh = {key(e): e for e in measured}
+    merged = [fresh.pop(key(e), e) for e in previous]
+    kept = sum(1 for e in previous if key(e) not in {key(m) for m in measured})
+    return merged + list(fresh.values()), kept
+
+
 def write_outputs(rows: list[dict], meta: dict, margin: float, out: Path, previous: list[dict]) -> str:
     """Write dispatch_table.json (the rows' choices, then `previous` entries for points not measured),
     sweep.json and sweep.md."""
     entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
                for r in rows if r.get("choice")]
-    # Points not measured this run keep the incumbent table's records whole (timing and reason of
-    # the sweep that measured them), so sweeps of different shapes can follow one another.
-    measured = {(e["K"], e["N"], e["m_lo"]) for e in entries}
-    entries += [e for e in previous if (e["K"], e["N"], e["m_lo"]) not in measured]
+    entries, kept = merge_entries(entries, previous)
     table = {"device": meta["device"], "date": meta["date"], "torch": meta["torch"],
              "method": "benchmarks/sweep_dispatch.py: fastest correct candidate per (K, N, M bucket), interleaved "
                        f"CUDA-graph timing, weights from HBM, sustained at M >= 2048, {100 * margin:.0f}% margin "
                        "over the incumbent" + (f"; the points of this sweep chosen by each candidate's worst standing "
                                                f"over it and the sweeps of {meta['other_machines']}"
-                                               if meta.get("other_machines") else ""), "entries": entries}
+                                               if meta.get("other_machines") else "")
+                       + (f"; {kept} entries not measured by this sweep keep the records of the sweep that chose them"
+                          if kept else ""), "entries": entries}
     (out / "dispatch_table.json").write_text(json.dumps(table, indent=1))
     (out / "sweep.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     md = markdown(rows, meta)

@@ -70,13 +70,16 @@
       * prefill tiles: 128-row pingpong 80-192 wide, 256 x 128, 256 x 192 and 128 x 256 cooperative
         (one accumulator of up to 128 x 192 per consumer warpgroup), clusters of 2 CTAs along M that
         multicast each weight tile (c2x1: half the weight traffic from L2 per CTA) or along N, and
-        the persistent scheduler's swizzle as a run-time argument (rows named _sw4 / _sw8).
+        the persistent scheduler's swizzle and raster order as run-time arguments (rows named
+        _sw4 / _sw8, and _rn for a walk along N).
       * the epilogue stores from registers, or (rows named _tma) stages the tile in shared memory and
         writes it with TMA bulk stores (pair_mul_epilogue.hpp): faster where K is small.
       * 128 x 168 pingpong through the interleave of 4 (_il4): the width that fills whole waves at
         Qwen2.5-14B M = 512, where no multiple of 16 does (kernel_configs.KERNEL2 has its figures);
         stored from registers, or (_rows) staged in shared memory and written back by the MMA
         threads in whole runs of the tile's rows (out_tile_rows.hpp), as a TMA box cannot be.
+      * 192 x 192 cooperative with the consumer warpgroups side by side along N (_nsplit, cuBLAS's
+        tile at large M): each holds a 192 x 96 accumulator over all of the x tile (MainloopOf).
     Tiles whose N is not a multiple of 32 use a 16-column epilogue subtile (one gate/up group of 16
     columns per subtile, which PairMulStore's pairing needs; checked at compile time), 64 rows under
     pingpong and 128 under cooperative.
@@ -304,9 +307,32 @@ struct PairedWeightMainloop : StockMainloop {
 // One kernel instantiation = (element type, CTA tile, schedule).
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
+// The stock collective the builder makes, with cooperative's two consumer warpgroups side by side
+// along N instead of M (PairMulConfig.split = "n"): each one's wgmma spans half the tile's width and
+// all of its rows, repeated down them.  For tiles of 192 rows (cuBLAS's 192 x 192), which the
+// builder's split along M cannot halve into 64-row wgmmas.  Only the TiledMma differs; the stage
+// count, shared-memory layouts and TMA atoms are the builder's for the same tile.
+template <bool SplitN, class Builder, class Element, class TileShape>
+struct MainloopOf { using type = typename Builder::CollectiveOp; };
+
+template <class Builder, class Element, class TileShape>
+struct MainloopOf<true, Builder, Element, TileShape> {
+  using HalfTile = Shape<decltype(size<0>(TileShape{})), Int<size<1>(TileShape{}) / 2>, decltype(size<2>(TileShape{}))>;
+  using TiledMma = decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, HalfTile, GMMA::Major::K,
+                                                                GMMA::Major::K>(),
+                                           Layout<Shape<_1, _2, _1>>{}));
+  using type = cutlass::gemm::collective::CollectiveMma<
+      typename Builder::DispatchPolicy, TileShape,
+      Element, cutlass::gemm::TagToStrideA_t<cutlass::layout::RowMajor>,
+      Element, cutlass::gemm::TagToStrideB_t<cutlass::layout::ColumnMajor>,
+      TiledMma,
+      typename Builder::GmemTiledCopyA, typename Builder::SmemLayoutAtomA, void, cute::identity,
+      typename Builder::GmemTiledCopyB, typename Builder::SmemLayoutAtomB, void, cute::identity>;
+};
+
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8>
+          int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8, bool SplitN = false>
 struct PairMulGemm {
   using Element = Element_;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
@@ -335,7 +361,7 @@ struct PairMulGemm {
                                                               int(size<0>(TileShape{})), int(size<1>(TileShape{})),
                                                               Store, Interleave>;
 
-  using StockMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using MainloopBuilder = cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
       Element, cutlass::layout::RowMajor, kAlign,                  // x [M, K], K-major
       Element, cutlass::layout::ColumnMajor, kAlign,               // B [N', K], K-major
@@ -343,11 +369,13 @@ struct PairMulGemm {
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<
           static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      KernelSchedule_>::CollectiveOp;
+      KernelSchedule_>;
+  using StockMainloop = typename MainloopOf<SplitN, MainloopBuilder, Element, TileShape>::type;
 
   using CollectiveMainloop = PairedWeightMainloop<StockMainloop, Interleave>;
-  static_assert(size<1>(typename StockMainloop::TiledMma::AtomShape_MNK{}) == size<1>(TileShape{}),
-                "one wgmma must span the tile's width (an extended GMMA shape, see the top of this file)");
+  static_assert(tile_size<1>(typename StockMainloop::TiledMma{}) == size<1>(TileShape{}),
+                "one wgmma per warpgroup must span its share of the tile's width (an extended GMMA shape, "
+                "see the top of this file)");
 
   using ProblemShape = Shape<int, int, int, int>;                  // (M, 2N, K, L=1)
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue,
@@ -377,19 +405,39 @@ template <> struct Schedule<2> : Schedule<1> { using TileScheduler = cutlass::ge
 template <int EpiN, int Sched> struct EpilogueTileOf { using type = Shape<Int<Sched == 0 ? 64 : 128>, Int<EpiN>>; };
 template <int Sched> struct EpilogueTileOf<0, Sched> { using type = cutlass::epilogue::collective::EpilogueTileAuto; };
 
+// The stock epilogue collective whose types PairMulEpilogue keeps (its Arguments and idle
+// pipelines; the store is ours and walks whole accumulators).  The builder's cooperative
+// collective takes subtiles of 128 rows only, which a 192-row tile (split along N) cannot hold:
+// those tiles keep the types of the one-warpgroup collective on 64-row subtiles instead.
+template <int Sched, int EpiN, bool SubtileFits = true>
+struct StockEpilogueOf {
+  using Schedule = typename isw::k2::Schedule<Sched>::Epilogue;
+  using Tile = typename EpilogueTileOf<EpiN, Sched>::type;
+};
+template <int Sched, int EpiN>
+struct StockEpilogueOf<Sched, EpiN, false> {
+  static_assert(EpiN != 0, "a cooperative tile of rows off the 128-grid names its epilogue subtile width");
+  using Schedule = cutlass::epilogue::TmaWarpSpecialized;
+  using Tile = Shape<_64, Int<EpiN>>;
+};
+
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
 // weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width, and
 // how the epilogue stores (0: from registers, 1: TMA from a shared-memory tile, 2: the MMA threads'
-// 8-byte stores from a shared-memory tile, pair_mul_epilogue.hpp), and the gate/up
-// interleave of the weight view (8, or 4 for widths off the 16-grid).
-template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store, int Interleave>
+// 8-byte stores from a shared-memory tile, pair_mul_epilogue.hpp), the gate/up interleave of the
+// weight view (8, or 4 for widths off the 16-grid), and how cooperative's consumer warpgroups
+// share the tile (0: rows, 1: columns).
+template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store, int Interleave,
+          int Split = 0>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
-                                  typename Schedule<Sched>::Kernel, typename Schedule<Sched>::Epilogue,
-                                  typename EpilogueTileOf<EpiN, Sched>::type, typename Schedule<Sched>::TileScheduler,
-                                  ClusterM, ClusterN, Store, Interleave>;
+                                  typename Schedule<Sched>::Kernel,
+                                  typename StockEpilogueOf<Sched, EpiN, Sched == 0 || TileM % 128 == 0>::Schedule,
+                                  typename StockEpilogueOf<Sched, EpiN, Sched == 0 || TileM % 128 == 0>::Tile,
+                                  typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, Interleave,
+                                  Split == 1>;
 
 static const char* const kConfigNames[] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il) name,
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra) name,
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };
@@ -403,7 +451,7 @@ constexpr int kDefaultConfig = 0;
 // Validates the problem in user words and fills the kernel arguments (no device calls).
 template <class Gemm>
 static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args,
-                          int swizzle = 1, int decomposition = 0) {
+                          int swizzle = 1, int decomposition = 0, int raster = 0) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
   using Mainloop = typename Gemm::CollectiveMainloop;
@@ -438,6 +486,9 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sm_count;
   args.scheduler.max_swizzle_size = swizzle;
+  // kernel_configs.PairMulConfig.RASTERS: 0 CUTLASS's heuristic, 1 along M, 2 along N
+  using Raster = decltype(args.scheduler.raster_order);
+  args.scheduler.raster_order = raster == 2 ? Raster::AlongN : raster == 1 ? Raster::AlongM : Raster::Heuristic;
   // CUTLASS's heuristic runs a stream-K scheduler data-parallel whenever the last wave is at least
   // half full; decomposition 1 splits the last two waves' K across all CTAs whatever the tail.
   if constexpr (std::is_same_v<typename Gemm::TileScheduler, cutlass::gemm::StreamKScheduler>) {
@@ -459,29 +510,29 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
 namespace isw::k2 {
 
 // can_implement touches no device: the SM count only sizes the grid, so a nominal 132 is used.
-template <class Gemm, int Swizzle, int Decomposition>
+template <class Gemm, int Swizzle, int Decomposition, int Raster>
 static int can_implement_impl(const isw_problem* p) {
   typename Gemm::GemmKernel::Arguments args{};
-  return make_arguments<Gemm>(p, 132, args, Swizzle, Decomposition);
+  return make_arguments<Gemm>(p, 132, args, Swizzle, Decomposition, Raster);
 }
 
 // The stream-K workspace depends on the SM count: size it for the device run_impl will use.
-template <class Gemm, int Swizzle, int Decomposition>
+template <class Gemm, int Swizzle, int Decomposition, int Raster>
 static size_t workspace_impl(const isw_problem* p) {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess || sm_count_of(device, &sms) != ISW_OK) sms = 0;
   typename Gemm::GemmKernel::Arguments args{};
-  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args, Swizzle, Decomposition) != ISW_OK) return 0;
+  if (make_arguments<Gemm>(p, sms > 0 ? sms : 132, args, Swizzle, Decomposition, Raster) != ISW_OK) return 0;
   return Gemm::GemmKernel::get_workspace_size(args);
 }
 
-template <class Gemm, int Swizzle, int Decomposition>
+template <class Gemm, int Swizzle, int Decomposition, int Raster>
 static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
   static std::atomic<int> setup_cache[kMaxDevices];
   return launch_gemm_universal<Kernel>(
       p, "kernel2", Gemm::kClusterM, Gemm::kClusterN, setup_cache,
-      [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args, Swizzle, Decomposition); },
+      [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args, Swizzle, Decomposition, Raster); },
       [p](typename Kernel::Arguments const&, typename Kernel::Params const& params) {
         if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
           return fail(ISW_ERR_CUDA, "kernel2: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
@@ -497,18 +548,18 @@ struct Ops {
   int (*run)(const isw_problem*);
 };
 
-// Rows that differ only in the swizzle or the stream-K decomposition share the kernel; only these
-// host functions differ.
-template <class Gemm, int Swizzle, int Decomposition>
+// Rows that differ only in the swizzle, the raster order or the stream-K decomposition share the
+// kernel; only these host functions differ.
+template <class Gemm, int Swizzle, int Decomposition, int Raster>
 constexpr Ops ops_of() {
-  return {&can_implement_impl<Gemm, Swizzle, Decomposition>, &workspace_impl<Gemm, Swizzle, Decomposition>,
-          &run_impl<Gemm, Swizzle, Decomposition>};
+  return {&can_implement_impl<Gemm, Swizzle, Decomposition, Raster>,
+          &workspace_impl<Gemm, Swizzle, Decomposition, Raster>, &run_impl<Gemm, Swizzle, Decomposition, Raster>};
 }
 
 static const Ops kOps[kNumConfigs][2] = {
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il)              \
-  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il>, sw, dc>(), \
-   ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il>, sw, dc>()},
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra)              \
+  {ops_of<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>(), \
+   ops_of<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>()},
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
 };

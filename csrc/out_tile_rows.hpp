@@ -52,11 +52,12 @@ struct OutTileRows {
     return o.off + uint32_t(dr * kRowBytes + dc * int(sizeof(Element)));
   }
 
-  /// Whether `out` with row pitch ld_out elements takes 8-byte stores at every tile's columns:
-  /// an 8-byte aligned base and a pitch of a multiple of 4 elements (tiles start at multiples of
-  /// 4 columns).
+  /// The byte alignment of `out`'s base and row pitch that 8-byte stores at every tile's columns
+  /// need (tiles start at multiples of 4 columns).
+  static constexpr int kOutAlignBytes = 8;
   static bool writable(void const* out, int64_t ld_out) {
-    return out != nullptr && (reinterpret_cast<uintptr_t>(out) & 7) == 0 && ld_out % 4 == 0;
+    constexpr int64_t eb = int64_t(sizeof(Element));
+    return out != nullptr && reinterpret_cast<uintptr_t>(out) % kOutAlignBytes == 0 && (ld_out * eb) % kOutAlignBytes == 0;
   }
 
   /// Thread t of kThreads: its units of the staged tile to out[row0.., col0..], rows below M and

@@ -75,12 +75,14 @@ struct OutTileStaging {
     }
   }
 
-  /// Whether a TMA map can describe `out` with row pitch ld_out elements: a 16-byte aligned base and
-  /// a pitch that is a multiple of 16 bytes, below the 2^40 stride limit.
+  /// The byte alignment a TMA map needs of `out`'s base and row pitch.
+  static constexpr int kOutAlignBytes = 16;
+  /// Whether a TMA map can describe `out` with row pitch ld_out elements: aligned base and pitch,
+  /// below the 2^40 stride limit.
   static bool describable(void const* out, int64_t ld_out) {
     constexpr int64_t eb = int64_t(sizeof(Element));
-    return out != nullptr && (reinterpret_cast<uintptr_t>(out) & 15) == 0 && (ld_out * eb) % 16 == 0 &&
-           ld_out * eb < (int64_t(1) << 40);
+    return out != nullptr && reinterpret_cast<uintptr_t>(out) % kOutAlignBytes == 0 &&
+           (ld_out * eb) % kOutAlignBytes == 0 && ld_out * eb < (int64_t(1) << 40);
   }
 
   /// The tensor map of out [M, N] (row pitch ld_out elements) for boxes of kStrip x TileM.

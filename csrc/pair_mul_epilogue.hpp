@@ -161,8 +161,9 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   static_assert(!kTmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
   using Staging = std::conditional_t<Store == kStoreRows, OutTileRows<ElementOut, TileM, TileN / 2>,
                                      OutTileStaging<ElementOut, TileM, kTmaStore ? TileN / 2 : 64>>;
-  /// What `out` must be for this kind: byte alignment of the base, and of the row pitch.
-  static constexpr int kOutAlignBytes = Store == kStoreTma ? 16 : Store == kStoreRows ? 8 : 4;
+  /// What `out` must be for this kind: byte alignment of the base, and of the row pitch (each
+  /// staging type's own; 4 for the register stores' 32-bit pairs, which make_arguments checks).
+  static constexpr int kOutAlignBytes = kStaged ? Staging::kOutAlignBytes : 4;
   using typename Base::LoadPipeline;
   using typename Base::LoadPipelineState;
   using typename Base::StorePipeline;
@@ -242,12 +243,13 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     if constexpr (Store == kStoreRegisters) {
       pair_mul_store_accumulators<ElementOut, Activation, Interleave>(accumulators, thr_mma, tile_mn, int(m_coord),
                                                                       int(n_coord), int(M), int(N2), node);
-    } else if constexpr (Store == kStoreRows) {
-      // the threads of the MMA stage the tile and then write it out themselves: the second barrier
-      // orders their shared-memory writes before everyone's reads, and the first (next tile) their
-      // reads before the next writes.  Pingpong's other warpgroup uses the buffer only after this
-      // one's epilogue has returned (the kernel orders the two epilogues), by which time every
-      // read here has completed (its value was stored).
+    } else {
+      // The threads of the MMA (one warpgroup under pingpong, two under cooperative) stage the tile.
+      // The first barrier: the buffer's last readers are done (the TMA store's thread waited until
+      // its bulk copy had read it; under rows every thread's reads returned their values).
+      // Pingpong's other warpgroup uses the buffer only after this one's epilogue has returned
+      // (the kernel orders the two epilogues).  The second: every shared-memory write is in
+      // before anyone reads the tile back.
       constexpr int kThreads = int(size(TiledMma{}));
       cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
       barrier.arrive_and_wait();
@@ -255,22 +257,15 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
       pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
           uint32_t(cute::cast_smem_ptr_to_uint(smem)));
+      if constexpr (kTmaStore) cute::tma_store_fence();   // the shared stores, visible to the TMA unit
       barrier.arrive_and_wait();
-      Staging::template copy_out<kThreads>(smem, static_cast<ElementOut*>(node.ptr_out), node.ld_out,
-                                           int(m_coord) * TileM, int(n_coord) * (TileN / 2), int(M), int(N2) / 2,
-                                           thread_idx);
-    } else {
-      // the threads of the MMA: one warpgroup (pingpong) or two (cooperative)
-      cutlass::arch::NamedBarrier barrier(uint32_t(size(TiledMma{})), 0);
-      barrier.arrive_and_wait();   // the last TMA store has read the buffer (its thread waited)
-      char* smem = static_cast<StagingStorage&>(storage).out;
-      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
-          accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
-          uint32_t(cute::cast_smem_ptr_to_uint(smem)));
-      cute::tma_store_fence();     // the shared stores, visible to the TMA unit
-      barrier.arrive_and_wait();
-      if (thread_idx == 0)
-        Staging::store(&params.out_map, smem, int(m_coord) * TileM, int(n_coord) * (TileN / 2));
+      if constexpr (kTmaStore) {
+        if (thread_idx == 0) Staging::store(&params.out_map, smem, int(m_coord) * TileM, int(n_coord) * (TileN / 2));
+      } else {
+        Staging::template copy_out<kThreads>(smem, static_cast<ElementOut*>(node.ptr_out), node.ld_out,
+                                             int(m_coord) * TileM, int(n_coord) * (TileN / 2), int(M), int(N2) / 2,
+                                             thread_idx);
+      }
     }
     return cute::make_tuple(load_state, store_state);
   }

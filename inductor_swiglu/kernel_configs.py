@@ -12,6 +12,7 @@ dispatch table.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -153,7 +154,7 @@ class PairMulConfig:
     """Kernel-2: one CUTLASS SM90 GEMM over gate/up interleaved by 8 (or 4) rows, PairMulStore epilogue.
 
     tile_m     rows of x per CTA tile (64 or 128 per consumer warpgroup under pingpong; the whole
-               CTA's under cooperative, split over its two consumer warpgroups)
+               CTA's under cooperative, split over its two consumer warpgroups as `split` says)
     tile_n     virtual weight rows per tile (gate and up interleaved: tile_n // 2 output columns);
                a multiple of 2 * interleave
     schedule   "pingpong" | "cooperative" | "streamk" (cooperative with K split across CTAs)
@@ -180,6 +181,15 @@ class PairMulConfig:
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
                with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA
                box row of tile_n // 2 columns off the 8-grid is not a multiple of 16 bytes)
+    raster     the persistent scheduler's walk over the tiles (a run-time argument, like swizzle):
+               "heuristic" is CUTLASS's, which walks along M wherever there are more weight columns
+               than x row tiles (every Qwen2.5 shape), so each strip of `swizzle` weight columns
+               meets every x row tile; "n" walks along N, so each strip of `swizzle` x row tiles
+               meets every weight column (x read once, the weights once per strip)
+    split      how cooperative's two consumer warpgroups share the tile: "m", halves of its rows
+               (CUTLASS's builder; tile_m a multiple of 128), or "n", halves of its columns: each
+               warpgroup holds a tile_m x tile_n / 2 accumulator and reads the whole x tile, which
+               is how a 192-row tile (cuBLAS's 192 x 192) works, as 96 rows are no wgmma height
     """
 
     tile_m: int
@@ -192,10 +202,14 @@ class PairMulConfig:
     store: str = "registers"
     decomposition: str = "heuristic"
     interleave: int = 8
+    split: str = "m"
+    raster: str = "heuristic"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
     STORES = ("registers", "tma", "rows")
     DECOMPOSITIONS = ("heuristic", "streamk")
+    SPLITS = ("m", "n")
+    RASTERS = ("heuristic", "m", "n")
 
     def __post_init__(self):
         if self.schedule not in self.SCHEDULES:
@@ -219,6 +233,21 @@ class PairMulConfig:
             raise ValueError(f"decomposition={self.decomposition!r} needs the stream-K scheduler (schedule='streamk')")
         if self.swizzle not in (1, 2, 4, 8):
             raise ValueError(f"swizzle={self.swizzle} is not one of 1, 2, 4, 8")
+        if self.raster not in self.RASTERS:
+            raise ValueError(f"unknown raster {self.raster!r}")
+        if self.split not in self.SPLITS:
+            raise ValueError(f"unknown split {self.split!r}")
+        if self.schedule != "pingpong" and self.tile_m % (128 if self.split == "m" else 64):
+            raise ValueError(f"tile_m={self.tile_m}: each of the two consumer warpgroups takes 64-row wgmmas "
+                             + ("over half the rows (split='n' halves the columns instead)" if self.split == "m"
+                                else "over all the rows"))
+        if self.split == "n":
+            if self.schedule == "pingpong":
+                raise ValueError("split='n' shares a tile between cooperative's two consumer warpgroups; "
+                                 "pingpong gives each its own tile")
+            if (self.tile_n // 2) % group:
+                # each warpgroup's first column must start a gate/up group for the pairing epilogue
+                raise ValueError(f"split='n': tile_n // 2 = {self.tile_n // 2} must hold whole gate/up groups of {group}")
         if self.tile_m % (8 * self.cluster_n) or self.cluster_m * self.cluster_n > 8:
             raise ValueError(f"a {self.cluster_m}x{self.cluster_n} cluster does not fit a {self.tile_m}-row tile "
                              "(x shares of whole 8-row groups, at most 8 CTAs)")
@@ -234,13 +263,15 @@ class PairMulConfig:
         sw = f"_sw{self.swizzle}" if self.swizzle > 1 else ""
         st = "" if self.store == "registers" else f"_{self.store}"
         il = f"_il{self.interleave}" if self.interleave != 8 else ""
-        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{st}{il}{sw}"
+        sp = "_nsplit" if self.split == "n" else ""
+        ra = "" if self.raster == "heuristic" else f"_r{self.raster}"
+        return f"k2_{self.tile_m}x{self.tile_n}x64_{tail}{pp}{sp}{st}{il}{sw}{ra}"
 
     def macro_args(self) -> tuple:
         """ISW_K2_CONFIG's arguments after the name (csrc/kernel2_pairmul.cu)."""
         return (self.tile_m, self.tile_n, self.SCHEDULES.index(self.schedule), self.cluster_m, self.cluster_n,
                 self.epi_n, self.swizzle, self.STORES.index(self.store), self.DECOMPOSITIONS.index(self.decomposition),
-                self.interleave)
+                self.interleave, self.SPLITS.index(self.split), self.RASTERS.index(self.raster))
 
 
 # Rows 0-6 are the configurations the 2026-11-30 dispatch table was measured with (names are
@@ -356,6 +387,27 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # M = 512, where 160 gives 1.85) tied the chosen 160 TMA-store row there and at M = 2048.
     PairMulConfig(128, 168, store="rows", interleave=4),
     PairMulConfig(128, 152, store="rows", interleave=4),
+    # cuBLAS's tile at Qwen2.5-14B M = 8192 (ncu, 2026-12-02: 192 x 192 cooperative, 4 stages, a
+    # 2-CTA cluster; 2.92 ms against 3.01 for our 256 x 192 c2x1).  96 rows are no wgmma height, so
+    # the two consumer warpgroups split the columns: each holds 192 x 96 (144 fp32 registers) and
+    # reads the whole x tile, 20% more shared-memory bytes per FLOP than the 128 x 192 halves of
+    # 256 x 192.  Measured 2026-12-02 (H200, sustained, interleaved with cuBLAS and the table's
+    # choice, 7B-72B at M = 2048 and 8192): 1.02-1.10x of cuBLAS's time where the table's tiles take
+    # 0.95-1.02x; with a 2x1 or 1x2 cluster 1.03-1.20x, and with a swizzle 1.15-1.67x (the
+    # scheduler pads the row-tile count to a multiple of the swizzle: 11 to 16 at M = 2048, 43 to
+    # 48 at 8192).  The cluster and swizzle rows were dropped; this one keeps the layout measured.
+    PairMulConfig(192, 192, "cooperative", epi_n=32, split="n"),
+    # The tiles chosen at M >= 2048 from 7B up, walking the tiles along N (raster="n"): at M = 8192
+    # x outgrows the L2 (84-134 MB) and CUTLASS's walk along M reads it again for every strip of
+    # weight columns (ncu, q14B, 256 x 192 c2x1 sw8: 2.98 GB from DRAM for 84 MB of x and 283 MB of
+    # weights; cuBLAS 2.49 GB), which costs clock under the power limit.
+    *(dataclasses.replace(c, raster="n") for c in (
+        PairMulConfig(256, 192, "cooperative", cluster_m=2, swizzle=8),
+        PairMulConfig(256, 192, "cooperative", cluster_m=2, swizzle=4),
+        PairMulConfig(256, 192, "cooperative", swizzle=8),
+        PairMulConfig(128, 128, swizzle=8),
+        PairMulConfig(128, 192, swizzle=8),
+        PairMulConfig(128, 160, store="tma", swizzle=4))),
 )
 
 

@@ -193,6 +193,18 @@ def test_sweep_rechooses_from_stored_timings_without_a_gpu(tmp_path):
     assert [(e["N"], e["config"], e.get("triton")) for e in entries] == [(18944, "k3b", None), (4864, "k3z", None)]
 
 
+def test_a_partial_sweep_replaces_its_points_in_place():
+    """A sweep of some points leaves the table's other records whole and in their places, and says
+    how many it kept; points new to the table follow."""
+    sweep = benchmark_module("sweep_dispatch")
+    old = [{"K": k, "N": 1, "m_lo": m, "config": f"old{k}.{m}"} for k in (1, 2) for m in (1, 9)]
+    new = [{"K": 2, "N": 1, "m_lo": 9, "config": "new"}, {"K": 1, "N": 1, "m_lo": 9, "config": "new"},
+           {"K": 3, "N": 1, "m_lo": 1, "config": "added"}]
+    merged, kept = sweep.merge_entries(new, old)
+    assert [e["config"] for e in merged] == ["old1.1", "new", "old2.1", "new", "added"] and kept == 2
+    assert sweep.merge_entries(new, []) == (new, 0)
+
+
 def test_sweep_reports_where_triton_was_chosen_for_graphs():
     sweep = benchmark_module("sweep_dispatch")
     rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6, "triton": "a", "triton_us": 68.0},

@@ -34,9 +34,10 @@ def test_every_kernel2_config_pairs_gate_and_up(tmp_path):
     from inductor_swiglu.kernel_configs import KERNEL2
 
     for c in KERNEL2:   # every row without a cluster was checked, in both dtypes
-        if c.cluster_m == c.cluster_n == 1 and c.swizzle == 1 and c.decomposition == "heuristic":
+        if c.cluster_m == c.cluster_n == 1 and c.swizzle == 1 and c.decomposition == c.raster == "heuristic":
             assert run.stdout.count(f"== {c.name} (") == 2, c.name
-    # a swizzled or always-stream-K row runs the kernel of its twin (both are run-time arguments)
+    # a swizzled, rastered or always-stream-K row runs the kernel of its twin (run-time arguments)
     for c in KERNEL2:
-        if c.swizzle > 1 or c.decomposition != "heuristic":
-            assert dataclasses.replace(c, swizzle=1, decomposition="heuristic") in KERNEL2, c.name
+        if c.swizzle > 1 or c.decomposition != "heuristic" or c.raster != "heuristic":
+            twin = dataclasses.replace(c, swizzle=1, decomposition="heuristic", raster="heuristic")
+            assert twin in KERNEL2, c.name

@@ -233,12 +233,15 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   }
   // The epilogue's out map: dims (N, M), row pitch ld_out, boxes of one staging strip x TM rows.
   using Staging = typename Gemm::CollectiveEpilogue::Staging;
-  if constexpr (kTma) if (tma_ok) {
-  CHECK(dO.rank == 2 && dO.addr == reinterpret_cast<char*>(out) && dO.dim[0] == uint64_t(N) && dO.dim[1] == uint64_t(M),
-        "out map rank/base/dims");
-  CHECK(dO.stride[1] == uint64_t(ld_out * int64_t(sizeof(Element))), "out map row pitch");
-  CHECK(dO.box[0] == uint32_t(Staging::kStrip) && dO.box[1] == uint32_t(TM), "out map box %u x %u", dO.box[0], dO.box[1]);
-  CHECK(dO.swizzle == int(Staging::swizzle()), "out map swizzle %d", dO.swizzle);
+  if constexpr (kTma) {
+    if (tma_ok) {
+      CHECK(dO.rank == 2 && dO.addr == reinterpret_cast<char*>(out) && dO.dim[0] == uint64_t(N) &&
+                dO.dim[1] == uint64_t(M), "out map rank/base/dims");
+      CHECK(dO.stride[1] == uint64_t(ld_out * int64_t(sizeof(Element))), "out map row pitch");
+      CHECK(dO.box[0] == uint32_t(Staging::kStrip) && dO.box[1] == uint32_t(TM), "out map box %u x %u", dO.box[0],
+            dO.box[1]);
+      CHECK(dO.swizzle == int(Staging::swizzle()), "out map swizzle %d", dO.swizzle);
+    }
   }
   // Expected B geometry (interleave G): dims (K, G, 2, N/G, 1), strides (e, ld, delta, G ld, .),
   // box (TK, G, 2, TN/2G, 1)
@@ -355,33 +358,33 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   int bad_val = 0, unwritten = 0, clobbered = 0;
   double max_rel = 0;
   for (Element* buf : {out, out_tma}) {
-  if (buf == out_tma && !staged_ok) continue;
-  for (int r = 0; r < out_rows; ++r)
-    for (int o = 0; o < ld_out; ++o) {
-      uint16_t bits;
-      memcpy(&bits, buf + int64_t(r) * ld_out + o, 2);
-      bool inside = r < M && o < N;
-      if (!inside) {
-        if (bits != kSentinel) ++clobbered;
-        continue;
+    if (buf == out_tma && !staged_ok) continue;
+    for (int r = 0; r < out_rows; ++r)
+      for (int o = 0; o < ld_out; ++o) {
+        uint16_t bits;
+        memcpy(&bits, buf + int64_t(r) * ld_out + o, 2);
+        bool inside = r < M && o < N;
+        if (!inside) {
+          if (bits != kSentinel) ++clobbered;
+          continue;
+        }
+        if (bits == kSentinel) { ++unwritten; continue; }
+        double g = 0, u = 0;
+        for (int k = 0; k < K; ++k) {
+          double xv = float(x[int64_t(r) * ld_x + k]);
+          g += xv * float(w_gate[int64_t(o) * ld_w + k]);
+          u += xv * float(w_up[int64_t(o) * ld_w + k]);
+        }
+        double ref = g / (1.0 + std::exp(-g)) * u;
+        double got = float(buf[int64_t(r) * ld_out + o]);
+        double err = std::fabs(got - ref);
+        double tol = 1e-2 * std::fabs(ref) + 1e-4;
+        if (err > tol) {
+          if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "staged", r, o, got, ref);
+          ++bad_val;
+        }
+        if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
       }
-      if (bits == kSentinel) { ++unwritten; continue; }
-      double g = 0, u = 0;
-      for (int k = 0; k < K; ++k) {
-        double xv = float(x[int64_t(r) * ld_x + k]);
-        g += xv * float(w_gate[int64_t(o) * ld_w + k]);
-        u += xv * float(w_up[int64_t(o) * ld_w + k]);
-      }
-      double ref = g / (1.0 + std::exp(-g)) * u;
-      double got = float(buf[int64_t(r) * ld_out + o]);
-      double err = std::fabs(got - ref);
-      double tol = 1e-2 * std::fabs(ref) + 1e-4;
-      if (err > tol) {
-        if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "staged", r, o, got, ref);
-        ++bad_val;
-      }
-      if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
-    }
   }
   CHECK(unwritten == 0, "%d outputs never written", unwritten);
   CHECK(clobbered == 0, "%d padding elements written", clobbered);
@@ -454,11 +457,11 @@ int main() {
   // Every generated configuration without a cluster (the emulation reads each CTA's whole weight
   // tile; a multicast cluster splits it over the CTAs, which this host model does not emulate).
   int index = 0;
-#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il)                      \
-  if (cm == 1 && cn == 1 && sw == 1 && dc == 0) { /* swizzle, decomposition: same types */     \
-    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il>>(name, index < 3); \
-    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il>>(name, false);    \
-  }                                                                                           \
+#define ISW_K2_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra)                  \
+  if (cm == 1 && cn == 1 && sw == 1 && dc == 0 && ra == 0) { /* run-time arguments: same types */ \
+    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>>(name, index < 3); \
+    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>>(name, false);    \
+  }                                                                                               \
   ++index;
 #include "kernel2_configs.inc"
 #undef ISW_K2_CONFIG
