@@ -400,7 +400,12 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # The tiles chosen at M >= 2048 from 7B up, walking the tiles along N (raster="n"): at M = 8192
     # x outgrows the L2 (84-134 MB) and CUTLASS's walk along M reads it again for every strip of
     # weight columns (ncu, q14B, 256 x 192 c2x1 sw8: 2.98 GB from DRAM for 84 MB of x and 283 MB of
-    # weights; cuBLAS 2.49 GB), which costs clock under the power limit.
+    # weights; cuBLAS 2.49 GB), which costs clock under the power limit.  Measured 2026-12-02 (H200,
+    # two machines' sweeps, sustained): ncu counts 2.24 GB against 2.58 for the same tile walking
+    # along M; the 128-row tiles gain most (q32B M = 8192, 128 x 128 sw8: 6914 -> 6572 us), and
+    # 128 x 192 sw8 _rn is chosen at q14B and q32B M = 8192 and 128 x 128 sw8 _rn at q72B (the
+    # benchmark: q14B 1.021x -> 0.966-0.973x of cuBLAS's time).  At M = 2048, where x fits the L2,
+    # the walk changed nothing.
     *(dataclasses.replace(c, raster="n") for c in (
         PairMulConfig(256, 192, "cooperative", cluster_m=2, swizzle=8),
         PairMulConfig(256, 192, "cooperative", cluster_m=2, swizzle=4),

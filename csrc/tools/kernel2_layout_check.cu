@@ -369,13 +369,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
           continue;
         }
         if (bits == kSentinel) { ++unwritten; continue; }
-        double g = 0, u = 0;
-        for (int k = 0; k < K; ++k) {
-          double xv = float(x[int64_t(r) * ld_x + k]);
-          g += xv * float(w_gate[int64_t(o) * ld_w + k]);
-          u += xv * float(w_up[int64_t(o) * ld_w + k]);
-        }
-        double ref = g / (1.0 + std::exp(-g)) * u;
+        double ref = swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o);
         double got = float(buf[int64_t(r) * ld_out + o]);
         double err = std::fabs(got - ref);
         double tol = 1e-2 * std::fabs(ref) + 1e-4;

@@ -152,13 +152,8 @@ static void emulate(int T, int N, int K, bool up_lower, int64_t gap) {
       memcpy(&bits, out + int64_t(r) * ld_out + o, 2);
       if (!(r < T && o < N)) { clobbered += bits != kSentinel; continue; }
       if (bits == kSentinel) { ++unwritten; continue; }
-      double g = 0, u = 0;
-      for (int k = 0; k < K; ++k) {
-        double xv = float(x[int64_t(r) * ld_x + k]);
-        g += xv * float(w_gate[int64_t(o) * ld_w + k]);
-        u += xv * float(w_up[int64_t(o) * ld_w + k]);
-      }
-      double ref = g / (1.0 + std::exp(-g)) * u, got = float(out[int64_t(r) * ld_out + o]);
+      double ref = swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o);
+      double got = float(out[int64_t(r) * ld_out + o]);
       double err = std::fabs(got - ref);
       if (err > 1e-2 * std::fabs(ref) + 1e-4) { if (bad < 5) printf("    out[%d,%d] = %g, ref %g\n", r, o, got, ref); ++bad; }
       if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));

@@ -1,8 +1,10 @@
 // tma_recorder.hpp -- what the host-only layout checks of Kernel-2 and Kernel-3's CUTLASS rows
 // share: a recorder in place of the driver's cuTensorMapEncodeTiled (the checks read back every
-// descriptor CUTLASS encodes), the CHECK macro that counts failures, and aligned host buffers.
+// descriptor CUTLASS encodes), the CHECK macro that counts failures, aligned host buffers, and the
+// reference value of one output.
 // Include it after the kernel translation unit (which brings cuda.h and CuTe).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -55,4 +57,18 @@ static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
   storage.assign(elems * sizeof(T) + 256, 0);
   uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
   return reinterpret_cast<T*>(p);
+}
+
+// silu(x[r] . w_gate[o]) * (x[r] . w_up[o]) in double from the stored (bf16 / fp16) inputs: the value
+// out[r, o] is compared with.
+template <class Element>
+static double swiglu_reference_at(Element const* x, int64_t ld_x, Element const* w_gate, Element const* w_up,
+                                  int64_t ld_w, int K, int r, int o) {
+  double g = 0, u = 0;
+  for (int k = 0; k < K; ++k) {
+    double xv = float(x[int64_t(r) * ld_x + k]);
+    g += xv * float(w_gate[int64_t(o) * ld_w + k]);
+    u += xv * float(w_up[int64_t(o) * ld_w + k]);
+  }
+  return g / (1.0 + std::exp(-g)) * u;
 }
