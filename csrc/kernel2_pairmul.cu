@@ -420,6 +420,8 @@ struct StockEpilogueOf<Sched, EpiN, false> {
   using Schedule = cutlass::epilogue::TmaWarpSpecialized;
   using Tile = Shape<_64, Int<EpiN>>;
 };
+template <int Sched, int EpiN, int TileM>
+using StockEpilogueFor = StockEpilogueOf<Sched, EpiN, Sched == 0 || TileM % 128 == 0>;
 
 // One configuration row (generated from kernel_configs.KERNEL2): CTA tile tile_m x tile_n (virtual
 // weight rows) x 64, schedule, cluster of cluster_m x cluster_n CTAs, epilogue subtile width, and
@@ -431,8 +433,8 @@ template <int Dtype, int TileM, int TileN, int Sched, int ClusterM, int ClusterN
           int Split = 0>
 using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<TileM>, Int<TileN>, _64>,
                                   typename Schedule<Sched>::Kernel,
-                                  typename StockEpilogueOf<Sched, EpiN, Sched == 0 || TileM % 128 == 0>::Schedule,
-                                  typename StockEpilogueOf<Sched, EpiN, Sched == 0 || TileM % 128 == 0>::Tile,
+                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Schedule,
+                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Tile,
                                   typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, Interleave,
                                   Split == 1>;
 

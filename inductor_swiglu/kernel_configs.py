@@ -387,6 +387,11 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # M = 512, where 160 gives 1.85) tied the chosen 160 TMA-store row there and at M = 2048.
     PairMulConfig(128, 168, store="rows", interleave=4),
     PairMulConfig(128, 152, store="rows", interleave=4),
+    # cuBLAS at Qwen2.5-32B M = 512 runs 168 wide with a 2-CTA cluster (ncu, 2026-12-02).  A cluster
+    # sharing the weight tile cannot split 168's 21 groups of 8 rows; the staged 168 with a 1x2
+    # cluster (x shared) was measured the same day (3 x 15 interleaved rounds, SiLU and GELU-tanh):
+    # 1.01-1.02x of cuBLAS's time at q32B, like the 1x1 row, and 1.20-1.22x at q14B, where the 165
+    # weight columns round up to 166 for the cluster pairs and 664 tiles take a sixth wave; dropped.
     # cuBLAS's tile at Qwen2.5-14B M = 8192 (ncu, 2026-12-02: 192 x 192 cooperative, 4 stages, a
     # 2-CTA cluster; 2.92 ms against 3.01 for our 256 x 192 c2x1).  96 rows are no wgmma height, so
     # the two consumer warpgroups split the columns: each holds 192 x 96 (144 fp32 registers) and
