@@ -210,6 +210,9 @@ class PairMulConfig:
     DECOMPOSITIONS = ("heuristic", "streamk")
     SPLITS = ("m", "n")
     RASTERS = ("heuristic", "m", "n")
+    # ISW_K2_CONFIG's parameters after the name, in order (the enumerations as indices of the above)
+    MACRO_FIELDS = ("tile_m", "tile_n", "schedule", "cluster_m", "cluster_n", "epi_n", "swizzle", "store",
+                    "decomposition", "interleave", "split", "raster")
 
     def __post_init__(self):
         if self.schedule not in self.SCHEDULES:
@@ -385,20 +388,20 @@ KERNEL2: tuple[PairMulConfig, ...] = (
     # (1.003-1.014x and 1.022-1.025x of cuBLAS's time, 128 x 144 1.036-1.042x).  At q32B M = 512 it
     # was the fastest row but within the 2% margin of 128 x 112.  152 (1.94 waves at Qwen2.5-0.5B
     # M = 512, where 160 gives 1.85) tied the chosen 160 TMA-store row there and at M = 2048.
-    PairMulConfig(128, 168, store="rows", interleave=4),
-    PairMulConfig(128, 152, store="rows", interleave=4),
     # cuBLAS at Qwen2.5-32B M = 512 runs 168 wide with a 2-CTA cluster (ncu, 2026-12-02).  A cluster
     # sharing the weight tile cannot split 168's 21 groups of 8 rows; the staged 168 with a 1x2
     # cluster (x shared) was measured the same day (3 x 15 interleaved rounds, SiLU and GELU-tanh):
     # 1.01-1.02x of cuBLAS's time at q32B, like the 1x1 row, and 1.20-1.22x at q14B, where the 165
     # weight columns round up to 166 for the cluster pairs and 664 tiles take a sixth wave; dropped.
+    PairMulConfig(128, 168, store="rows", interleave=4),
+    PairMulConfig(128, 152, store="rows", interleave=4),
     # cuBLAS's tile at Qwen2.5-14B M = 8192 (ncu, 2026-12-02: 192 x 192 cooperative, 4 stages, a
     # 2-CTA cluster; 2.92 ms against 3.01 for our 256 x 192 c2x1).  96 rows are no wgmma height, so
     # the two consumer warpgroups split the columns: each holds 192 x 96 (144 fp32 registers) and
     # reads the whole x tile, 20% more shared-memory bytes per FLOP than the 128 x 192 halves of
     # 256 x 192.  Measured 2026-12-02 (H200, sustained, interleaved with cuBLAS and the table's
     # choice, 7B-72B at M = 2048 and 8192): 1.02-1.10x of cuBLAS's time where the table's tiles take
-    # 0.95-1.02x; with a 2x1 or 1x2 cluster 1.03-1.20x, and with a swizzle 1.15-1.67x (the
+    # 0.95-1.02x; with a 2x1 or 1x2 cluster 1.02-1.20x, and with a swizzle 1.15-1.67x (the
     # scheduler pads the row-tile count to a multiple of the swizzle: 11 to 16 at M = 2048, 43 to
     # 48 at 8192).  The cluster and swizzle rows were dropped; this one keeps the layout measured.
     PairMulConfig(192, 192, "cooperative", epi_n=32, split="n"),

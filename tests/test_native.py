@@ -143,19 +143,22 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
     assert PairMulConfig(128, 128, "streamk", decomposition="streamk").name == "k2_128x128x64_sk_always"
     assert PairMulConfig(256, 128, "cooperative", swizzle=8).name == "k2_256x128x64_c1x1_sw8"
     assert PairMulConfig(128, 160, store="tma", swizzle=4).name == "k2_128x160x64_c1x1_pp_tma_sw4"
-    assert PairMulConfig(128, 160, store="tma").macro_args()[-5] == 1 and PairMulConfig(128, 160).macro_args()[-5] == 0
-    assert PairMulConfig(128, 128, "streamk", decomposition="streamk").macro_args()[-4] == 1
+    def macro(c):
+        return dict(zip(PairMulConfig.MACRO_FIELDS, c.macro_args(), strict=True))
+
+    assert macro(PairMulConfig(128, 160, store="tma"))["store"] == 1 and macro(PairMulConfig(128, 160))["store"] == 0
+    assert macro(PairMulConfig(128, 128, "streamk", decomposition="streamk"))["decomposition"] == 1
     # the interleave of 4 admits widths on the 8-grid, stores from registers only, and says so in the name
     il4 = PairMulConfig(128, 168, interleave=4)
-    assert il4.name == "k2_128x168x64_c1x1_pp_il4" and il4.macro_args()[-3] == 4
-    assert PairMulConfig(128, 160).macro_args()[-3] == 8
+    assert il4.name == "k2_128x168x64_c1x1_pp_il4" and macro(il4)["interleave"] == 4
+    assert macro(PairMulConfig(128, 160))["interleave"] == 8
     with pytest.raises(ValueError, match="whole gate/up groups of 8"):
         PairMulConfig(128, 164, interleave=4)
     with pytest.raises(ValueError, match="multiple of 16 bytes"):
         PairMulConfig(128, 168, store="tma", interleave=4)
     # staged rows: any width on the 8-grid, store kind 2 in the macro, named after the store
     rows = PairMulConfig(128, 168, store="rows", interleave=4)
-    assert rows.name == "k2_128x168x64_c1x1_pp_rows_il4" and rows.macro_args()[-5] == 2
+    assert rows.name == "k2_128x168x64_c1x1_pp_rows_il4" and macro(rows)["store"] == 2
     with pytest.raises(ValueError, match="8 or 4"):
         PairMulConfig(128, 168, interleave=2)
     with pytest.raises(ValueError, match="equal shares of 8-row groups"):   # 21 groups of 8 over 2 CTAs
@@ -166,8 +169,8 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(128, 128, swizzle=3)
     # cooperative's warpgroups split a 192-row tile along N: named so, split 1 in the macro
     nsplit = PairMulConfig(192, 192, "cooperative", cluster_m=2, epi_n=32, split="n")
-    assert nsplit.name == "k2_192x192x64_c2x1_nsplit" and nsplit.macro_args()[-2] == 1
-    assert PairMulConfig(128, 128, "cooperative").macro_args()[-2] == 0
+    assert nsplit.name == "k2_192x192x64_c2x1_nsplit" and macro(nsplit)["split"] == 1
+    assert macro(PairMulConfig(128, 128, "cooperative"))["split"] == 0
     with pytest.raises(ValueError, match="split='n' halves the columns"):   # 96 rows per warpgroup
         PairMulConfig(192, 192, "cooperative")
     with pytest.raises(ValueError, match="pingpong gives each its own tile"):
@@ -176,10 +179,10 @@ def test_kernel2_table_keeps_the_measured_names_and_is_unique():
         PairMulConfig(192, 144, "cooperative", split="n")
     with pytest.raises(ValueError, match="unknown split"):
         PairMulConfig(192, 192, "cooperative", split="k")
-    # the scheduler's raster order, a run-time argument: last in the macro, named after the swizzle
+    # the scheduler's raster order, a run-time argument, named after the swizzle
     rn = PairMulConfig(256, 192, "cooperative", cluster_m=2, swizzle=8, raster="n")
-    assert rn.name == "k2_256x192x64_c2x1_sw8_rn" and rn.macro_args()[-1] == 2
-    assert PairMulConfig(128, 128).macro_args()[-1] == 0
+    assert rn.name == "k2_256x192x64_c2x1_sw8_rn" and macro(rn)["raster"] == 2
+    assert macro(PairMulConfig(128, 128))["raster"] == 0
     with pytest.raises(ValueError, match="unknown raster"):
         PairMulConfig(128, 128, raster="k")
 
