@@ -296,13 +296,13 @@ def merge_entries(measured: list[dict], previous: list[dict]) -> tuple[list[dict
     Also returns how many were kept."""
     key = lambda e: (e["K"], e["N"], e["m_lo"])  # noqa: E731
     fresh = {key(e): e for e in measured}
+    kept = sum(1 for e in previous if key(e) not in fresh)
     merged = [fresh.pop(key(e), e) for e in previous]
-    kept = sum(1 for e in previous if key(e) not in {key(m) for m in measured})
     return merged + list(fresh.values()), kept
 
 
 def write_outputs(rows: list[dict], meta: dict, margin: float, out: Path, previous: list[dict]) -> str:
-    """Write dispatch_table.json (the rows' choices, then `previous` entries for points not measured),
+    """Write dispatch_table.json (`previous` with the rows' choices merged in: merge_entries),
     sweep.json and sweep.md."""
     entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
                for r in rows if r.get("choice")]
