@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Interleaved, SmClock, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
 
 from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
 
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available() or lib is None:
         print("needs a CUDA GPU and the kernel library", file=sys.stderr)
         return 1
-    clock = SmClock(torch.cuda.current_device())
+    clock = GpuSensors(torch.cuda.current_device())
     stock = torch.compile(lambda g, u: torch.nn.functional.silu(g) * u)
     for shape in args.shapes.split(","):
         M, N = map(int, shape.split("x"))

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Interleaved, SmClock, eager_swiglu, host_us_per_call, stock_compile, swiglu_sets  # noqa: E402
+from timing import GpuSensors, Interleaved, eager_swiglu, host_us_per_call, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
@@ -56,7 +56,7 @@ def floor_us(M, N, K) -> float:
     return max(flops / PEAK_FLOPS, bytes_ / PEAK_BYTES) * 1e6
 
 
-def bench_one(model: str, M: int, args, clock: SmClock) -> dict:
+def bench_one(model: str, M: int, args, clock: GpuSensors) -> dict:
     K, N = MLP_SHAPES[model]
     sets = swiglu_sets(M, N, K, seed=M + N)
     n_sets = len(sets)
@@ -148,8 +148,8 @@ def markdown(rows, summary, meta) -> str:
         "weights from HBM, all columns interleaved in one run; at M >= 2048 sustained (after 2 s of load), burst in "
         "brackets (first replay after idle).",
         "",
-        "| model | M | op | op silu | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | weight read | op vs stock | op vs cuBLAS | op / weight read | op % floor | op ran | SM MHz |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | M | op | op silu | stock compile | cuBLAS [M,2N,K] | unfused | eager graph | weight read | op vs stock | op vs cuBLAS | op / weight read | op % floor | op ran | SM MHz | board W |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         def f(k):
@@ -164,7 +164,11 @@ def markdown(rows, summary, meta) -> str:
         lines.append(f"| {r['model']} | {r['M']} | {f('op')} | {f('op_silu')} | {f('stock')} | {f('cublas_2N')} | {f('unfused')} | "
                      f"{f('eager_graph')} | {f('weight_read')} | {vs('stock')} | {vs('cublas_2N')} | {over_read} | "
                      f"{100 * r.get('op_of_floor', float('nan')):.0f}% | "
-                     f"{ran} | {r.get('sm_mhz_median')} |")
+                     f"{ran} | {r.get('sm_mhz_median')} | {r.get('board_w_median') or '-'} |")
+    limits = sorted({r["board_w_limit"] for r in rows if r.get("board_w_limit")})
+    if limits:
+        lines += ["", f"Board power: median of the readings after each timed round (NVML, averaged over about 1 s); "
+                      f"the board's power limit is {', '.join(map(str, limits))} W."]
     lines += ["", "Summary: " + ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in summary.items())]
     return "\n".join(lines)
 
@@ -184,7 +188,7 @@ def main(argv=None) -> int:
         print("needs a CUDA GPU", file=sys.stderr)
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
-    clock = SmClock(torch.cuda.current_device())
+    clock = GpuSensors(torch.cuda.current_device())
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "activation": args.activation,
             "kernels": inductor_swiglu.kernel_status(), "native": native.status(),
@@ -197,7 +201,7 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"[{i}/{len(todo)}] {model} M={M}: op {r.get('op_us', float('nan')):.1f} stock {r.get('stock_us', float('nan')):.1f} "
               f"cuBLAS2N {r.get('cublas_2N_us', float('nan')):.1f} unfused {r.get('unfused_us', float('nan')):.1f} "
-              f"SM {r.get('sm_mhz_median')} MHz ({r['op_plan']})", flush=True)
+              f"SM {r.get('sm_mhz_median')} MHz, {r.get('board_w_median')} W ({r['op_plan']})", flush=True)
         (args.out / "bench_kernels.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
     K, N = QWEN25_MLP["q0.5B"]
     x1 = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)

@@ -10,13 +10,20 @@ Variants (VARIANTS; `--variants` picks): eager; torch.compile with backend "indu
 and "inductor_swiglu", in reduce-overhead and in default mode; and, to measure programmatic
 dependent launch, our reduce-overhead variant with Kernel-3's PDL (`swiglu-ro-pdl`) and both
 backends with Inductor's own `triton.enable_pdl` (`*-ro-tpdl`).  One model is built; each
-variant is compiled and warmed up in turn (a cold Inductor cache directory each, so compile
-times are cold and the pass runs), then every column is timed with the variants interleaved:
+variant is compiled and warmed up in turn, then every column is timed with the variants interleaved:
 each rep runs all of them, the first one rotating, after one untimed run of each.  Timed one
 after the other, two variants see different clocks and host states (on two H200s our variant
 measured 0.69x and 1.07x of stock in two runs a few commits apart, stock agreeing within 2%);
 interleaved, a drift falls on all alike.  Each compiled variant calls the model through an entry
 function with a code object of its own (`private_entry`), so each has its own Dynamo cache.
+Inductor cache (`--inductor-cache`): "shared" (default) gives all variants one fresh directory
+with Inductor's FX-graph and AOTAutograd caches off, so every graph is compiled and the pass
+runs, while a Triton kernel that two variants generate alike is autotuned once and runs with
+the same launch configuration in both.  Autotuned per variant, the 0.5B model's RoPE/transpose
+kernels (identical in both) took 109 us in one variant and 201 us in the other per forward, the
+side varying from compile to compile: a whole-model ratio of 1.03x-1.17x that was Inductor's
+autotuning, not the pass.  "per-variant" gives each variant a cold directory of its own, for
+cold compile times; with "shared", a later variant's compile reuses kernels built before it.
 Columns:
 - decode tokens/s at batch 1 and 8: greedy, transformers StaticCache, `--tokens` tokens after
   a 32-token prompt (run eagerly, as generate() does), median of `--reps-decode` generations
@@ -97,6 +104,22 @@ def _build(args, dtype: torch.dtype):
     return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
 
 
+def configure_inductor_cache(args) -> None:
+    """Set up the Inductor cache that `--inductor-cache` asks for (see the module docstring)."""
+    if args.inductor_cache == "shared":
+        # a cache hit would hand a variant another's compiled graph without running its passes
+        torch._inductor.config.fx_graph_cache = False
+        torch._functorch.config.enable_autograd_cache = False
+        args.shared_cache_dir = tempfile.mkdtemp(prefix="isw_bench_")
+
+
+def inductor_cache_dir(args, name: str) -> str:
+    """The TORCHINDUCTOR_CACHE_DIR variant `name` compiles into."""
+    if args.inductor_cache == "shared":
+        return args.shared_cache_dir
+    return tempfile.mkdtemp(prefix=f"isw_{name}_")
+
+
 @torch.no_grad()
 def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, dict]:
     """Compile and warm up one variant on every column.  Returns its report row, per column a
@@ -106,7 +129,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
 
     v = VARIANTS[name]
     row: dict = {"variant": name, "how": v.describe()}
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"isw_{name}_")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(args, name)
     inductor_swiglu.reset_counters()
     tc = torch._dynamo.utils.counters["inductor"]
     skips0 = tc["cudagraph_skips"]
@@ -218,6 +241,10 @@ def _shapes(meta: dict) -> str:
 def report(rows: list[dict], meta: dict) -> str:
     method = ("variants interleaved" if meta.get("method") == "variants interleaved"
               else "each variant timed in its own process, one after the other")
+    if meta.get("inductor_cache") == "shared":
+        method += ", one Inductor cache (kernels alike in two variants autotuned once)"
+    elif meta.get("inductor_cache") == "per-variant":
+        method += ", a cold Inductor cache per variant (each autotunes its own kernels)"
     lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), {_shapes(meta)}, bf16, random weights; "
              f"decode: {meta['tokens']} greedy tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache; "
              f"{method}.", "",
@@ -273,6 +300,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-prefill", action="store_true", help="decode only (saves two compilations per variant)")
     ap.add_argument("--no-decode", action="store_true",
                     help="prefill only (saves two compilations per variant; no greedy-agreement check)")
+    ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared",
+                    help="one Inductor cache for all variants (kernels alike in two variants are autotuned once; "
+                         "the default) or a cold one each (cold compile times)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
     args = ap.parse_args(argv)
     from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
@@ -301,12 +331,14 @@ def main(argv=None) -> int:
     # every variant keeps its compiled code for the interleaved timing: Dynamo holds one cache
     # entry per (backend, shape), more than its default limit of 8 per function
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 8 * len(names))
+    configure_inductor_cache(args)
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
     meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
             "model": NAMES[args.model], "model_layers": CONFIGS[args.model]["num_hidden_layers"], "layers": args.layers,
             "config": qwen25_config(args.model, args.layers, **_small(args)), "tokens": args.tokens,
             "reps_decode": args.reps_decode, "reps_prefill": args.reps, "method": "variants interleaved",
+            "inductor_cache": args.inductor_cache,
             "kernels": inductor_swiglu.kernel_status()["available"]}
     rows: dict[str, dict] = {}
 

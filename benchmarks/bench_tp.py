@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import SmClock, column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
+from timing import GpuSensors, column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.decode import StaticDecoder  # noqa: E402
@@ -171,7 +171,7 @@ def measure(runs: dict[str, dict], res: Results, args) -> None:
     1.07x of stock at decode b1 in two runs a few commits apart, while stock's own figure agreed
     within 2%)."""
     names = list(runs)
-    clock = SmClock(torch.cuda.current_device()) if args.device == "cuda" else None
+    clock = GpuSensors(torch.cuda.current_device()) if args.device == "cuda" else None
     for column in runs[names[0]]:
         samples, new_graphs = rotating_samples({name: runs[name][column] for name in names}, args.reps)
         work = column_tokens(column, args.tokens)

@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import Interleaved, SmClock, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
+from timing import GpuSensors, Interleaved, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, WgmmaSkinnyConfig  # noqa: E402
@@ -95,7 +95,7 @@ def triton_configs(M: int):
             if (c.block_m == 16 if M <= 16 else c.block_m <= 64 if M <= 64 else c.block_m >= 64)]
 
 
-def bench_point(model: str, M: int, args, clock: SmClock) -> dict:
+def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     K, N = MLP_SHAPES[model]
     lib = kl.get_library()
     sets = swiglu_sets(M, N, K, seed=1000 * M + N)
@@ -370,7 +370,7 @@ def main(argv=None) -> int:
             "kernels": inductor_swiglu.kernel_status()["configs"]}
     if other_rows:
         meta["other_machines"] = args.other_machines
-    clock = SmClock(torch.cuda.current_device())
+    clock = GpuSensors(torch.cuda.current_device())
     rows = []
     # Every shape at one M before the next M: a run cut short by --budget-s has measured the
     # decode buckets (the ones most calls of a served model fall in) for every shape.

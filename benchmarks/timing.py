@@ -69,8 +69,12 @@ def stock_compile(activation: str = "silu"):
     return lambda x, wg, wu, *_: compiled(x, wg, wu)
 
 
-class SmClock:
-    """The GPU's current SM clock in MHz through NVML (None where NVML is missing)."""
+class GpuSensors:
+    """The GPU's SM clock (MHz) and board power (W) through NVML; None where NVML is missing.
+
+    The power says why a clock fell: sustained, the H200 sits at its board power limit, where a
+    kernel that moves fewer bytes per FLOP keeps a higher clock.
+    """
 
     def __init__(self, device: int = 0) -> None:
         self.handle = None
@@ -80,16 +84,29 @@ class SmClock:
             pynvml.nvmlInit()
             self._nvml = pynvml
             self.handle = pynvml.nvmlDeviceGetHandleByIndex(device)
-        except Exception:  # noqa: BLE001  (no NVML: clocks are simply not reported)
+        except Exception:  # noqa: BLE001  (no NVML: clocks and power are simply not reported)
             self.handle = None
 
-    def mhz(self) -> int | None:
+    def _read(self, query):
         if self.handle is None:
             return None
         try:
-            return int(self._nvml.nvmlDeviceGetClockInfo(self.handle, self._nvml.NVML_CLOCK_SM))
+            return query(self._nvml, self.handle)
         except Exception:  # noqa: BLE001
             return None
+
+    def mhz(self) -> int | None:
+        v = self._read(lambda nv, h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
+        return None if v is None else int(v)
+
+    def watts(self) -> int | None:
+        """Board power, NVML's average over about the last second."""
+        v = self._read(lambda nv, h: nv.nvmlDeviceGetPowerUsage(h))
+        return None if v is None else round(v / 1000)
+
+    def limit_watts(self) -> int | None:
+        v = self._read(lambda nv, h: nv.nvmlDeviceGetEnforcedPowerLimit(h))
+        return None if v is None else round(v / 1000)
 
 
 @dataclass
@@ -122,12 +139,13 @@ def capture(fn, sets, warmup: int = 2) -> torch.cuda.CUDAGraph:
 class Interleaved:
     """Candidates of one comparison, timed round-robin on the same rotated input sets."""
 
-    def __init__(self, sets, clock: SmClock | None = None) -> None:
+    def __init__(self, sets, clock: GpuSensors | None = None) -> None:
         self.sets = sets
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.errors: dict[str, str] = {}
-        self.clock = clock or SmClock()
+        self.clock = clock or GpuSensors()
         self.clocks: list[int] = []
+        self.watts: list[int] = []
 
     def add(self, name: str, fn) -> bool:
         try:
@@ -178,6 +196,9 @@ class Interleaved:
             mhz = self.clock.mhz()
             if mhz is not None:
                 self.clocks.append(mhz)
+            w = self.clock.watts()
+            if w is not None:
+                self.watts.append(w)
         out = {}
         for name, xs in samples.items():
             q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
@@ -185,10 +206,14 @@ class Interleaved:
         return out
 
     def clock_summary(self) -> dict[str, int | None]:
-        if not self.clocks:
-            return {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None}
-        return {"sm_mhz_min": min(self.clocks), "sm_mhz_median": int(statistics.median(self.clocks)),
-                "sm_mhz_max": max(self.clocks)}
+        out: dict[str, int | None] = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None,
+                                      "board_w_median": None, "board_w_limit": self.clock.limit_watts()}
+        if self.clocks:
+            out.update(sm_mhz_min=min(self.clocks), sm_mhz_median=int(statistics.median(self.clocks)),
+                       sm_mhz_max=max(self.clocks))
+        if self.watts:
+            out["board_w_median"] = int(statistics.median(self.watts))
+        return out
 
 
 def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:

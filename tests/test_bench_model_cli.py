@@ -2,6 +2,7 @@
 what bench_model.py and bench_tp.py write about the model they measured."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -109,6 +110,26 @@ def test_bench_model_times_the_variants_interleaved_with_a_rotating_first():
                                                     "method": "variants interleaved"})
     assert "swiglu-ro / inductor-ro: decode b1 2.000x, prefill 512 2.000x." in text
     assert "variants interleaved" in text
+
+
+def test_bench_model_shares_one_inductor_cache_with_graph_caches_off_or_gives_each_variant_its_own(monkeypatch):
+    bench_model = benchmark_module("bench_model")
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", True)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", True)
+    shared = bench_model.argparse.Namespace(inductor_cache="shared")
+    bench_model.configure_inductor_cache(shared)
+    one, two = bench_model.inductor_cache_dir(shared, "inductor-ro"), bench_model.inductor_cache_dir(shared, "swiglu-ro")
+    assert one == two and os.path.isdir(one) and not os.listdir(one)
+    # every graph compiles (and the pass runs) although the kernels' autotuning is shared
+    assert torch._inductor.config.fx_graph_cache is False and torch._functorch.config.enable_autograd_cache is False
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", True)
+    own = bench_model.argparse.Namespace(inductor_cache="per-variant")
+    bench_model.configure_inductor_cache(own)
+    one, two = bench_model.inductor_cache_dir(own, "inductor-ro"), bench_model.inductor_cache_dir(own, "swiglu-ro")
+    assert one != two and torch._inductor.config.fx_graph_cache is True
+    meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 5, "method": "variants interleaved"}
+    assert "one Inductor cache" in bench_model.report([], {**meta, "inductor_cache": "shared"})
+    assert "a cold Inductor cache per variant" in bench_model.report([], {**meta, "inductor_cache": "per-variant"})
 
 
 def test_bench_model_variants_pdl_and_unknown_names():
@@ -229,6 +250,18 @@ def test_kernel_bench_reports_the_op_against_a_pure_weight_read():
     md = bench.markdown(rows, summary, {"date": "2026-12-01", "device": "H200", "torch": "2.11", "activation": "silu"})
     assert "| q0.5B | 1 | 6.9 | - | 12.0 | 7.5 | - | - | 6.5 | 1.74x | 1.09x | 1.06 | 60% |" in md
     assert "| q0.5B | 128 | 9.0 | - | 12.0 | 7.5 | - | - | - | 1.33x | 0.83x | - | 60% |" in md
+    assert "| kernel3 | 1980 | - |" in md and "Board power" not in md   # no NVML reading: said, not invented
+    powered = [{**rows[0], "board_w_median": 688, "board_w_limit": 700}]
+    md = bench.markdown(powered, bench.summarize(powered), {"date": "2026-12-01", "device": "H200", "torch": "2.11",
+                                                            "activation": "silu"})
+    assert "| kernel3 | 1980 | 688 |" in md and "the board's power limit is 700 W" in md
+
+
+def test_gpu_sensors_report_nothing_without_nvml():
+    timing = benchmark_module("timing")
+    sensors = timing.GpuSensors()
+    sensors.handle = None
+    assert (sensors.mhz(), sensors.watts(), sensors.limit_watts()) == (None, None, None)
 
 
 def test_private_entry_gives_each_compiled_variant_a_dynamo_cache_of_its_own():
