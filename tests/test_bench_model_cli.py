@@ -303,3 +303,21 @@ def test_bench_model_report_says_which_implementation_ran_while_timing():
             "op_calls_while_timing": {"decode_b1": {"kernel3": 48}, "prefill_512": {}}}
     text = bench_model.report([], meta)
     assert "Op calls while timing, by implementation (all of our variants): decode b1 kernel3 48; prefill 512 none on the host (CUDA-graph replays run captured kernels)." in text
+
+
+def test_profile_model_sums_kernels_per_forward_and_names_what_moved():
+    profile_model = benchmark_module("profile_model")
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    Event = profile_model.collections.namedtuple("Event", "name device_type device_time_total")
+    # two forwards: the GEMM twice per forward, a host-side event that is no kernel
+    events = [Event("gemm", cuda, 10.0)] * 4 + [Event("rope", cuda, 6.0)] * 2 + [Event("aten::mm", cpu, 99.0)]
+    stock = profile_model.kernel_times(events, forwards=2)
+    assert stock == {"gemm": {"us": 20.0, "calls": 2.0}, "rope": {"us": 6.0, "calls": 1.0}}
+    ours = {"fused": {"us": 12.0, "calls": 1.0}, "rope": {"us": 7.0, "calls": 1.0}}
+    assert profile_model.differences(stock, ours, top=2) == [("gemm", 20.0, 0.0), ("fused", 0.0, 12.0)]
+    meta = {"date": "d", "device": "dev", "torch": "t", "model": "0.5B", "layers": 24, "variants": ["inductor-ro", "swiglu-ro"],
+            "reps": 20, "profile_reps": 2, "inductor_cache": "shared"}
+    per = {"inductor-ro": {"wall_ms": 2.9, "kernels": stock}, "swiglu-ro": {"wall_ms": 2.7, "kernels": ours}}
+    md = profile_model.markdown({"meta": meta, "lengths": {"512": per}}, top=3)
+    assert "| inductor-ro | 2.900 | 0.026 | 3 |" in md and "| swiglu-ro | 2.700 | 0.019 | 2 |" in md
+    assert "| `gemm` | 20.0 | 0.0 | -20.0 |" in md and "| `rope` | 6.0 | 7.0 | +1.0 |" in md

@@ -1,0 +1,145 @@
+"""Where a whole-model forward spends its GPU time, kernel by kernel, stock against ours.
+
+    python benchmarks/profile_model.py --out results/ [--model 0.5b|7b] [--lengths 512,2048]
+
+Compiles the Qwen2.5-shaped model (random bf16 weights) with the variants of bench_model.py
+(`--variants`, default inductor-ro,swiglu-ro), runs a prefill of each length, and reports per
+variant: the wall time of a forward (median of `--reps` interleaved runs) and the GPU time of
+every kernel per forward (torch.profiler over `--profile-reps` forwards, CUDA-graph replays
+included).  The table of differences names what changed between two variants: the projections
+the pass fused, and anything else that moved, such as a Triton kernel both variants generate
+alike but autotuned differently (`--inductor-cache`, as in bench_model.py).  Writes
+profile_model.json and profile_model.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_model import VARIANTS, configure_inductor_cache, inductor_cache_dir  # noqa: E402
+from timing import private_entry  # noqa: E402
+
+
+def kernel_times(events, forwards: int) -> dict[str, dict[str, float]]:
+    """{kernel name: {"us": GPU microseconds per forward, "calls": launches per forward}}."""
+    out: dict[str, dict[str, float]] = collections.defaultdict(lambda: {"us": 0.0, "calls": 0.0})
+    for e in events:
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            out[e.name]["us"] += e.device_time_total / forwards
+            out[e.name]["calls"] += 1 / forwards
+    return dict(out)
+
+
+def differences(base: dict, ours: dict, top: int) -> list[tuple[str, float, float]]:
+    """(kernel, base us, ours us) for the kernels whose time per forward moved most."""
+    names = set(base) | set(ours)
+    rows = [(n, base.get(n, {}).get("us", 0.0), ours.get(n, {}).get("us", 0.0)) for n in names]
+    return sorted(rows, key=lambda r: -abs(r[2] - r[1]))[:top]
+
+
+def markdown(result: dict, top: int) -> str:
+    meta, names = result["meta"], result["meta"]["variants"]
+    lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), Qwen2.5-{meta['model']} shapes, "
+             f"{meta['layers']} layers, bf16, random weights; prefill: one forward, no cache, logits of the last position; "
+             f"wall: median of {meta['reps']} interleaved forwards; kernels: torch.profiler over {meta['profile_reps']} "
+             f"forwards; Inductor cache: {meta['inductor_cache']}.", ""]
+    for length, per in result["lengths"].items():
+        lines += [f"## Prefill {length}", "", "| variant | wall ms | GPU kernel ms | kernels per forward |", "|---|---|---|---|"]
+        for n in names:
+            k = per[n]["kernels"]
+            lines.append(f"| {n} | {per[n]['wall_ms']:.3f} | {sum(v['us'] for v in k.values()) / 1e3:.3f} | "
+                         f"{round(sum(v['calls'] for v in k.values()))} |")
+        if len(names) >= 2:
+            base, ours = names[0], names[1]
+            lines += ["", f"Kernels whose GPU time per forward moved most ({base} -> {ours}):", "",
+                      f"| kernel | {base} us | {ours} us | change us |", "|---|---|---|---|"]
+            for name, b, o in differences(per[base]["kernels"], per[ours]["kernels"], top):
+                lines.append(f"| `{name[:110]}` | {b:.1f} | {o:.1f} | {o - b:+.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@torch.no_grad()
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
+    ap.add_argument("--model", choices=("0.5b", "7b"), default="0.5b")
+    ap.add_argument("--layers", type=int, default=None, help="run the first N layers (default: all of the model's)")
+    ap.add_argument("--lengths", default="512,2048", help="prefill lengths, comma-separated")
+    ap.add_argument("--variants", default="inductor-ro,swiglu-ro", help="two or more of bench_model.py's variants, "
+                    "the first the baseline of the differences")
+    ap.add_argument("--reps", type=int, default=20, help="interleaved forwards for the wall time")
+    ap.add_argument("--profile-reps", type=int, default=5, help="forwards under the profiler")
+    ap.add_argument("--top", type=int, default=16, help="rows of the table of differences")
+    ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared")
+    args = ap.parse_args(argv)
+    names = [n for n in args.variants.split(",") if n]
+    unknown = [n for n in names if n not in VARIANTS or VARIANTS[n].backend is None]
+    if unknown:
+        ap.error(f"unknown or eager variant(s) {unknown}")
+    if not torch.cuda.is_available():
+        print("profile_model.py needs a CUDA GPU", file=sys.stderr)
+        return 1
+    import inductor_swiglu
+    from inductor_swiglu.models.qwen2 import build_qwen25
+
+    configure_inductor_cache(args)
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 8 * len(names))
+    model = build_qwen25(args.model, torch.bfloat16, "cuda", num_layers=args.layers)
+    steps = {}
+    for n in names:
+        v = VARIANTS[n]
+        backend = inductor_swiglu.backend() if v.backend == "inductor_swiglu" else v.backend
+        steps[n] = torch.compile(private_entry(model, n), backend=backend, mode=v.mode, options=v.options or None)
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = {"meta": {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
+                       "torch": torch.__version__, "model": args.model.upper(), "layers": model.config.num_hidden_layers,
+                       "variants": names, "reps": args.reps, "profile_reps": args.profile_reps,
+                       "inductor_cache": args.inductor_cache}, "lengths": {}}
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for length in (int(s) for s in args.lengths.split(",")):
+        ids = torch.randint(0, model.config.vocab_size, (1, length), device="cuda", generator=gen)
+        forward = {n: (lambda f=f: f(input_ids=ids, use_cache=False, logits_to_keep=1)) for n, f in steps.items()}
+        for n, fwd in forward.items():
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(args, n)
+            print(f"[{n}] prefill {length}: compile and warm up", flush=True)
+            for _ in range(4):
+                fwd()
+        torch.cuda.synchronize()
+        walls = collections.defaultdict(list)
+        for r in range(args.reps):
+            for n in names[r % len(names):] + names[:r % len(names)]:
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                forward[n]()
+                torch.cuda.synchronize()
+                walls[n].append(time.perf_counter() - t)
+        per = {}
+        for n in names:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                for _ in range(args.profile_reps):
+                    forward[n]()
+                torch.cuda.synchronize()
+            per[n] = {"wall_ms": statistics.median(walls[n]) * 1e3, "kernels": kernel_times(prof.events(), args.profile_reps)}
+            print(f"[{n}] prefill {length}: wall {per[n]['wall_ms']:.3f} ms, GPU kernels "
+                  f"{sum(v['us'] for v in per[n]['kernels'].values()) / 1e3:.3f} ms per forward", flush=True)
+        result["lengths"][str(length)] = per
+        (args.out / "profile_model.json").write_text(json.dumps(result, indent=1))
+        (args.out / "profile_model.md").write_text(markdown(result, args.top))
+    print(markdown(result, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
