@@ -46,7 +46,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +54,14 @@ from unittest import mock
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
+from timing import (  # noqa: E402
+    column_tokens,
+    configure_inductor_cache,
+    inductor_cache_dir,
+    private_entry,
+    rotating_samples,
+    wall_seconds,
+)
 
 PROMPT_LEN = 32
 
@@ -102,22 +108,6 @@ def _build(args, dtype: torch.dtype):
     from inductor_swiglu.models.qwen2 import build_qwen25
 
     return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
-
-
-def configure_inductor_cache(args) -> None:
-    """Set up the Inductor cache that `--inductor-cache` asks for (see the module docstring)."""
-    if args.inductor_cache == "shared":
-        # a cache hit would hand a variant another's compiled graph without running its passes
-        torch._inductor.config.fx_graph_cache = False
-        torch._functorch.config.enable_autograd_cache = False
-        args.shared_cache_dir = tempfile.mkdtemp(prefix="isw_bench_")
-
-
-def inductor_cache_dir(args, name: str) -> str:
-    """The TORCHINDUCTOR_CACHE_DIR variant `name` compiles into."""
-    if args.inductor_cache == "shared":
-        return args.shared_cache_dir
-    return tempfile.mkdtemp(prefix=f"isw_{name}_")
 
 
 @torch.no_grad()

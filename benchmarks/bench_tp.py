@@ -17,7 +17,8 @@ interleaved (each rep runs all of them, the first one rotating):
 - compile + warm-up time, Dynamo graphs, CUDA graphs, cudagraph skips, and per rank: SwiGLU
   rewrites and which implementation of the op ran (op_stats: host calls, replays count nothing);
 - greedy agreement on one prompt: first divergent token vs eager (sharded) and eager unsharded.
-Times are each rank's median; the table shows the slowest rank's (the ranks wait for each other
+Both variants compile into one Inductor cache per rank (`--inductor-cache`, as in bench_model.py:
+a kernel alike in both is autotuned once).  Times are each rank's median; the table shows the slowest rank's (the ranks wait for each other
 at every all-reduce anyway).  Rank 0 writes bench_tp.json after every measurement, so a run cut
 short keeps what it measured, and bench_tp.md at the end.
 
@@ -35,7 +36,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +43,15 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
+from timing import (  # noqa: E402
+    GpuSensors,
+    column_tokens,
+    configure_inductor_cache,
+    inductor_cache_dir,
+    private_entry,
+    rotating_samples,
+    wall_seconds,
+)
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.models.decode import StaticDecoder  # noqa: E402
@@ -108,11 +116,11 @@ def prepare_variant(name: str, model, inputs: dict, reference: dict, res: Result
     """Compile and warm up one variant for every column; record what compiling did.  Returns, per
     column, a callable that runs it once and returns its seconds (what measure() times)."""
     row = res.data["variants"][name] = {"backend": BACKENDS[name], "mode": args.mode}
-    # a cold Inductor cache per variant (an FX-graph-cache hit would skip the pass); compiled
-    # kernels the previous variant left in this process's memory may still be reused.  No
-    # torch._dynamo.reset(): the other variant's compiled code must stay for the interleaved
-    # timing; each variant compiles its own entry function, so the two do not share Dynamo's cache.
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"isw_tp_{name}_r{dist.get_rank()}_")
+    # the Inductor cache `--inductor-cache` asks for (timing.configure_inductor_cache), one per
+    # rank.  No torch._dynamo.reset(): the other variant's compiled code must stay for the
+    # interleaved timing; each variant compiles its own entry function, so the two do not share
+    # Dynamo's cache.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(args, f"tp_{name}_r{dist.get_rank()}")
     inductor_swiglu.reset_counters()
     tc = torch._dynamo.utils.counters["inductor"]
     skips0, fusions0 = tc["cudagraph_skips"], tc["swiglu_fusion"]
@@ -202,7 +210,8 @@ def report(data: dict) -> str:
              f"{c['num_key_value_heads']} KV heads, vocab {c['vocab_size']}), bf16, random weights; tensor parallel over "
              f"{meta['world_size']} ranks, {meta['sharded']} sharded (per rank: FFN {c['intermediate_size'] // meta['world_size']}); "
              f"mode {meta['mode']}; decode: {meta['tokens']} greedy tokens after a {PROMPT_LEN}-token prompt, static cache, "
-             f"median of {meta['reps']}; prefill: one forward, no cache. Tokens/s of the slowest rank.", "",
+             f"median of {meta['reps']}; prefill: one forward, no cache. Tokens/s of the slowest rank. "
+             f"Inductor cache: {meta.get('inductor_cache', 'per-variant')}.", "",
              "| variant | decode b1 tok/s | decode b8 tok/s | prefill 512 tok/s | prefill 2048 tok/s | compile + warm-up s "
              "| Dynamo graphs | CUDA graphs | cudagraph skips | SwiGLU rewrites per rank | op calls per rank |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -252,6 +261,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--batches", type=lambda v: tuple(int(b) for b in v.split(",")), default=(1, 8),
                     help="decode batch sizes, e.g. 1,8")
+    ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared",
+                    help="one Inductor cache per rank for both variants (kernels alike autotuned once; the default) "
+                         "or a cold one per variant (cold compile times)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: gloo, a smoke test of this script")
     args = ap.parse_args(argv)
     if unknown := set(args.variants.split(",")) - set(BACKENDS):
@@ -271,6 +283,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // int(os.environ["WORLD_SIZE"])))
         dist.init_process_group("gloo")
         device = "cpu"
+    configure_inductor_cache(args)
     rc = bench(args, device)
     # CUDA graphs that captured NCCL collectives keep ncclCommDestroy waiting (pytorch/pytorch
     # #115388; on two H200s the process sat ~2 min at exit): free the graphs first.
@@ -303,7 +316,7 @@ def bench(args, device: str) -> int:
         "model": "tiny (Qwen2.5-7B layout at toy widths)" if args.model == "tiny" else NAMES[size],
         "model_layers": model_layers, "layers": layers, "config": config, "mode": args.mode,
         "sharded": "MLPs and attention" if args.shard == "all" else "MLPs only", "tokens": args.tokens, "reps": args.reps,
-        "kernels": inductor_swiglu.kernel_status()["available"],
+        "kernels": inductor_swiglu.kernel_status()["available"], "inductor_cache": args.inductor_cache,
     }
     if dist.get_rank() == 0:
         args.out.mkdir(parents=True, exist_ok=True)

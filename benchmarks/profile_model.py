@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_model import VARIANTS, configure_inductor_cache, inductor_cache_dir  # noqa: E402
-from timing import private_entry  # noqa: E402
+from bench_model import VARIANTS  # noqa: E402
+from timing import configure_inductor_cache, inductor_cache_dir, private_entry  # noqa: E402
 
 
 def kernel_times(events, forwards: int) -> dict[str, dict[str, float]]:

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -314,3 +315,26 @@ def private_entry(model, name: str):
 
     code = entry.__code__.replace(co_name=f"entry_{''.join(c if c.isalnum() else '_' for c in name)}")
     return types.FunctionType(code, entry.__globals__, code.co_name, None, entry.__closure__)
+
+
+def configure_inductor_cache(args) -> None:
+    """Set up the Inductor cache that a whole-model benchmark's `--inductor-cache` asks for.
+
+    "shared": one fresh directory for every variant, with Inductor's FX-graph and AOTAutograd
+    caches off, so every graph compiles (and our pass runs) while a Triton kernel that two
+    variants generate alike is autotuned once and runs the same in both.  Autotuned per variant,
+    such kernels (the 0.5B model's RoPE/transposes) differed by up to 2x, a whole-model swing as
+    large as the pass's gain.  "per-variant": a cold directory each, for cold compile times.
+    """
+    if args.inductor_cache == "shared":
+        # a cache hit would hand a variant another's compiled graph without running its passes
+        torch._inductor.config.fx_graph_cache = False
+        torch._functorch.config.enable_autograd_cache = False
+        args.shared_cache_dir = tempfile.mkdtemp(prefix="isw_bench_")
+
+
+def inductor_cache_dir(args, name: str) -> str:
+    """The TORCHINDUCTOR_CACHE_DIR variant `name` compiles into."""
+    if args.inductor_cache == "shared":
+        return args.shared_cache_dir
+    return tempfile.mkdtemp(prefix=f"isw_{name}_")

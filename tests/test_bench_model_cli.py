@@ -113,20 +113,20 @@ def test_bench_model_times_the_variants_interleaved_with_a_rotating_first():
 
 
 def test_bench_model_shares_one_inductor_cache_with_graph_caches_off_or_gives_each_variant_its_own():
-    bench_model = benchmark_module("bench_model")
+    bench_model, timing = benchmark_module("bench_model"), benchmark_module("timing")
     # config.patch, not monkeypatch: deleting a torch config attribute (what a monkeypatch undo
     # may do) hides it from every later compile in this process
     with torch._inductor.config.patch(fx_graph_cache=True), torch._functorch.config.patch(enable_autograd_cache=True):
         shared = bench_model.argparse.Namespace(inductor_cache="shared")
-        bench_model.configure_inductor_cache(shared)
-        one, two = bench_model.inductor_cache_dir(shared, "inductor-ro"), bench_model.inductor_cache_dir(shared, "swiglu-ro")
+        timing.configure_inductor_cache(shared)
+        one, two = timing.inductor_cache_dir(shared, "inductor-ro"), timing.inductor_cache_dir(shared, "swiglu-ro")
         assert one == two and os.path.isdir(one) and not os.listdir(one)
         # every graph compiles (and the pass runs) although the kernels' autotuning is shared
         assert torch._inductor.config.fx_graph_cache is False and torch._functorch.config.enable_autograd_cache is False
     with torch._inductor.config.patch(fx_graph_cache=True):
         own = bench_model.argparse.Namespace(inductor_cache="per-variant")
-        bench_model.configure_inductor_cache(own)
-        one, two = bench_model.inductor_cache_dir(own, "inductor-ro"), bench_model.inductor_cache_dir(own, "swiglu-ro")
+        timing.configure_inductor_cache(own)
+        one, two = timing.inductor_cache_dir(own, "inductor-ro"), timing.inductor_cache_dir(own, "swiglu-ro")
         assert one != two and torch._inductor.config.fx_graph_cache is True
     meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 5, "method": "variants interleaved"}
     assert "one Inductor cache" in bench_model.report([], {**meta, "inductor_cache": "shared"})
