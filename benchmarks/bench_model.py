@@ -54,14 +54,8 @@ from unittest import mock
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import (  # noqa: E402
-    column_tokens,
-    configure_inductor_cache,
-    inductor_cache_dir,
-    private_entry,
-    rotating_samples,
-    wall_seconds,
-)
+import timing  # noqa: E402
+from timing import column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 PROMPT_LEN = 32
 
@@ -119,7 +113,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
 
     v = VARIANTS[name]
     row: dict = {"variant": name, "how": v.describe()}
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(args, name)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = timing.inductor_cache_dir(args, name)
     inductor_swiglu.reset_counters()
     tc = torch._dynamo.utils.counters["inductor"]
     skips0 = tc["cudagraph_skips"]
@@ -329,7 +323,7 @@ def main(argv=None) -> int:
     # every variant keeps its compiled code for the interleaved timing: Dynamo holds one cache
     # entry per (backend, shape), more than its default limit of 8 per function
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 8 * len(names))
-    configure_inductor_cache(args)
+    timing.configure_inductor_cache(args)
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
     meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
