@@ -18,8 +18,8 @@ interleaved (each rep runs all of them, the first one rotating):
   rewrites and which implementation of the op ran (op_stats: host calls, replays count nothing);
 - greedy agreement on one prompt: first divergent token vs eager (sharded) and eager unsharded.
 Both variants compile into one Inductor cache per rank (`--inductor-cache`, as in bench_model.py:
-a kernel alike in both is autotuned once).  Times are each rank's median; the table shows the slowest rank's (the ranks wait for each other
-at every all-reduce anyway).  Rank 0 writes bench_tp.json after every measurement, so a run cut
+a kernel alike in both is autotuned once).  Times are each rank's median; the table shows the
+slowest rank's (the ranks wait for each other at every all-reduce anyway).  Rank 0 writes bench_tp.json after every measurement, so a run cut
 short keeps what it measured, and bench_tp.md at the end.
 
 Why a fixed warm-up (3 rounds) rather than "until settled": every rank must make the same calls

@@ -4,7 +4,8 @@
 
 Compiles the Qwen2.5-shaped model (random bf16 weights) with the variants of bench_model.py
 (`--variants`, default inductor-ro,swiglu-ro), runs a prefill of each length, and reports per
-variant: the wall time of a forward (median of `--reps` interleaved runs) and the GPU time of
+variant: the wall time of a forward (median of `--reps` interleaved runs after a warm-up that
+settles) and the GPU time of
 every kernel per forward (torch.profiler over `--profile-reps` forwards, CUDA-graph replays
 included).  The table of differences names what changed between two variants: the projections
 the pass fused, and anything else that moved, such as a Triton kernel both variants generate
@@ -21,14 +22,13 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import VARIANTS  # noqa: E402
-from timing import configure_inductor_cache, inductor_cache_dir, private_entry  # noqa: E402
+from timing import configure_inductor_cache, inductor_cache_dir, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 
 def kernel_times(events, forwards: int) -> dict[str, dict[str, float]]:
@@ -60,6 +60,9 @@ def markdown(result: dict, top: int) -> str:
             k = per[n]["kernels"]
             lines.append(f"| {n} | {per[n]['wall_ms']:.3f} | {sum(v['us'] for v in k.values()) / 1e3:.3f} | "
                          f"{round(sum(v['calls'] for v in k.values()))} |")
+        if meta.get("graphs_while_timing", {}).get(length):
+            lines += ["", f"{meta['graphs_while_timing'][length]} graph(s) compiled or CUDA graph(s) recorded while the wall "
+                          "time was taken: a variant was not warm."]
         if len(names) >= 2:
             base, ours = names[0], names[1]
             lines += ["", f"Kernels whose GPU time per forward moved most ({base} -> {ours}):", "",
@@ -106,25 +109,18 @@ def main(argv=None) -> int:
     result = {"meta": {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "model": args.model.upper(), "layers": model.config.num_hidden_layers,
                        "variants": names, "reps": args.reps, "profile_reps": args.profile_reps,
-                       "inductor_cache": args.inductor_cache}, "lengths": {}}
+                       "inductor_cache": args.inductor_cache, "graphs_while_timing": {}}, "lengths": {}}
     gen = torch.Generator(device="cuda").manual_seed(0)
+    cache_dirs = {n: inductor_cache_dir(args, n) for n in names}
     for length in (int(s) for s in args.lengths.split(",")):
         ids = torch.randint(0, model.config.vocab_size, (1, length), device="cuda", generator=gen)
         forward = {n: (lambda f=f: f(input_ids=ids, use_cache=False, logits_to_keep=1)) for n, f in steps.items()}
         for n, fwd in forward.items():
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(args, n)
-            print(f"[{n}] prefill {length}: compile and warm up", flush=True)
-            for _ in range(4):
-                fwd()
-        torch.cuda.synchronize()
-        walls = collections.defaultdict(list)
-        for r in range(args.reps):
-            for n in names[r % len(names):] + names[:r % len(names)]:
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                forward[n]()
-                torch.cuda.synchronize()
-                walls[n].append(time.perf_counter() - t)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dirs[n]
+            print(f"[{n}] prefill {length} warm-up: {inductor_swiglu.warmup(fwd, [()])}", flush=True)
+        walls, new = rotating_samples({n: (lambda fwd=fwd: wall_seconds(fwd)) for n, fwd in forward.items()}, args.reps)
+        if new:
+            print(f"prefill {length}: {new} graph(s) compiled or recorded while timing (a variant was not warm)", flush=True)
         per = {}
         for n in names:
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -135,6 +131,7 @@ def main(argv=None) -> int:
             print(f"[{n}] prefill {length}: wall {per[n]['wall_ms']:.3f} ms, GPU kernels "
                   f"{sum(v['us'] for v in per[n]['kernels'].values()) / 1e3:.3f} ms per forward", flush=True)
         result["lengths"][str(length)] = per
+        result["meta"]["graphs_while_timing"][str(length)] = new
         (args.out / "profile_model.json").write_text(json.dumps(result, indent=1))
         (args.out / "profile_model.md").write_text(markdown(result, args.top))
     print(markdown(result, args.top))

@@ -322,3 +322,6 @@ def test_profile_model_sums_kernels_per_forward_and_names_what_moved():
     md = profile_model.markdown({"meta": meta, "lengths": {"512": per}}, top=3)
     assert "| inductor-ro | 2.900 | 0.026 | 3 |" in md and "| swiglu-ro | 2.700 | 0.019 | 2 |" in md
     assert "| `gemm` | 20.0 | 0.0 | -20.0 |" in md and "| `rope` | 6.0 | 7.0 | +1.0 |" in md
+    assert "not warm" not in md
+    cold = profile_model.markdown({"meta": {**meta, "graphs_while_timing": {"512": 1}}, "lengths": {"512": per}}, top=3)
+    assert "1 graph(s) compiled or CUDA graph(s) recorded while the wall time was taken" in cold
