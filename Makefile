@@ -12,7 +12,8 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.inductor_swiglu-installed
-SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) pyproject.toml setup.py
+SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) \
+	$(wildcard inductor_swiglu/dispatch/tables/*.json) pyproject.toml setup.py
 
 .PHONY: demo test lint install status clean
 

@@ -1,6 +1,6 @@
 """Default mode (no CUDA graphs): a stack of gated-MLP blocks, ours vs stock torch.compile.
 
-    python benchmarks/bench_default_mode.py --out results/  [--sizes q0.5B,q7B] [--ms 1,16,128]
+    python benchmarks/bench_default_mode.py --out /tmp/run  [--sizes q0.5B,q7B] [--ms 1,16,128]
 
 In torch.compile's default mode every kernel is launched from Inductor's Python
 wrapper, so at decode sizes the host cost of each call is what a step pays: this

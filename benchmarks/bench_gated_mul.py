@@ -17,7 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
 
-from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
+from inductor_swiglu.kernels import library as kl  # noqa: E402
 
 DEFAULT_SHAPES = "1x4864,1x29568,128x4864,2048x29568,8192x29568,8192x4864"
 

@@ -1,6 +1,6 @@
 """Kernel benchmark: the op against what a user could run instead, Qwen2.5 MLP shapes x M.
 
-    python benchmarks/bench_kernels.py --out results/   [--models q0.5B,q7B] [--ms 1,2048]
+    python benchmarks/bench_kernels.py --out /tmp/run [--models q0.5B,q7B] [--ms 1,2048] [--record]
 
 Columns (GPU microseconds per call, CUDA-graph replay, weights from HBM, every
 column interleaved in the same run, benchmarks/timing.py):
@@ -16,11 +16,12 @@ column interleaved in the same run, benchmarks/timing.py):
                 compute the GeGLU)
   weight read   at M <= 16: the fastest of weight_read.py's configurations, a kernel that only
                 reads the gate and up weights: what streaming them costs on this GPU
-At M >= 2048 the figures are sustained (after 2 s of continuous load) and each also
+At M >= 2048 (--sustained-from) the figures are sustained (after 2 s of continuous load) and each also
 has a burst figure (first replay after 0.5 s idle).  Also: the op's numerics against
 fp64, which implementation it ran, the fraction of the roofline floor
 max(4MNK / 790 TFLOP/s, bytes / 4.3 TB/s) (both ceilings measured on the H200), the
-SM clock, and the host cost of one eager call.  Writes bench_kernels.json and .md.
+SM clock, and the host cost of one eager call.  Writes bench_kernels.json and .md; with
+`--record`, also appends the rows to data/benchmark_data.csv (benchmark_data.py).
 """
 
 from __future__ import annotations
@@ -37,11 +38,14 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmark_data  # noqa: E402
 from timing import GpuSensors, Interleaved, eager_swiglu, host_us_per_call, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
+from inductor_swiglu import dispatch  # noqa: E402
+from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
-from inductor_swiglu.ops import cuda_impl, dispatch, native  # noqa: E402
+from inductor_swiglu.ops import cuda_impl, native  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
 PEAK_FLOPS = 790e12    # bf16 dense GEMM measured on this H200 (8192^3, random data)
@@ -70,7 +74,7 @@ def bench_one(model: str, M: int, args, clock: GpuSensors) -> dict:
     inductor_swiglu.reset_op_stats()
     torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # poison the block the op gets next
     row["op_err"] = error_stats(op(x, wg, wu, activation=act), ref)
-    row["op_plan"] = dispatch.describe(M, N, K)
+    row["op_plan"] = dispatch.describe(cuda_impl.device_kind(x.device), "bfloat16", act, M, N, K)
     row["eager_err"] = error_stats(eager(x, wg, wu, activation=act), ref)
 
     bench = Interleaved(sets, clock)
@@ -90,7 +94,7 @@ def bench_one(model: str, M: int, args, clock: GpuSensors) -> dict:
         for i in range(len(CONFIGS)):
             if bench.add(f"weight_read_{i}", lambda x, wg, wu, *_, i=i: weight_read(wg, wu, i)):
                 reads.append(f"weight_read_{i}")
-    large = M >= 2048
+    large = M >= args.sustained_from
     timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
                         burst=("op", "stock", "cublas_2N") if large else (), idle_s=0.5)
     for name, t in timings.items():
@@ -173,16 +177,28 @@ def markdown(rows, summary, meta) -> str:
     return "\n".join(lines)
 
 
+def record(result: dict, path: Path) -> int:
+    """Append a run's rows (its result as written to bench_kernels.json) to the results CSV; a GeGLU
+    run as a benchmark of its own, so that it is not taken for the newest SiLU run."""
+    act = result["meta"].get("activation") or "silu"
+    ctx = benchmark_data.run_context(result["meta"], "bench_kernels" + ("" if act == "silu" else f"_{act}"))
+    return benchmark_data.append_rows(benchmark_data.kernel_rows(result, ctx), path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
     ap.add_argument("--models", default=",".join(QWEN25_MLP),
                     help=f"shapes by name, of: {', '.join(MLP_SHAPES)} (/tp2: one rank's shard under TP=2)")
     ap.add_argument("--ms", default=",".join(map(str, REPORT_MS)))
+    ap.add_argument("--sustained-from", type=int, default=2048, metavar="M",
+                    help="from this M on, time after 2 s of load (sustained) and right after idle (burst)")
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--no-weight-read", action="store_true", help="skip the weight-read column (needs triton)")
     ap.add_argument("--activation", default="silu", choices=["silu", "gelu_tanh", "gelu"],
                     help="the gate activation (gelu*: GeGLU, with the op's SiLU variant as a column)")
+    ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
+                    help="also append the rows to benchmarks/data/benchmark_data.csv (or to CSV)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
@@ -192,7 +208,8 @@ def main(argv=None) -> int:
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "activation": args.activation,
             "kernels": inductor_swiglu.kernel_status(), "native": native.status(),
-            "dispatch_table": json.loads(dispatch.TABLE_PATH.read_text()).get("method") if dispatch.TABLE_PATH.exists() else None}
+            "dispatch_table": (lambda k: f"{k.table} ({tables.shipped()[k.table].date})" if k.table else None)(
+                dispatch.device_kind(torch.cuda.current_device()))}
     rows = []
     todo = [(m, M) for m in args.models.split(",") for M in map(int, args.ms.split(","))]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -226,7 +243,10 @@ def main(argv=None) -> int:
         meta["host_overhead_us"][f"2 x F.linear, M = {M}"] = host_us_per_call(
             lambda xm=xm: (F.linear(xm, wg1), F.linear(xm, wu1)), calls=200)
     summary = summarize(rows)
-    (args.out / "bench_kernels.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
+    result = {"meta": meta, "summary": summary, "rows": rows}
+    (args.out / "bench_kernels.json").write_text(json.dumps(result, indent=1))
+    if args.record:
+        print(f"recorded {record(result, args.record)} rows in {args.record}")
     md = markdown(rows, summary, meta)
     (args.out / "bench_kernels.md").write_text(md)
     print(md)

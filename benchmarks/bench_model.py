@@ -1,6 +1,6 @@
 """Whole-model benchmark: Qwen2.5-0.5B or -7B shapes, random bf16 weights, every variant in one run.
 
-    python benchmarks/bench_model.py --out results/ [--model 0.5b|7b] [--layers N] [--tokens 256]
+    python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b] [--layers N] [--tokens 256] [--record]
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--layers N` runs the first N layers of the model (default: all of them); every layer has the
@@ -35,7 +35,8 @@ Columns:
 The first of our variants also decodes `--prompts` prompts and reports the first greedy token
 where it diverges from eager bf16 and from eager fp32 (agreement, not bitwise equality).
 The report also says which implementations the op ran while each column was timed.  Writes
-bench_model.json and bench_model.md after every step (a run cut short keeps what it measured).
+bench_model.json and bench_model.md after every step (a run cut short keeps what it measured); with
+`--record`, the finished run's tok/s and compile times are also appended to data/benchmark_data.csv.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from unittest import mock
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmark_data  # noqa: E402
 import timing  # noqa: E402
 from timing import column_tokens, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
@@ -296,6 +298,8 @@ def main(argv=None) -> int:
                     help="one Inductor cache for all variants (kernels alike in two variants are autotuned once; "
                          "the default) or a cold one each (cold compile times)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
+    ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
+                    help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")
     args = ap.parse_args(argv)
     from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
 
@@ -358,6 +362,10 @@ def main(argv=None) -> int:
         rows[ours[0]]["agreement"] = agreement(model, decoders[ours[0]][1], args)
     save()
     print(report(list(rows.values()), meta))
+    if args.record:
+        ctx = benchmark_data.run_context(meta, "bench_model")
+        n = benchmark_data.append_rows(benchmark_data.model_rows(meta, list(rows.values()), ctx), args.record)
+        print(f"recorded {n} rows in {args.record}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Where a whole-model forward spends its GPU time, kernel by kernel, stock against ours.
 
-    python benchmarks/profile_model.py --out results/ [--model 0.5b|7b] [--lengths 512,2048]
+    python benchmarks/profile_model.py --out /tmp/run [--model 0.5b|7b] [--lengths 512,2048] [--record]
 
 Compiles the Qwen2.5-shaped model (random bf16 weights) with the variants of bench_model.py
 (`--variants`, default inductor-ro,swiglu-ro), runs a prefill of each length, and reports per
@@ -10,7 +10,8 @@ every kernel per forward (torch.profiler over `--profile-reps` forwards, CUDA-gr
 included).  The table of differences names what changed between two variants: the projections
 the pass fused, and anything else that moved, such as a Triton kernel both variants generate
 alike but autotuned differently (`--inductor-cache`, as in bench_model.py).  Writes
-profile_model.json and profile_model.md.
+profile_model.json and profile_model.md; with `--record`, also appends the wall and kernel time
+per forward to data/benchmark_data.csv.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmark_data  # noqa: E402
 from bench_model import VARIANTS  # noqa: E402
 from timing import configure_inductor_cache, inductor_cache_dir, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
@@ -86,6 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-reps", type=int, default=5, help="forwards under the profiler")
     ap.add_argument("--top", type=int, default=16, help="rows of the table of differences")
     ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared")
+    ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
+                    help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")
     args = ap.parse_args(argv)
     names = [n for n in args.variants.split(",") if n]
     unknown = [n for n in names if n not in VARIANTS or VARIANTS[n].backend is None]
@@ -135,6 +139,10 @@ def main(argv=None) -> int:
         (args.out / "profile_model.json").write_text(json.dumps(result, indent=1))
         (args.out / "profile_model.md").write_text(markdown(result, args.top))
     print(markdown(result, args.top))
+    if args.record:
+        ctx = benchmark_data.run_context(result["meta"], "profile_model")
+        n = benchmark_data.append_rows(benchmark_data.profile_rows(result, ctx), args.record)
+        print(f"recorded {n} rows in {args.record}")
     return 0
 
 

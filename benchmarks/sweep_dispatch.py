@@ -1,35 +1,30 @@
 """Time every candidate implementation of the op per (K, N, M bucket) and write the dispatch table.
 
-    python benchmarks/sweep_dispatch.py --out results/  [--models q0.5B,q7B] [--ms 1,16]
+    python benchmarks/sweep_dispatch.py --out /tmp/run [--models q0.5B,q7B] [--ms 1,16] [--install]
 
 Candidates at each point (Qwen2.5 MLP shapes x one representative M per bucket of
-inductor_swiglu/ops/dispatch.py): every configuration of Kernel-3 (its mma.sync
-rows at M <= 32, its CUTLASS wgmma rows at M <= 64), Kernel-2 and Kernel-1 (M >= 64),
-and the unfused path (two cuBLAS GEMMs + the gated_mul pass, what stock Inductor runs).  The fused Triton kernel's
-configurations (M <= 128) are candidates for calls captured into a CUDA graph
-only: the C++ op launches Triton through Python, whose host time a graph replay
-never pays.  Beside them, not candidates: one cuBLAS GEMM [M, 2N, K] (the
-bare-GEMM bound), eager under a CUDA graph, and stock torch.compile at the
-report points.
+``inductor_swiglu.dispatch.table.M_BUCKETS``): every configuration of the decode GEMM (its
+mma.sync rows at M <= 32, its wgmma rows at M <= 64), of the interleaved GEMM and of the dual GEMM
+(M >= 64) that the library holds (build it with INDUCTOR_SWIGLU_KERNELS=all to sweep every row),
+and the unfused path (two cuBLAS GEMMs + the gated_mul pass, what stock Inductor runs).  The
+fused Triton kernel's configurations (M <= 128) are candidates for calls captured into a CUDA
+graph only: the C++ op launches Triton through Python, whose host time a graph replay never
+pays.  Beside them, not candidates: one cuBLAS GEMM [M, 2N, K] (the bare-GEMM bound), eager under
+a CUDA graph, and stock torch.compile at the report points.
 
-Method (benchmarks/timing.py): weights from HBM (rotated input sets past 4x the
-L2), every candidate captured in its own CUDA graph and all of them replayed
-round-robin in the same run, the SM clock logged; at M >= 2048 the rounds follow
-2 s of continuous load (sustained figures).  Each candidate's output is first
-checked against an fp64 reference (NaN-poisoned output, fresh random inputs); a
-candidate that fails is reported and never chosen.
+Method (benchmarks/timing.py): weights from HBM (rotated input sets past 4x the L2), every
+candidate captured in its own CUDA graph and all of them replayed round-robin in the same run,
+the SM clock and board power logged; at M >= 2048 the rounds follow 2 s of continuous load
+(sustained figures), and the --burst-top fastest candidates are then also timed right after
+idle (burst figures: a prefill after a pause runs at the full clock, where the kernel ranking can
+differ).  Each candidate's output is first checked against an fp64 reference (NaN-poisoned
+output, fresh random inputs); a candidate that fails is reported and never chosen.
 
-Choice: the fastest correct candidate; it replaces the incumbent of the existing
-table only if faster by more than --margin (default 2%, above the round-to-round
-spread measured here), so a table does not flap between runs on noise.  The
-fastest correct Triton config becomes the entry's ``triton`` (its choice inside
-CUDA graphs) only if it beats that eager choice by the same margin, and an incumbent Triton
-choice is dropped only when the eager choice beats it by the margin.
-With ``--other-machines`` (sweeps of the same points on other machines of the same kind), each
-candidate is scored by its worst standing over all of them instead (choose_across_machines).
-Writes dispatch_table.json (copy it to inductor_swiglu/ops/ to use it),
-sweep.json (every timing) and sweep.md.  ``--rechoose sweep.json`` measures nothing and
-chooses again from stored timings (after a change of these rules; no GPU needed).
+Choice: ``inductor_swiglu.dispatch.choice`` (the rules live there, with their reasons).  Writes
+sweep.json (every timing), sweep.md and the table (<device>.json); ``--install`` also writes it
+where the package reads it (then rebuild: a default build compiles what the tables name).
+``--rechoose sweep.json`` measures nothing and chooses again from stored timings (after a
+change of the rules; no GPU needed).
 """
 
 from __future__ import annotations
@@ -48,38 +43,41 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import GpuSensors, Interleaved, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.kernel_configs import KERNEL2, KERNEL3, WgmmaSkinnyConfig  # noqa: E402
+from inductor_swiglu.dispatch import choice  # noqa: E402
+from inductor_swiglu.dispatch import table as tables  # noqa: E402
+from inductor_swiglu.kernels import configs  # noqa: E402
+from inductor_swiglu.kernels import library as kl  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
-from inductor_swiglu.ops import cuda_impl, dispatch, triton_swiglu  # noqa: E402
-from inductor_swiglu.ops import kernel_library as kl  # noqa: E402
+from inductor_swiglu.ops import cuda_impl, triton_swiglu  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
-SWEEP_MS = tuple(rep for _, _, rep in dispatch.M_BUCKETS)
+SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
 
 
 def candidates(M: int, lib) -> list[tuple[str, int, int]]:
-    """(name, kernel id, config index): what the dispatch table may choose at this M."""
+    """(name, implementation id, config index): what the dispatch table may choose at this M."""
     out = []
-    for i, name in enumerate(lib.configs(kl.KERNEL3) if M <= 64 else ()):
-        cfg = KERNEL3[i]
-        if isinstance(cfg, WgmmaSkinnyConfig):   # tiles the tokens: any M, but token tiles past 2M are padding
+    rows = {c.name: c for c in configs.DECODE_GEMM}
+    for i, name in enumerate(lib.configs(kl.DECODE_GEMM) if M <= 64 else ()):
+        cfg = rows[name]
+        if isinstance(cfg, configs.DecodeWgmmaConfig):   # tiles the tokens: any M, but token tiles past 2M are padding
             fits = cfg.tokens <= max(16, 2 * M)
-        else:                                    # one token block per CTA column, up to 32 tokens
+        else:                                            # one token block per CTA column, up to 32 tokens
             fits = M <= 32 and cfg.max_m >= min(M, 32) and cfg.max_m <= max(8, 2 * M)
         if fits:
-            out.append((f"kernel3:{name}", kl.KERNEL3, i))
-    for i, name in enumerate(lib.configs(kl.KERNEL2)):
-        cfg = KERNEL2[i]
+            out.append((choice.candidate_name("decode_gemm", name), kl.DECODE_GEMM, i))
+    rows = {c.name: c for c in configs.INTERLEAVED_GEMM}
+    for i, name in enumerate(lib.configs(kl.INTERLEAVED_GEMM)):
+        cfg = rows[name]
         # the 128- and 256-row tiles are for batches and prefill; a swizzle or a raster order only
         # matters where x outgrows the L2, with many row tiles
         if (cfg.tile_m <= 64 or M >= 64) and ((cfg.swizzle == 1 and cfg.raster == "heuristic") or M >= 2048):
-            out.append((f"kernel2:{name}", kl.KERNEL2, i))
+            out.append((choice.candidate_name("interleaved_gemm", name), kl.INTERLEAVED_GEMM, i))
     if M >= 64:
-        for i, name in enumerate(lib.configs(kl.KERNEL1)):
+        for i, name in enumerate(lib.configs(kl.DUAL_GEMM)):
             # the sequential gate-then-up mainloop lost to the dual one at every point measured
-            # (2026-11-30 table); only the dual variants compete
-            if name.startswith("k1dual"):
-                out.append((f"kernel1:{name}", kl.KERNEL1, i))
+            if not name.startswith("dual_seq"):
+                out.append((choice.candidate_name("dual_gemm", name), kl.DUAL_GEMM, i))
     out.append(("unfused", kl.UNFUSED, -1))
     return out
 
@@ -95,7 +93,7 @@ def triton_configs(M: int):
             if (c.block_m == 16 if M <= 16 else c.block_m <= 64 if M <= 64 else c.block_m >= 64)]
 
 
-def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
+def bench_point(model: str, M: int, args, clock: GpuSensors, incumbent: str | None = None) -> dict:
     K, N = MLP_SHAPES[model]
     lib = kl.get_library()
     sets = swiglu_sets(M, N, K, seed=1000 * M + N)
@@ -150,9 +148,16 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     if M in REPORT_MS and not args.no_compile:
         bench.add("stock_compile", stock_compile())
 
-    large = M >= 2048
-    timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0,
-                        burst=("cublas_2N", "unfused") if large else (), idle_s=0.5)
+    large = M >= args.sustained_from
+    timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0)
+    if large:
+        # The burst figures of the fastest candidates and the references: a prefill after a pause
+        # runs at the full clock, where another tile can win; the choice must hold in both.
+        fastest = sorted((n for n in timings if n in row["candidates"] and not n.startswith("triton:")),
+                         key=lambda n: timings[n].us)[:args.burst_top]
+        keep = [incumbent] if incumbent in timings and incumbent not in fastest else []   # it must be able to stay
+        for name, us in bench.burst(list(dict.fromkeys([*fastest, *keep, "cublas_2N", "stock_compile", "unfused"]))).items():
+            timings[name].burst_us = us
     for name, t in timings.items():
         entry = {"us": round(t.us, 3), "us_p25": round(t.us_p25, 3), "us_p75": round(t.us_p75, 3)}
         if t.burst_us is not None:
@@ -170,80 +175,8 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     return row
 
 
-def _ok_times(row: dict) -> dict[str, float]:
-    """Each candidate's time, for those whose numerics passed."""
-    return {n: c["us"] for n, c in row["candidates"].items() if "us" in c and c.get("numerics_ok")}
-
-
-def _keep_incumbent(timed: dict[str, float], best: str, inc: str, margin: float) -> bool:
-    return inc in timed and inc != best and timed[best] > timed[inc] * (1 - margin)
-
-
-def choose(row: dict, incumbent: dispatch.Entry | None, margin: float) -> dict:
-    """The eager choice (fastest correct kernel or unfused path) and, where a Triton config beats
-    it by ``margin``, the Triton config for CUDA-graph capture; an incumbent within ``margin`` of
-    the fastest is kept, so the table does not flap on noise."""
-    ok = _ok_times(row)
-    timed = {n: us for n, us in ok.items() if not n.startswith("triton:")}
-    if not timed:
-        return {}
-    best = min(timed, key=timed.get)
-    pick, why = best, "fastest"
-    if incumbent is not None:
-        inc = "unfused" if incumbent.kernel == "unfused" else f"{incumbent.kernel}:{incumbent.config}"
-        if _keep_incumbent(timed, best, inc, margin):
-            pick, why = inc, f"incumbent kept: {best} was only {100 * (1 - timed[best] / timed[inc]):.1f}% faster"
-    kernel, _, config = pick.partition(":")
-    choice = {"kernel": kernel, "config": config, "us": timed[pick], "why": why,
-              "runner_up": next((n for n in sorted(timed, key=timed.get) if n != pick), None)}
-    tri = {n: us for n, us in ok.items() if n.startswith("triton:")}
-    if tri:
-        best_t = min(tri, key=tri.get)
-        inc_t = f"triton:{incumbent.triton}" if incumbent is not None and incumbent.triton else None
-        if inc_t and _keep_incumbent(tri, best_t, inc_t, margin):
-            best_t = inc_t
-        # Hysteresis both ways: Triton enters only by beating the eager choice by the margin, and an
-        # incumbent Triton choice leaves only when the eager choice beats it by the margin.  The
-        # incumbent's standing holds against the eager choice it was measured against: when the
-        # eager choice itself changed (a new kernel won), Triton must enter afresh.
-        same_eager = incumbent is not None and pick == inc
-        enters = tri[best_t] < timed[pick] * (1 - margin)
-        stays = best_t == inc_t and same_eager and timed[pick] > tri[best_t] * (1 - margin)
-        if enters or stays:
-            choice["triton"] = best_t.partition(":")[2]
-            choice["triton_us"] = tri[best_t]
-    return choice
-
-
-def choose_across_machines(row: dict, others: list[dict], incumbent: dispatch.Entry | None, margin: float) -> dict:
-    """``choose`` on each candidate's worst standing over this sweep and ``others`` (sweeps of the same
-    point on other machines of the same kind): its largest ratio to the fastest candidate of any of
-    them.  The H200s we are lent do not all rank the Kernel-3 rows alike (2026-12-01: at q32B M = 16
-    one row was fastest on one machine and 10% behind on another, in every process), so a row chosen
-    on one machine must not be far behind on the others.  Only candidates timed correct in every
-    sweep compete; where none is, or there are no others, this sweep alone decides."""
-    sweeps = [_ok_times(row)] + [_ok_times(o) for o in others]
-    common = set(sweeps[0]).intersection(*sweeps[1:]) if others else set()
-    if not common:
-        return choose(row, incumbent, margin)
-    worst = {n: max(t[n] / min(t[m] for m in common) for t in sweeps) for n in common}
-    best_here = min(sweeps[0][n] for n in common)
-    scored = {**row, "candidates": {n: {**row["candidates"][n], "us": best_here * worst[n]} for n in common}}
-    choice = choose(scored, incumbent, margin)
-    if not choice:
-        return choice
-    # the choice records this machine's times, not the scores
-    pick = f"{choice['kernel']}:{choice['config']}" if choice["config"] else choice["kernel"]
-    choice["us"] = sweeps[0][pick]
-    if choice.get("triton"):
-        choice["triton_us"] = sweeps[0][f"triton:{choice['triton']}"]
-    choice["worst_of_fastest"] = round(worst[pick], 4)
-    choice["why"] += f" (worst standing over {len(sweeps)} machines' sweeps)"
-    return choice
-
-
 def bucket_of(M: int) -> tuple[int, int]:
-    for lo, hi, rep in dispatch.M_BUCKETS:
+    for lo, hi, rep in tables.M_BUCKETS:
         if rep == M:
             return lo, hi
     raise ValueError(f"M={M} is not a bucket's representative {SWEEP_MS}")
@@ -252,8 +185,8 @@ def bucket_of(M: int) -> tuple[int, int]:
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"Sweep {meta['date']} on {meta['device']} (torch {meta['torch']}): GPU us per call, CUDA-graph "
              "replays interleaved across candidates, weights from HBM; sustained (after 2 s of load) at M >= 2048.", "",
-             "| model | M | chosen | us | in CUDA graphs | unfused | best kernel3 | best kernel2 | best kernel1 | best triton | cuBLAS [M,2N,K] | stock compile | chosen vs cuBLAS | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | M | chosen | us | burst us | in CUDA graphs | unfused | best decode | best interleaved | best dual | best triton | cuBLAS [M,2N,K] | stock compile | chosen vs cuBLAS | SM MHz |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def best(row, prefix):
         xs = {n: c["us"] for n, c in {**row["candidates"], **row["references"]}.items() if n.startswith(prefix) and "us" in c}
@@ -266,10 +199,13 @@ def markdown(rows: list[dict], meta: dict) -> str:
         stock = ref.get("stock_compile", {}).get("us")
         unf = r["candidates"].get("unfused", {}).get("us")
         graphs = f"triton:{ch['triton']} {ch['triton_us']:.1f}" if ch.get("triton") else "same"
+        pick = r["candidates"].get(choice.candidate_name(ch.get("impl", ""), ch.get("config", "")), {})
+        burst = f"{pick['burst_us']:.1f}" if pick.get("burst_us") else "-"
         lines.append(
-            f"| {r['model']} | {r['M']} | {ch.get('kernel', '-')}{':' + ch['config'] if ch.get('config') else ''} | "
-            f"{ch.get('us', float('nan')):.1f} | {graphs} | {unf if unf is None else f'{unf:.1f}'} | {best(r, 'kernel3')} | {best(r, 'kernel2')} | "
-            f"{best(r, 'kernel1')} | {best(r, 'triton')} | {gemm if gemm is None else f'{gemm:.1f}'} | "
+            f"| {r['model']} | {r['M']} | {ch.get('impl', '-')}{':' + ch['config'] if ch.get('config') else ''} | "
+            f"{ch.get('us', float('nan')):.1f} | {burst} | {graphs} | {unf if unf is None else f'{unf:.1f}'} | "
+            f"{best(r, 'decode_gemm')} | {best(r, 'interleaved_gemm')} | "
+            f"{best(r, 'dual_gemm')} | {best(r, 'triton')} | {gemm if gemm is None else f'{gemm:.1f}'} | "
             f"{stock if stock is None else f'{stock:.1f}'} | "
             f"{(gemm / ch['us']) if gemm and ch.get('us') else float('nan'):.2f}x | {r.get('sm_mhz_median')} |")
     lines += ["", triton_summary(rows)]
@@ -288,38 +224,15 @@ def triton_summary(rows: list[dict]) -> str:
             + (f"; largest gains over the eager choice: {best}." if wins else "."))
 
 
-def merge_entries(measured: list[dict], previous: list[dict]) -> tuple[list[dict], int]:
-    """The new table's entries: each point of `previous` in its place, replaced where this sweep
-    measured it (so a partial sweep's table differs from the last only where it chose), then the
-    points new to the table.  Points not measured keep the previous records whole (timing and
-    reason of the sweep that chose them), so sweeps of different shapes can follow one another.
-    Also returns how many were kept."""
-    key = lambda e: (e["K"], e["N"], e["m_lo"])  # noqa: E731
-    fresh = {key(e): e for e in measured}
-    kept = sum(1 for e in previous if key(e) not in fresh)
-    merged = [fresh.pop(key(e), e) for e in previous]
-    return merged + list(fresh.values()), kept
-
-
-def write_outputs(rows: list[dict], meta: dict, margin: float, out: Path, previous: list[dict]) -> str:
-    """Write dispatch_table.json (`previous` with the rows' choices merged in: merge_entries),
-    sweep.json and sweep.md."""
-    entries = [{"K": r["K"], "N": r["N"], "m_lo": r["m_lo"], "m_hi": r["m_hi"], "M": r["M"], **r["choice"]}
-               for r in rows if r.get("choice")]
-    entries, kept = merge_entries(entries, previous)
-    table = {"device": meta["device"], "date": meta["date"], "torch": meta["torch"],
-             "method": "benchmarks/sweep_dispatch.py: fastest correct candidate per (K, N, M bucket), interleaved "
-                       f"CUDA-graph timing, weights from HBM, sustained at M >= 2048, {100 * margin:.0f}% margin "
-                       "over the incumbent" + (f"; the points of this sweep chosen by each candidate's worst standing "
-                                               f"over it and the sweeps of {meta['other_machines']}"
-                                               if meta.get("other_machines") else "")
-                       + (f"; {kept} entries not measured by this sweep keep the records of the sweep that chose them"
-                          if kept else ""), "entries": entries}
-    (out / "dispatch_table.json").write_text(json.dumps(table, indent=1))
-    (out / "sweep.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+def write_outputs(rows: list[dict], meta: dict, args, previous: tables.Table | None) -> tuple[str, tables.Table]:
+    """Write sweep.json, sweep.md and the table (`previous` with the rows' choices merged in)."""
+    table = choice.table_from_sweep(rows, meta, previous, args.device_kind, tables.Key(args.dtype, args.activation),
+                                    args.margin)
+    tables.save(table, args.out / f"{args.device_kind}.json")
+    (args.out / "sweep.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     md = markdown(rows, meta)
-    (out / "sweep.md").write_text(md)
-    return md
+    (args.out / "sweep.md").write_text(md)
+    return md, table
 
 
 def main(argv=None) -> int:
@@ -328,11 +241,19 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(QWEN25_MLP),
                     help=f"shapes by name, of: {', '.join(MLP_SHAPES)} (/tp2: one rank's shard under TP=2)")
     ap.add_argument("--ms", default=",".join(map(str, SWEEP_MS)))
-    ap.add_argument("--margin", type=float, default=0.02, help="a new choice must beat the incumbent by this much")
+    ap.add_argument("--margin", type=float, default=choice.DEFAULT_MARGIN,
+                    help="a new choice must beat the incumbent by this much")
+    ap.add_argument("--sustained-from", type=int, default=2048, metavar="M",
+                    help="from this M on, time after 2 s of load and burst-time the fastest candidates")
+    ap.add_argument("--burst-top", type=int, default=4,
+                    help="at M >= 2048, also burst-time this many of the fastest candidates (the choice is among them)")
+    ap.add_argument("--device-kind", default="h200", help="the table this sweep writes (dispatch/tables/<kind>.json)")
+    ap.add_argument("--install", action="store_true",
+                    help="write the table where the package reads it (then rebuild the package)")
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--no-triton", action="store_true", help="skip the Triton reference column")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new points after this many seconds")
-    ap.add_argument("--incumbents", type=Path, default=dispatch.TABLE_PATH,
+    ap.add_argument("--incumbents", type=Path, default=None,
                     help="the table whose choices a new one must beat by --margin (default: the installed one)")
     ap.add_argument("--other-machines", default="", metavar="SWEEP_JSON[,...]",
                     help="sweeps of the same points on other machines: choose by each candidate's worst "
@@ -341,15 +262,19 @@ def main(argv=None) -> int:
                     help="measure nothing: choose again from a stored sweep.json (with --incumbents as they "
                          "were when it ran), e.g. after a change of the choice rules; needs no GPU")
     args = ap.parse_args(argv)
+    # the sweep times bf16 SiLU, the key the shipped tables serve the GeGLUs with too
+    args.dtype, args.activation = "bfloat16", "silu"
     args.out.mkdir(parents=True, exist_ok=True)
-    incumbents = {(e.K, e.N, e.m_lo): e for e in dispatch.read_entries(args.incumbents)}
-    previous = json.loads(args.incumbents.read_text())["entries"] if args.incumbents.exists() else []
+    incumbent_path = args.incumbents or tables.table_path(args.device_kind)
+    previous = tables.load(incumbent_path) if incumbent_path.exists() else None
+    key = tables.Key(args.dtype, args.activation)
+    incumbents = {(e.K, e.N, e.m_lo): e for e in previous.entries if e.key == key} if previous is not None else {}
     other_rows = [r for f in filter(None, args.other_machines.split(","))
                   for r in json.loads(Path(f).read_text())["rows"]]
 
     def decide(row):
         same = [o for o in other_rows if (o["K"], o["N"], o["M"]) == (row["K"], row["N"], row["M"])]
-        return choose_across_machines(row, same, incumbents.get((row["K"], row["N"], row["m_lo"])), args.margin)
+        return choice.choose_across_machines(row, same, incumbents.get((row["K"], row["N"], row["m_lo"])), args.margin)
 
     if args.rechoose is not None:
         stored = json.loads(args.rechoose.read_text())
@@ -358,7 +283,10 @@ def main(argv=None) -> int:
             meta["other_machines"] = args.other_machines
         for row in stored["rows"]:
             row["choice"] = decide(row)
-        print(write_outputs(stored["rows"], meta, args.margin, args.out, previous))
+        md, table = write_outputs(stored["rows"], meta, args, previous)
+        print(md)
+        if args.install:
+            print(f"installed {choice.install(table)}")
         return 0
     if not torch.cuda.is_available() or not inductor_swiglu.kernel_status()["available"]:
         print("needs a CUDA GPU and the kernel library", file=sys.stderr)
@@ -367,7 +295,7 @@ def main(argv=None) -> int:
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
             "torch": torch.__version__, "triton": getattr(__import__("triton"), "__version__", None)
             if triton_swiglu.available()[0] else None, "margin": args.margin,
-            "kernels": inductor_swiglu.kernel_status()["configs"]}
+            "kernels": inductor_swiglu.kernel_status()["configs"], "key": key.text}
     if other_rows:
         meta["other_machines"] = args.other_machines
     clock = GpuSensors(torch.cuda.current_device())
@@ -380,19 +308,24 @@ def main(argv=None) -> int:
         if time.time() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {len(todo) - i + 1} points not measured", flush=True)
             break
-        row = bench_point(model, M, args, clock)
+        K, N = MLP_SHAPES[model]
+        inc = incumbents.get((K, N, bucket_of(M)[0]))
+        row = bench_point(model, M, args, clock, choice.candidate_name(inc.impl, inc.config) if inc else None)
         lo, hi = bucket_of(M)
         row["m_lo"], row["m_hi"] = lo, hi
         row["choice"] = decide(row)
         rows.append(row)
         ch = row["choice"]
         gemm = row["references"].get("cublas_2N", {}).get("us", float("nan"))
-        print(f"[{i}/{len(todo)} {time.time() - t0:.0f}s] {model} M={M}: {ch.get('kernel')}:{ch.get('config')} "
+        print(f"[{i}/{len(todo)} {time.time() - t0:.0f}s] {model} M={M}: {ch.get('impl')}:{ch.get('config')} "
               f"{ch.get('us', float('nan')):.1f} us ({ch.get('why')}), cuBLAS 2N {gemm:.1f}, "
               f"unfused {row['candidates'].get('unfused', {}).get('us', float('nan')):.1f}, SM {row.get('sm_mhz_median')} MHz",
               flush=True)
         (args.out / "sweep.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
-    print(write_outputs(rows, meta, args.margin, args.out, previous))
+    md, table = write_outputs(rows, meta, args, previous)
+    print(md)
+    if args.install:
+        print(f"installed {choice.install(table)}")
     return 0
 
 if __name__ == "__main__":

@@ -169,20 +169,23 @@ class Interleaved:
         n = len(self.sets)
         return {name: a.elapsed_time(b) * 1e3 / n for name, a, b in events}
 
+    def burst(self, names, rounds: int = 3, idle_s: float = 0.5) -> dict[str, float]:
+        """Each candidate's time in a replay right after idle_s of idle GPU (clock ramping up,
+        caches cold): the median of `rounds` such replays with the order rotated, since a single one
+        varied by 10% and always put the same candidate first."""
+        names = [n for n in names if n in self.graphs]
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for r in range(rounds if names else 0):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                torch.cuda.synchronize()
+                time.sleep(idle_s)
+                samples[name].append(self._replay_timed([name])[name])
+        return {name: statistics.median(xs) for name, xs in samples.items() if xs}
+
     def run(self, rounds: int = 15, warm_s: float = 0.0, burst: tuple[str, ...] = (), idle_s: float = 0.5,
             burst_rounds: int = 3) -> dict[str, Timing]:
         names = list(self.graphs)
-        # Burst: one replay after idle_s of idle GPU, per candidate; the median of burst_rounds such
-        # replays with the order rotated, since a single one after idle (clock ramping up, caches
-        # cold) varied by 10% and always put the same candidate first.
-        burst = [n for n in burst if n in self.graphs]
-        burst_samples: dict[str, list[float]] = {name: [] for name in burst}
-        for r in range(burst_rounds if burst else 0):
-            for name in burst[r % len(burst):] + burst[:r % len(burst)]:
-                torch.cuda.synchronize()
-                time.sleep(idle_s)
-                burst_samples[name].append(self._replay_timed([name])[name])
-        bursts = {name: statistics.median(xs) for name, xs in burst_samples.items() if xs}
+        bursts = self.burst(burst, burst_rounds, idle_s)
         if warm_s > 0:
             t_end = time.perf_counter() + warm_s
             while time.perf_counter() < t_end:

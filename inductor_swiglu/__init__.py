@@ -11,6 +11,7 @@ Public API:
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
     kernel_status      whether the kernels and the C++ op are built and loadable, and why not
+    force_kernel       ``with inductor_swiglu.force_kernel("unfused"):`` one implementation everywhere (experiments)
     PassConfig         what the pass may rewrite
     warmup             run representative shapes until compilation and CUDA-graph recording settle
     diagnostics        ``with inductor_swiglu.diagnostics("dump_dir"):`` records recompiles, guards,
@@ -29,6 +30,7 @@ from .compiler.backend import register as _register_backend
 from .compiler.decorator import compile
 from .compiler.pass_config import PassConfig
 from .compiler.stats import counters, reset_counters
+from .dispatch.forced import force_kernel
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
 from .ops.reference import swiglu_reference
@@ -48,5 +50,5 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
-    "diagnostics", "inductor_configs",
+    "diagnostics", "inductor_configs", "force_kernel",
 ]

@@ -19,8 +19,12 @@ def _status() -> int:
     import torch
 
     import inductor_swiglu
+    from inductor_swiglu import dispatch
+    from inductor_swiglu.dispatch import table as tables
     from inductor_swiglu.ops import triton_swiglu
 
+    kind = dispatch.device_kind(torch.cuda.current_device()) if torch.cuda.is_available() else None
+    table = tables.shipped().get(kind.table) if kind is not None and kind.table else None
     info = {
         "inductor_swiglu": inductor_swiglu.__version__,
         "torch": torch.__version__,
@@ -28,6 +32,14 @@ def _status() -> int:
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "capability": list(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None,
         "kernels": inductor_swiglu.kernel_status(),
+        "dispatch": {
+            "forced": dispatch.forced_kernel(),
+            "device_kind": kind.name if kind is not None else None,
+            "table": (f"{table.device} ({table.measured_on}, {table.date})" if table is not None else None),
+            "serves": sorted(k.text for k in table.serves) if table is not None else [],
+            "note": kind.note if kind is not None else "no CUDA device: the op runs on the CPU",
+            "shipped_tables": sorted(tables.shipped()),
+        },
         # where the table measured it faster, and only inside CUDA graphs (its launch costs host time)
         "triton_kernel": {"importable": triton_swiglu.importable(),
                           "available": triton_swiglu.available()[0], "reason": triton_swiglu.available()[1]},
@@ -53,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return diagnose_main(rest)
     if cmd == "build":
-        from .kernel_build import main as build_main
+        from .kernels.build import main as build_main
 
         return build_main(rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)

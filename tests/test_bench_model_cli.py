@@ -1,7 +1,6 @@
 """The Qwen2.5 builders the model benchmarks use (7B on the meta device: shapes, no memory), and
 what bench_model.py and bench_tp.py write about the model they measured."""
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -166,73 +165,12 @@ def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
     assert "| inductor_swiglu | 17 | None |" in text and "| eager, sharded | - | 40 |" in text
 
 
-def test_sweep_chooses_triton_for_graphs_only_beyond_the_margin():
-    """The eager choice never is Triton; Triton becomes the in-graph choice only if it beats the eager
-    choice by the margin, an incumbent Triton config within the margin of the fastest is kept, and an
-    incumbent Triton choice is dropped only when the eager choice beats it by the margin."""
-    sweep = benchmark_module("sweep_dispatch")
-    from inductor_swiglu.ops.dispatch import Entry
-
-    def row(**us):
-        return {"candidates": {n.replace("__", ":"): {"us": t, "numerics_ok": True} for n, t in us.items()}}
-
-    ch = sweep.choose(row(kernel3__k3a=77.6, unfused=80.0, triton__tr_a=68.0, triton__tr_b=70.0), None, 0.02)
-    assert (ch["kernel"], ch["config"], ch["triton"], ch["triton_us"]) == ("kernel3", "k3a", "tr_a", 68.0)
-    ch = sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=69.0), None, 0.02)   # 1.4% faster: not enough
-    assert ch["kernel"] == "kernel3" and "triton" not in ch
-    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_b")
-    ch = sweep.choose(row(kernel3__k3a=77.6, triton__tr_a=68.0, triton__tr_b=69.0), inc, 0.02)
-    assert ch["triton"] == "tr_b"
-    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_a")    # an incumbent stays within the margin
-    assert sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=70.5), inc, 0.02)["triton"] == "tr_a"
-    assert "triton" not in sweep.choose(row(kernel3__k3a=70.0, triton__tr_a=72.0), inc, 0.02)   # beaten by 2.9%
-    bad = row(kernel3__k3a=77.6, triton__tr_a=60.0)
-    bad["candidates"]["triton:tr_a"]["numerics_ok"] = False
-    assert "triton" not in sweep.choose(bad, None, 0.02)
-    # the incumbent Triton choice was measured against k3a; a new eager winner (k3b) is a new
-    # contest, which Triton enters only by the margin
-    inc = Entry(1, 1, 1, 1, "kernel3", "k3a", triton="tr_a")
-    ch = sweep.choose(row(kernel3__k3a=75.0, kernel3__k3b=70.0, triton__tr_a=69.5), inc, 0.02)
-    assert ch["config"] == "k3b" and "triton" not in ch
-    assert sweep.choose(row(kernel3__k3a=75.0, kernel3__k3b=70.0, triton__tr_a=68.0), inc, 0.02)["triton"] == "tr_a"
-
-
-def test_sweep_rechooses_from_stored_timings_without_a_gpu(tmp_path):
-    """--rechoose applies the choice rules to a stored sweep.json against the given incumbents."""
-    sweep = benchmark_module("sweep_dispatch")
-    cand = {"kernel3:k3a": {"us": 75.0, "numerics_ok": True}, "kernel3:k3b": {"us": 70.0, "numerics_ok": True},
-            "triton:tr_a": {"us": 69.5, "numerics_ok": True}}
-    rows = [{"model": "q7B", "M": 1, "K": 3584, "N": 18944, "m_lo": 1, "m_hi": 1, "candidates": cand,
-             "references": {}}]
-    stored = tmp_path / "sweep.json"
-    stored.write_text(json.dumps({"meta": {"date": "2026-12-01", "device": "H200", "torch": "2.11"}, "rows": rows}))
-    inc = tmp_path / "table.json"
-    inc.write_text(json.dumps({"entries": [
-        {"K": 3584, "N": 18944, "m_lo": 1, "m_hi": 1, "kernel": "kernel3", "config": "k3a", "triton": "tr_a"},
-        {"K": 896, "N": 4864, "m_lo": 1, "m_hi": 1, "kernel": "kernel3", "config": "k3z"}]}))
-    assert sweep.main(["--rechoose", str(stored), "--incumbents", str(inc), "--out", str(tmp_path / "o")]) == 0
-    entries = json.loads((tmp_path / "o" / "dispatch_table.json").read_text())["entries"]
-    assert [(e["N"], e["config"], e.get("triton")) for e in entries] == [(18944, "k3b", None), (4864, "k3z", None)]
-
-
-def test_a_partial_sweep_replaces_its_points_in_place():
-    """A sweep of some points leaves the table's other records whole and in their places, and says
-    how many it kept; points new to the table follow."""
-    sweep = benchmark_module("sweep_dispatch")
-    old = [{"K": k, "N": 1, "m_lo": m, "config": f"old{k}.{m}"} for k in (1, 2) for m in (1, 9)]
-    new = [{"K": 2, "N": 1, "m_lo": 9, "config": "new"}, {"K": 1, "N": 1, "m_lo": 9, "config": "new"},
-           {"K": 3, "N": 1, "m_lo": 1, "config": "added"}]
-    merged, kept = sweep.merge_entries(new, old)
-    assert [e["config"] for e in merged] == ["old1.1", "new", "old2.1", "new", "added"] and kept == 2
-    assert sweep.merge_entries(new, []) == (new, 0)
-
-
 def test_sweep_reports_where_triton_was_chosen_for_graphs():
     sweep = benchmark_module("sweep_dispatch")
     rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6, "triton": "a", "triton_us": 68.0},
              "candidates": {"triton:a": {"us": 68.0}, "triton:b": {"us": 70.0}}},
             {"model": "q0.5B", "M": 1, "choice": {"us": 6.0}, "candidates": {"triton:a": {"us": 7.0}}},
-            {"model": "q72B", "M": 8192, "choice": {"us": 900.0}, "candidates": {"kernel1:x": {"us": 900.0}}}]
+            {"model": "q72B", "M": 8192, "choice": {"us": 900.0}, "candidates": {"dual_gemm:x": {"us": 900.0}}}]
     assert sweep.triton_summary(rows) == ("Triton chosen for CUDA graphs at 1 of 2 points where it was timed; "
                                           "largest gains over the eager choice: q7B M=16 1.14x.")
     assert sweep.triton_summary(rows[2:]) == "Triton: not timed."
@@ -240,7 +178,7 @@ def test_sweep_reports_where_triton_was_chosen_for_graphs():
 
 def test_kernel_bench_reports_the_op_against_a_pure_weight_read():
     bench = benchmark_module("bench_kernels")
-    base = {"K": 896, "N": 4864, "op_impl": {"calls": {"kernel3": 1}, "configs": {}}, "sm_mhz_median": 1980,
+    base = {"K": 896, "N": 4864, "op_impl": {"calls": {"decode_gemm": 1}, "configs": {}}, "sm_mhz_median": 1980,
             "op_of_floor": 0.6, "stock_us": 12.0, "cublas_2N_us": 7.5}
     rows = [{**base, "model": "q0.5B", "M": 1, "op_us": 6.9, "weight_read_us": 6.5},
             {**base, "model": "q0.5B", "M": 16, "op_us": 7.5, "weight_read_us": 6.5},
@@ -251,11 +189,11 @@ def test_kernel_bench_reports_the_op_against_a_pure_weight_read():
     md = bench.markdown(rows, summary, {"date": "2026-12-01", "device": "H200", "torch": "2.11", "activation": "silu"})
     assert "| q0.5B | 1 | 6.9 | - | 12.0 | 7.5 | - | - | 6.5 | 1.74x | 1.09x | 1.06 | 60% |" in md
     assert "| q0.5B | 128 | 9.0 | - | 12.0 | 7.5 | - | - | - | 1.33x | 0.83x | - | 60% |" in md
-    assert "| kernel3 | 1980 | - |" in md and "Board power" not in md   # no NVML reading: said, not invented
+    assert "| decode_gemm | 1980 | - |" in md and "Board power" not in md   # no NVML reading: said, not invented
     powered = [{**rows[0], "board_w_median": 688, "board_w_limit": 700}]
     md = bench.markdown(powered, bench.summarize(powered), {"date": "2026-12-01", "device": "H200", "torch": "2.11",
                                                             "activation": "silu"})
-    assert "| kernel3 | 1980 | 688 |" in md and "the board's power limit is 700 W" in md
+    assert "| decode_gemm | 1980 | 688 |" in md and "the board's power limit is 700 W" in md
 
 
 def test_gpu_sensors_report_nothing_without_nvml():
@@ -301,9 +239,9 @@ def test_private_entry_gives_each_compiled_variant_a_dynamo_cache_of_its_own():
 def test_bench_model_report_says_which_implementation_ran_while_timing():
     bench_model = benchmark_module("bench_model")
     meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 8,
-            "op_calls_while_timing": {"decode_b1": {"kernel3": 48}, "prefill_512": {}}}
+            "op_calls_while_timing": {"decode_b1": {"decode_gemm": 48}, "prefill_512": {}}}
     text = bench_model.report([], meta)
-    assert "Op calls while timing, by implementation (all of our variants): decode b1 kernel3 48; prefill 512 none on the host (CUDA-graph replays run captured kernels)." in text
+    assert "Op calls while timing, by implementation (all of our variants): decode b1 decode_gemm 48; prefill 512 none on the host (CUDA-graph replays run captured kernels)." in text
 
 
 def test_profile_model_sums_kernels_per_forward_and_names_what_moved():

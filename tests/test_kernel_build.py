@@ -1,35 +1,76 @@
-"""The kernel build's bookkeeping, on CPU: how many nvcc processes run at once, what a
-translation unit's cache key covers, and that a kernel in local memory fails the build."""
+"""The kernel build's bookkeeping, on CPU: what a default build compiles (only what the shipped
+tables use), how units share the cores and memory, what a unit's cache key covers, that a kernel
+in local memory fails the build, and that a second build compiles nothing."""
+
+import json
 
 import pytest
 
-from inductor_swiglu import kernel_build
+from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.kernels import build, configs
 
 
-def _meminfo(tmp_path, available_gb: int):
-    path = tmp_path / "meminfo"
-    path.write_text(f"MemTotal:       {available_gb + 1 << 20} kB\nMemAvailable:   {available_gb << 20} kB\n")
-    return str(path)
+def test_a_default_build_compiles_what_the_shipped_tables_use():
+    sel = build.select("shipped")
+    used: dict[str, set[str]] = {}
+    for t in tables.shipped().values():
+        for impl, names in t.configs_used().items():
+            used.setdefault(impl, set()).update(names)
+    for impl, rows in sel.rows.items():
+        names = {r.name for r in rows}
+        first = configs.TABLES[impl][0].name
+        assert names == used.get(impl, set()) | {first}, impl   # the table's rows and the default, nothing else
+    # the shipped tables serve bf16 only (fp16 has no measured table): no fp16 kernel is compiled
+    assert sel.dtypes == ("bfloat16",)
+    assert sel.dtype_mask == 1
+    assert sum(len(r) for r in sel.rows.values()) < sum(len(r) for r in configs.TABLES.values()) // 2
 
 
-def test_parallel_compiles_are_limited_by_memory(tmp_path):
-    # a 24 GB machine without swap holds one Kernel-2 front end, not two
-    assert kernel_build.default_jobs(_meminfo(tmp_path, 23), cores=2) == 1
-    assert kernel_build.default_jobs(_meminfo(tmp_path, 64), cores=2) == 2
-    assert kernel_build.default_jobs(_meminfo(tmp_path, 64), cores=16) == 64 // kernel_build.PEAK_GB_PER_JOB
-    assert kernel_build.default_jobs(_meminfo(tmp_path, 4), cores=8) == 1          # never zero
-    assert kernel_build.default_jobs(str(tmp_path / "missing"), cores=3) == 3       # unknown memory: one per core
+def test_all_builds_every_row_for_both_dtypes():
+    sel = build.select("all")
+    assert {k: len(v) for k, v in sel.rows.items()} == {k: len(v) for k, v in configs.TABLES.items()}
+    assert sel.dtypes == ("bfloat16", "float16")
+
+
+def test_the_kernel_set_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("INDUCTOR_SWIGLU_KERNELS", "all")
+    assert build.kernel_set() == "all"
+    monkeypatch.setenv("INDUCTOR_SWIGLU_KERNELS", "everything")
+    with pytest.raises(build.BuildError, match="expected one of shipped, all"):
+        build.kernel_set()
+
+
+def test_a_table_naming_an_unknown_configuration_fails_the_build(tmp_path, monkeypatch):
+    data = json.loads(tables.table_path("h200").read_text())
+    data["entries"][0]["config"] = "interleaved_999x999x64_c1x1"
+    data["entries"][0]["impl"] = "interleaved_gemm"
+    (tmp_path / "h200.json").write_text(json.dumps(data))
+    monkeypatch.setattr(build.table_module(), "TABLES_DIR", tmp_path)
+    with pytest.raises(build.BuildError, match="interleaved_999x999x64_c1x1"):
+        build.select("shipped")
+
+
+def test_units_are_sized_by_their_kernels():
+    sel = build.select("shipped")
+    # swizzle and raster rows share their twin's kernel: the interleaved unit compiles fewer kernels than rows
+    n_rows = len(sel.rows["interleaved_gemm"])
+    assert sel.kernels_in("interleaved_gemm.cu") < n_rows
+    assert sel.kernels_in("interleaved_gemm_any_activation.cu") == sel.kernels_in("interleaved_gemm.cu")
+    assert sel.kernels_in("gated_mul.cu") == 0
+    # two of the default build's largest units fit a 24 GB machine side by side
+    assert 2 * build.peak_gb(sel.kernels_in("interleaved_gemm.cu")) < 0.9 * 23
+    assert build.peak_gb(2 * sel.kernels_in("interleaved_gemm.cu")) > build.peak_gb(sel.kernels_in("interleaved_gemm.cu"))
 
 
 def test_a_unit_that_includes_another_is_keyed_on_it():
-    # kernel2_pairmul_geglu.cu builds kernel2_pairmul.cu again: an edit there must rebuild both
-    kernel_build.generate()
-    geglu = kernel_build.CSRC / "kernel2_pairmul_geglu.cu"
-    assert kernel_build.CSRC / "kernel2_pairmul.cu" in kernel_build.included_sources(geglu)
-    assert [p.name for p in kernel_build.generated_for(geglu)] == ["kernel2_configs.inc"]
+    # interleaved_gemm_any_activation.cu builds interleaved_gemm.cu again: an edit there must rebuild both
+    build.generate(build.select("shipped"))
+    any_act = build.CSRC / "kernels" / "interleaved_gemm_any_activation.cu"
+    assert build.CSRC / "kernels" / "interleaved_gemm.cu" in build.included_sources(any_act)
+    assert [p.name for p in build.generated_for(any_act)] == ["interleaved_gemm_configs.inc"]
 
 
-# What nvcc 13.0's ptxas printed for the interleave-of-4 epilogue that indexed its fragment at run time.
+# What nvcc 13.0's ptxas printed for an epilogue that indexed its fragment at run time.
 PTXAS_LOCAL_MEMORY = (
     "ptxas warning : Local memory used for function '_ZN7cutlass13device_kernelIN3isw2k2E', size of stack frame: "
     "672 bytes\nptxas warning : Registers are spilled to local memory in function '_ZN3isw2k313skinnyE', "
@@ -38,28 +79,58 @@ PTXAS_LOCAL_MEMORY = (
 
 
 def test_local_memory_is_read_from_ptxas_output():
-    assert kernel_build.local_memory_functions(PTXAS_LOCAL_MEMORY) == ["_ZN7cutlass13device_kernelIN3isw2k2E"]
-    assert kernel_build.local_memory_functions("ptxas info : Used 168 registers\n") == []
-    assert "-Xptxas=--warn-on-local-memory-usage" in kernel_build.NVCC_FLAGS
-    sources = {p.name for p in kernel_build.CSRC.glob("*.cu")}
-    assert kernel_build.LOCAL_MEMORY_ALLOWED <= sources      # no stale exception
-    assert "kernel2_pairmul.cu" not in kernel_build.LOCAL_MEMORY_ALLOWED
+    assert build.local_memory_functions(PTXAS_LOCAL_MEMORY) == ["_ZN7cutlass13device_kernelIN3isw2k2E"]
+    assert build.local_memory_functions("ptxas info : Used 168 registers\n") == []
+    assert "-Xptxas=--warn-on-local-memory-usage" in build.NVCC_FLAGS
+    sources = {p.name for p in build.sources()}
+    assert build.LOCAL_MEMORY_ALLOWED <= sources      # no stale exception
+    assert "interleaved_gemm.cu" not in build.LOCAL_MEMORY_ALLOWED
+
+
+class _Done:
+    def __init__(self, stderr=""):
+        self.returncode, self.stdout, self.stderr = 0, "", stderr
+
+
+def _fake_toolchain(monkeypatch, tmp_path, sources, stderr=""):
+    """nvcc that writes its output file (so objects are cached) and prints `stderr` per unit."""
+    compiled = []
+
+    def fake_run(cmd, **kwargs):
+        if "-o" in cmd:
+            out = cmd[cmd.index("-o") + 1]
+            open(out, "w").write("obj")
+        if "-c" in cmd:
+            compiled.append(cmd[cmd.index("-c") + 1])
+            return _Done(stderr)
+        return _Done()
+
+    monkeypatch.setattr(build, "find_nvcc", lambda: "nvcc")
+    monkeypatch.setattr(build, "find_cutlass", lambda: tmp_path)
+    monkeypatch.setattr(build, "sources", lambda: sources)
+    monkeypatch.setattr(build, "OBJ_DIR", tmp_path / "objects")
+    monkeypatch.setattr(build.subprocess, "run", fake_run)
+    return compiled
 
 
 def test_a_kernel_in_local_memory_fails_the_build(tmp_path, monkeypatch):
     src = tmp_path / "kernel9_example.cu"
     src.write_text("// a translation unit whose kernel ptxas puts in local memory\n")
+    _fake_toolchain(monkeypatch, tmp_path, [src], PTXAS_LOCAL_MEMORY)
+    with pytest.raises(build.BuildError, match="kernel9_example.cu: 1 kernel.*local memory"):
+        build.build(out_dir=tmp_path / "lib", jobs=1, verbose=False)
 
-    class Done:
-        def __init__(self, stderr=""):
-            self.returncode, self.stdout, self.stderr = 0, "", stderr
 
-    def fake_run(cmd, **kwargs):
-        return Done(PTXAS_LOCAL_MEMORY if "-c" in cmd else "")
-
-    monkeypatch.setattr(kernel_build, "find_nvcc", lambda: "nvcc")
-    monkeypatch.setattr(kernel_build, "find_cutlass", lambda: tmp_path)
-    monkeypatch.setattr(kernel_build, "_sources", lambda: [src])
-    monkeypatch.setattr(kernel_build.subprocess, "run", fake_run)
-    with pytest.raises(kernel_build.BuildError, match="kernel9_example.cu: 1 kernel.*local memory"):
-        kernel_build.build(out_dir=tmp_path / "lib", jobs=1, verbose=False)
+def test_a_second_build_compiles_nothing(tmp_path, monkeypatch):
+    srcs = [tmp_path / "a.cu", tmp_path / "b.cu"]
+    for s in srcs:
+        s.write_text(f"// {s.name}\n")
+    compiled = _fake_toolchain(monkeypatch, tmp_path, srcs)
+    build.build(out_dir=tmp_path / "lib", verbose=False)
+    assert sorted(compiled) == sorted(str(s) for s in srcs)
+    compiled.clear()
+    build.build(out_dir=tmp_path / "lib", verbose=False)
+    assert compiled == []
+    srcs[1].write_text("// b.cu, edited\n")
+    build.build(out_dir=tmp_path / "lib", verbose=False)
+    assert compiled == [str(srcs[1])]

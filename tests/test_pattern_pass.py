@@ -10,8 +10,8 @@ from mlp_models import GatedMLP, tolerance
 
 import inductor_swiglu
 from inductor_swiglu.compiler.pass_config import PassConfig
+from inductor_swiglu.compiler.pass_manager import PostGradPassManager, compose
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.compiler.swiglu_pass import SwigluFusionPass, compose
 
 
 def compile_and_run(model, *inputs, **compile_kwargs):
@@ -208,10 +208,10 @@ def test_mark_dynamic_batch_and_sequence():
 
 
 def test_uuid_is_stable_and_covers_the_configuration():
-    a, b = SwigluFusionPass(), SwigluFusionPass()
+    a, b = PostGradPassManager(), PostGradPassManager()
     assert a.uuid() == b.uuid() and len(a.uuid()) == 64
-    assert SwigluFusionPass(PassConfig(activations=("silu",))).uuid() != a.uuid()
-    assert SwigluFusionPass(PassConfig(fuse_on_cpu=False)).uuid() != a.uuid()
+    assert PostGradPassManager(PassConfig(activations=("silu",))).uuid() != a.uuid()
+    assert PostGradPassManager(PassConfig(fuse_on_cpu=False)).uuid() != a.uuid()
 
 
 def test_pass_config_disables_variants():
@@ -244,7 +244,7 @@ def test_user_post_grad_pass_is_chained_not_overwritten():
 
 
 def test_chain_without_uuid_disables_caching():
-    ours = SwigluFusionPass()
+    ours = PostGradPassManager()
     assert compose(ours, None) is ours
     assert compose(ours, lambda g: None).uuid() is None
 

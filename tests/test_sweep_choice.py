@@ -1,4 +1,5 @@
-"""How the sweep chooses a configuration from its timings (benchmarks/sweep_dispatch.py; no GPU)."""
+"""How a sweep's timings become a table entry (inductor_swiglu.dispatch.choice, driven by
+benchmarks/sweep_dispatch.py; no GPU)."""
 
 import json
 import sys
@@ -6,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from inductor_swiglu.ops import dispatch
+from inductor_swiglu.dispatch import choice
+from inductor_swiglu.dispatch import table as tables
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,54 +28,120 @@ def point(times: dict[str, float], M=16, bad=()):
             "candidates": {n: {"us": t, "numerics_ok": n not in bad} for n, t in times.items()}}
 
 
-HERE = {"kernel3:a": 132.0, "kernel3:b": 132.8, "kernel3:c": 140.0, "unfused": 145.0}
-ELSEWHERE = {"kernel3:a": 145.2, "kernel3:b": 131.9, "kernel3:c": 133.0, "unfused": 146.0}
+HERE = {"decode_gemm:a": 132.0, "decode_gemm:b": 132.8, "decode_gemm:c": 140.0, "unfused": 145.0}
+ELSEWHERE = {"decode_gemm:a": 145.2, "decode_gemm:b": 131.9, "decode_gemm:c": 133.0, "unfused": 146.0}
+KEY = tables.Key("bfloat16", "silu")
 
 
-def test_one_machine_picks_its_fastest(sweep):
-    ch = sweep.choose_across_machines(point(HERE), [], None, 0.02)
-    assert (ch["kernel"], ch["config"], ch["us"]) == ("kernel3", "a", 132.0)
+def test_one_machine_picks_its_fastest():
+    ch = choice.choose_across_machines(point(HERE), [], None, 0.02)
+    assert (ch["impl"], ch["config"], ch["us"]) == ("decode_gemm", "a", 132.0)
     assert "worst_of_fastest" not in ch
 
 
-def test_a_row_far_behind_on_another_machine_loses_to_one_close_everywhere(sweep):
-    ch = sweep.choose_across_machines(point(HERE), [point(ELSEWHERE)], None, 0.02)
+def test_a_row_far_behind_on_another_machine_loses_to_one_close_everywhere():
+    ch = choice.choose_across_machines(point(HERE), [point(ELSEWHERE)], None, 0.02)
     # a: 1.00 here, 1.10 elsewhere; b: 1.006 here, 1.00 elsewhere
-    assert (ch["kernel"], ch["config"]) == ("kernel3", "b")
+    assert (ch["impl"], ch["config"]) == ("decode_gemm", "b")
     assert ch["us"] == 132.8                     # this machine's own time, not the score
     assert ch["worst_of_fastest"] == pytest.approx(132.8 / 132.0, abs=1e-4)
     assert "2 machines" in ch["why"]
 
 
-def test_the_incumbent_stays_within_the_margin_of_worst_standing(sweep):
-    inc = dispatch.Entry(K=5120, N=27648, m_lo=9, m_hi=16, kernel="kernel3", config="c")
+def test_the_incumbent_stays_within_the_margin_of_worst_standing():
+    inc = tables.Entry(KEY, K=5120, N=27648, m_lo=9, m_hi=16, impl="decode_gemm", config="c")
     # c: 1.06 here, 1.008 elsewhere: worst 1.06 against b's 1.006, beyond the 2% margin
-    ch = sweep.choose_across_machines(point(HERE), [point(ELSEWHERE)], inc, 0.02)
+    ch = choice.choose_across_machines(point(HERE), [point(ELSEWHERE)], inc, 0.02)
     assert ch["config"] == "b"
-    close = dict(HERE, **{"kernel3:c": 133.5})  # now c's worst is 1.011: within the margin of b's
-    ch = sweep.choose_across_machines(point(close), [point(ELSEWHERE)], inc, 0.02)
+    close = dict(HERE, **{"decode_gemm:c": 133.5})  # now c's worst is 1.011: within the margin of b's
+    ch = choice.choose_across_machines(point(close), [point(ELSEWHERE)], inc, 0.02)
     assert ch["config"] == "c" and ch["why"].startswith("incumbent kept")
-    assert ch["runner_up"] == "kernel3:b"        # the fastest candidate that was not chosen
+    assert ch["runner_up"] == "decode_gemm:b"        # the fastest candidate that was not chosen
 
 
-def test_only_candidates_correct_and_timed_on_every_machine_compete(sweep):
+def test_only_candidates_correct_and_timed_on_every_machine_compete():
     elsewhere = dict(ELSEWHERE)
-    del elsewhere["kernel3:c"]
-    ch = sweep.choose_across_machines(point(HERE, bad={"kernel3:b"}), [point(elsewhere)], None, 0.02)
+    del elsewhere["decode_gemm:c"]
+    ch = choice.choose_across_machines(point(HERE, bad={"decode_gemm:b"}), [point(elsewhere)], None, 0.02)
     assert ch["config"] == "a"                   # b failed numerics here, c was not timed elsewhere
     # nothing in common: this machine alone decides
-    ch = sweep.choose_across_machines(point({"kernel3:x": 1.0}), [point({"kernel3:y": 1.0})], None, 0.02)
+    ch = choice.choose_across_machines(point({"decode_gemm:x": 1.0}), [point({"decode_gemm:y": 1.0})], None, 0.02)
     assert ch["config"] == "x"
+
+
+def test_a_choice_must_hold_in_burst_and_sustained():
+    # at large M the sweep burst-times its fastest candidates: one that wins sustained but loses
+    # by more after idle is not chosen, and candidates without a burst figure do not compete
+    row = point({"interleaved_gemm:a": 100.0, "interleaved_gemm:b": 101.0, "interleaved_gemm:c": 99.0}, M=8192)
+    row["candidates"]["interleaved_gemm:a"]["burst_us"] = 93.0
+    row["candidates"]["interleaved_gemm:b"]["burst_us"] = 90.0
+    assert choice.ok_times(row) == {"interleaved_gemm:a": 100.0, "interleaved_gemm:b": 101.0}
+    row["candidates"]["interleaved_gemm:a"]["burst_us"] = 104.0   # a: slower than b right after idle
+    ch = choice.choose_across_machines(row, [], None, 0.02)
+    assert ch["config"] == "b"
 
 
 def test_rechoose_reads_other_machines_sweeps(sweep, tmp_path):
     here, there = tmp_path / "here.json", tmp_path / "there.json"
     here.write_text(json.dumps({"meta": {"date": "d", "device": "H200", "torch": "t"}, "rows": [point(HERE)]}))
     there.write_text(json.dumps({"meta": {}, "rows": [point(ELSEWHERE)]}))
-    table = tmp_path / "table.json"
-    table.write_text(json.dumps({"entries": []}))
     out = tmp_path / "out"
-    assert sweep.main(["--rechoose", str(here), "--other-machines", str(there), "--incumbents", str(table),
-                       "--out", str(out)]) == 0
-    [entry] = json.loads((out / "dispatch_table.json").read_text())["entries"]
-    assert (entry["config"], entry["K"], entry["m_lo"]) == ("b", 5120, 9)
+    assert sweep.main(["--rechoose", str(here), "--other-machines", str(there), "--incumbents",
+                       str(tmp_path / "none.json"), "--device-kind", "test", "--out", str(out)]) == 0
+    table = tables.load(out / "test.json")
+    [entry] = table.entries
+    assert (entry.config, entry.K, entry.m_lo, entry.key) == ("b", 5120, 9, KEY)
+    assert table.serves == {KEY: KEY}
+
+
+def test_a_partial_sweep_replaces_its_points_in_place():
+    old = tuple(tables.Entry(KEY, 896, 4864, lo, hi, "unfused", "") for lo, hi, _ in tables.M_BUCKETS[:3])
+    new = [tables.Entry(KEY, 896, 4864, 2, 8, "decode_gemm", "x")]
+    merged, kept = choice.merge_entries(new, old)
+    assert [e.impl for e in merged] == ["unfused", "decode_gemm", "unfused"] and kept == 2
+
+
+def test_the_shipped_tables_reproduce_from_their_sweeps():
+    # the decode buckets of the H200 table, chosen again from the stored sweeps with the shipped
+    # rules, are the shipped entries (benchmarks/data/sweeps/h200/README.md)
+    d = REPO / "benchmarks" / "data" / "sweeps" / "h200"
+    here = choice.load_sweep(d / "2026-12-01g_sweep_decode_c.json")
+    others = [r for f in ("2026-12-01e_sweep_decode_final.json", "2026-12-01g_sweep_decode_d.json",
+                          "2026-12-01g_sweep_decode_recheck.json") for r in choice.load_sweep(d / f)["rows"]]
+    table = tables.load(tables.table_path("h200"))
+    shipped = {(e.K, e.N, e.m_lo): e for e in table.entries}
+    checked = 0
+    for row in here["rows"]:
+        e = shipped[(row["K"], row["N"], row["m_lo"])]
+        same = [o for o in others if (o["K"], o["N"], o["M"]) == (row["K"], row["N"], row["M"])]
+        ch = choice.choose_across_machines(row, same, e, choice.DEFAULT_MARGIN)
+        assert (ch["impl"], ch["config"], ch["us"]) == (e.impl, e.config, e.record["us"])
+        checked += 1
+    assert checked == 35
+
+
+def test_triton_becomes_the_graph_choice_only_beyond_the_margin():
+    """The eager choice never is Triton; Triton becomes the in-graph choice only if it beats the eager
+    choice by the margin, an incumbent Triton config within the margin of the fastest is kept, and an
+    incumbent Triton choice is dropped only when the eager choice beats it by the margin."""
+    def row(**us):
+        return {"candidates": {n.replace("__", ":"): {"us": t, "numerics_ok": True} for n, t in us.items()}}
+
+    def inc(triton):
+        return tables.Entry(KEY, 1, 1, 1, 1, "decode_gemm", "a", triton=triton)
+
+    ch = choice.choose(row(decode_gemm__a=77.6, unfused=80.0, triton__tr_a=68.0, triton__tr_b=70.0), None)
+    assert (ch["impl"], ch["config"], ch["triton"], ch["triton_us"]) == ("decode_gemm", "a", "tr_a", 68.0)
+    ch = choice.choose(row(decode_gemm__a=70.0, triton__tr_a=69.0), None)   # 1.4% faster: not enough
+    assert ch["impl"] == "decode_gemm" and "triton" not in ch
+    assert choice.choose(row(decode_gemm__a=77.6, triton__tr_a=68.0, triton__tr_b=69.0), inc("tr_b"))["triton"] == "tr_b"
+    assert choice.choose(row(decode_gemm__a=70.0, triton__tr_a=70.5), inc("tr_a"))["triton"] == "tr_a"
+    assert "triton" not in choice.choose(row(decode_gemm__a=70.0, triton__tr_a=72.0), inc("tr_a"))   # beaten by 2.9%
+    bad = row(decode_gemm__a=77.6, triton__tr_a=60.0)
+    bad["candidates"]["triton:tr_a"]["numerics_ok"] = False
+    assert "triton" not in choice.choose(bad, None)
+    # the incumbent Triton choice was measured against a; a new eager winner (b) is a new contest,
+    # which Triton enters only by the margin
+    ch = choice.choose(row(decode_gemm__a=75.0, decode_gemm__b=70.0, triton__tr_a=69.5), inc("tr_a"))
+    assert ch["config"] == "b" and "triton" not in ch
+    assert choice.choose(row(decode_gemm__a=75.0, decode_gemm__b=70.0, triton__tr_a=68.0), inc("tr_a"))["triton"] == "tr_a"

@@ -252,17 +252,18 @@ def test_default_indices_name_the_default_configs():
         assert ts.CONFIGS[index] == ts.default_config(M, 4096, 4096)
 
 
-def test_python_op_honours_forced_triton(monkeypatch):
+def test_python_op_honours_forced_triton():
     """INDUCTOR_SWIGLU_FORCE_KERNEL=triton makes the Python implementation run the Triton kernel on
     every call, as the C++ op does (here interpreted, on CPU tensors), and say so in the op's stats."""
+    from inductor_swiglu import dispatch
     from inductor_swiglu.ops import cuda_impl, impl_stats
 
-    monkeypatch.setenv("INDUCTOR_SWIGLU_FORCE_KERNEL", "triton")
     x, wg, wu = _inputs(5, 40, 72, torch.float16, seed=7)
     impl_stats.reset_op_stats()
-    out = cuda_impl.swiglu_cuda(x.view(1, 5, 72), wg, wu)
+    with dispatch.force_kernel("triton"):
+        out = cuda_impl.swiglu_cuda(x.view(1, 5, 72), wg, wu)
     assert out.shape == (1, 5, 40)
     _assert_close(out.view(5, 40), _ref(x, wg, wu))
     stats = impl_stats.op_stats()
     assert stats["calls"] == {impl_stats.TRITON: 1}, stats
-    assert any("FORCE_KERNEL=triton" in d for d in stats["reasons"][impl_stats.TRITON]), stats
+    assert any("INDUCTOR_SWIGLU_FORCE_KERNEL" in d for d in stats["reasons"][impl_stats.TRITON]), stats

@@ -14,22 +14,23 @@
 // from torch's own `aoti_torch_get_current_cuda_stream`, looked up once in libtorch_cuda.so
 // (absent from CPU builds of torch, where this op never runs).
 //
-// What this file decides, per call:
-//   1. empty batch -> empty result;
-//   2. whether a fused kernel can serve the inputs (Hopper, bf16/fp16, no bias, K-major weights,
-//      K and N multiples of 8): if not, the unfused path, with the reason counted;
-//   3. which kernel and configuration: the measured plan table (set from Python at load, from
-//      ops/dispatch_table.json: nearest measured (K, N), then the M bucket), which may also say
-//      that two cuBLAS GEMMs are faster ("unfused");
-//   4. the launch; a kernel that declines falls through to the next, then to the unfused path.
-// Every outcome is counted (isw_op_stats), so the diagnostics say which kernel ran.
+// What this file does, per call:
+//   1. the input checks of the op's contract (shapes, dtypes, devices), and an empty batch;
+//   2. the plan: rows handed over by Python (inductor_swiglu.dispatch.plans.native_rows), one set per
+//      device, asked for through the dispatcher the first time a device is seen; the lookup is the
+//      nearest measured (K, N), then the M bucket (dispatch/table.py `lookup`, checked against this
+//      one by a test).  Every rule of which kernel runs lives in Python; this file keeps none;
+//   3. what the kernels need of their inputs (no bias, K-major weights with whole rows, K and N
+//      multiples of 8): otherwise the unfused path, with the reason counted;
+//   4. the launch; a kernel that declines falls back to the row's fallbacks, then to the unfused path.
+// Every outcome is counted by (implementation, reason) (isw_op_stats), so the diagnostics say
+// which kernel ran and why.
 //
-// The fused Triton kernel (ops/triton_swiglu.py) is a candidate only while a CUDA graph is being
-// captured.  Its launch goes through Python (the op inductor_swiglu::swiglu_triton_out, reached
-// through the dispatcher), tens of microseconds of host time that a graph replay never pays but
-// an eager decode step would.  So a plan row carries two choices: the kernel for eager calls, and
-// the Triton configuration that measured faster under graph replay (or none).  Triton compiles a
-// kernel at its first launch, which must not happen inside a capture: the first eager call of a
+// The fused Triton kernel (ops/triton_swiglu.py) runs where a row says so: forced, or for calls
+// captured into a CUDA graph.  Its launch goes through Python (the op
+// inductor_swiglu::swiglu_triton_out, reached through the dispatcher), tens of microseconds of host
+// time that a graph replay never pays but an eager decode step would.  Triton compiles a kernel at
+// its first launch, which must not happen inside a capture: the first eager call of a
 // (configuration, dtype, activation, shape, strides) runs Triton once, and only such warmed keys
 // are launched while capturing (cudagraph trees, torch.cuda.graph and vLLM all run eager warm-up
 // calls first).  A capture that meets a cold key runs the eager plan and counts the event.
@@ -57,7 +58,7 @@
 #include <string>
 #include <vector>
 
-#include "swiglu_api.h"
+#include "api/swiglu_api.h"
 
 #define ISW_OP_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -66,25 +67,17 @@ namespace {
 using torch::stable::Tensor;
 
 // ------------------------------------------------------------------------------------------------
-// Outcomes, counted per call.  Python (ops/native.py) names them; keep the two lists in step.
+// Outcomes, counted per call by (implementation, reason).  The reasons of this file's own checks
+// come first, in the order of dispatch.plans.CHECK_REASONS; plan rows carry the index of theirs.
 // ------------------------------------------------------------------------------------------------
-enum Outcome : int {
-  kFused1 = 0,        // Kernel-1 ran
-  kFused2,            // Kernel-2 ran
-  kFused3,            // Kernel-3 ran
-  kUnfusedTable,      // the plan table measured two cuBLAS GEMMs faster here
-  kUnfusedForced,     // INDUCTOR_SWIGLU_FORCE_KERNEL=unfused
-  kUnfusedNotHopper,  // the GPU is not sm_90
-  kUnfusedDtype,      // not bf16/fp16
-  kUnfusedBias,       // biases are not fused by the kernels
-  kUnfusedLayout,     // weights not K-major / 16-byte aligned, or K, N not multiples of 8
-  kUnfusedDeclined,   // every kernel declined the problem
-  kEmpty,             // M == 0
-  kTritonCaptured,    // Triton, captured into a CUDA graph: the plan table measured it faster
-  kTritonWarmup,      // Triton, eager: the first call of a key whose graphs will launch Triton
-  kTritonForced,      // INDUCTOR_SWIGLU_FORCE_KERNEL=triton
-  kTritonNotHopper,   // Triton, captured into a CUDA graph on a GPU other than sm_90
-  kNumOutcomes
+enum CheckReason : int {
+  kEmpty = 0,      // M == 0
+  kBias,           // biases are not fused by the kernels
+  kLayout,         // weights or x not as the kernels read them, or K, N not multiples of 8
+  kDeclined,       // the planned kernel declined: a fallback ran
+  kTritonWarmup,   // Triton, eager: the first call of a key whose graphs will launch Triton
+  kNoPlan,         // Python did not hand over plans for the device
+  kNumCheckReasons
 };
 
 // Events that are not an implementation choice, counted for the diagnostics.
@@ -93,25 +86,39 @@ enum Event : int {
   kNumEvents
 };
 
-std::array<std::atomic<int64_t>, kNumOutcomes> g_outcomes{};
-std::array<std::atomic<int64_t>, kNumEvents> g_events{};
-constexpr int kTriton = 4;  // the Triton kernel's id in the counters (kernel_library.TRITON)
+constexpr int kUnfused = 0;
+constexpr int kTriton = 4;     // the Triton kernel's id (kernels/library.py TRITON)
+constexpr int kNumImpls = 5;
+constexpr int kMaxReasons = 32;
 constexpr int kMaxConfigs = 64;
-std::array<std::array<std::atomic<int64_t>, kMaxConfigs>, 5> g_config_calls{};  // [kernel][config]
+constexpr int kMaxDevices = 64;
+std::array<std::array<std::atomic<int64_t>, kMaxReasons>, kNumImpls> g_counts{};
+std::array<std::atomic<int64_t>, kNumEvents> g_events{};
+std::array<std::array<std::atomic<int64_t>, kMaxConfigs>, kNumImpls> g_config_calls{};
 
-void count(Outcome o) { g_outcomes[o].fetch_add(1, std::memory_order_relaxed); }
-void count_config(int kernel, int config) {
+void count(int impl, int reason) {
+  if (impl >= 0 && impl < kNumImpls && reason >= 0 && reason < kMaxReasons)
+    g_counts[impl][reason].fetch_add(1, std::memory_order_relaxed);
+}
+void count_config(int impl, int config) {
   const int cfg = config < 0 ? 0 : config;
-  if (cfg < kMaxConfigs) g_config_calls[kernel][cfg].fetch_add(1, std::memory_order_relaxed);
+  if (impl >= 0 && impl < kNumImpls && cfg < kMaxConfigs) g_config_calls[impl][cfg].fetch_add(1, std::memory_order_relaxed);
 }
 
 // ------------------------------------------------------------------------------------------------
-// Plan table: rows (K, N, m_lo, m_hi, kernel, config); kernel 0 = unfused.
+// Plan rows, per device: (key, K, N, m_lo, m_hi, impl, config, reason, Triton config, its reason,
+// fallback 1, fallback 2), key = isw_dtype * 4 + isw_activation.
 // ------------------------------------------------------------------------------------------------
+constexpr int kRowWidth = 12;
+constexpr int kNumKeys = 16;
+
 struct Plan {
-  int kernel;          // 0 unfused, 1, 2, 3
-  int config;          // -1 = the kernel's default
-  int triton = -1;     // Triton configuration for CUDA-graph capture; -1 = none (use kernel)
+  int impl = kUnfused;
+  int config = -1;           // -1 = the kernel's default
+  int reason = kNoPlan;
+  int triton = -1;           // Triton configuration for CUDA-graph capture; -1 = none
+  int triton_reason = -1;
+  int fallback[2] = {-1, -1};
 };
 
 struct PlanRow {
@@ -119,83 +126,45 @@ struct PlanRow {
   Plan plan;
 };
 
-struct PlanTable {
-  std::vector<PlanRow> rows;
-  std::vector<std::pair<int64_t, int64_t>> shapes;  // distinct (K, N)
+struct KeyRows {
+  std::vector<PlanRow> rows;                         // sorted by (K, N, m_lo)
+  std::vector<std::pair<int64_t, int64_t>> shapes;   // distinct (K, N), in that order
 };
 
-std::atomic<const PlanTable*> g_table{nullptr};
+struct PlanTable {
+  std::array<KeyRows, kNumKeys> keys;
+};
+
+std::array<std::atomic<const PlanTable*>, kMaxDevices> g_tables{};
 std::mutex g_table_mu;
 std::vector<const PlanTable*> g_retired;  // tables are tiny and replaced rarely: never freed while in use
 
-// Which measured shape stands for (K, N): the nearest in log K, log N, remembered per shape.
-struct ShapeMemo {
-  int64_t K = -1, N = -1;
-  const PlanTable* table = nullptr;
-  size_t index = 0;
-};
-thread_local std::array<ShapeMemo, 8> t_memo;
-thread_local unsigned t_memo_next = 0;
-
-size_t nearest_shape(const PlanTable* t, int64_t K, int64_t N) {
-  for (const ShapeMemo& m : t_memo)
-    if (m.table == t && m.K == K && m.N == N) return m.index;
+// The nearest measured shape in log K, log N (the first of equals: rows come sorted), then the
+// bucket that holds M, else the nearest bucket (the first of equals).
+Plan lookup(const KeyRows& k, int64_t M, int64_t N, int64_t K) {
+  if (k.rows.empty()) return Plan{};
   size_t best = 0;
   double best_d = 1e300;
   const double lk = std::log(double(K)), ln = std::log(double(N));
-  for (size_t i = 0; i < t->shapes.size(); ++i) {
-    const double dk = std::log(double(t->shapes[i].first)) - lk, dn = std::log(double(t->shapes[i].second)) - ln;
+  for (size_t i = 0; i < k.shapes.size(); ++i) {
+    const double dk = std::log(double(k.shapes[i].first)) - lk, dn = std::log(double(k.shapes[i].second)) - ln;
     const double d = dk * dk + dn * dn;
     if (d < best_d) best_d = d, best = i;
   }
-  t_memo[t_memo_next++ % t_memo.size()] = ShapeMemo{K, N, t, best};
-  return best;
-}
-
-// Without a table (never the case once Python has loaded the op): decode sizes on Kernel-3,
-// mid sizes on Kernel-2, prefill on Kernel-1.
-Plan default_plan(int64_t M) {
-  if (M <= 16) return {ISW_KERNEL3_SKINNY, -1, -1};
-  if (M <= 512) return {ISW_KERNEL2_PAIRMUL, -1, -1};
-  return {ISW_KERNEL1_PINGPONG, -1, -1};
-}
-
-Plan measured_plan(int64_t M, int64_t N, int64_t K) {
-  const PlanTable* t = g_table.load(std::memory_order_acquire);
-  if (t == nullptr || t->rows.empty()) return default_plan(M);
-  const auto shape = t->shapes[nearest_shape(t, K, N)];
+  const auto shape = k.shapes[best];
   const PlanRow* nearest = nullptr;
   int64_t nearest_gap = INT64_MAX;
-  for (const PlanRow& r : t->rows) {
+  for (const PlanRow& r : k.rows) {
     if (r.K != shape.first || r.N != shape.second) continue;
     if (M >= r.m_lo && M <= r.m_hi) return r.plan;
     const int64_t gap = M < r.m_lo ? r.m_lo - M : M - r.m_hi;
     if (gap < nearest_gap) nearest_gap = gap, nearest = &r;
   }
-  return nearest ? nearest->plan : default_plan(M);
+  return nearest ? nearest->plan : Plan{};
 }
 
-// INDUCTOR_SWIGLU_FORCE_KERNEL=1|2|3|unfused|triton, read per call so tests and experiments can
-// flip it.  "triton" runs the Triton kernel (its default configuration for M) on every call, eager
-// ones included.
-std::optional<Plan> forced_plan() {
-  const char* v = std::getenv("INDUCTOR_SWIGLU_FORCE_KERNEL");
-  if (v == nullptr || v[0] == '\0') return std::nullopt;
-  if (std::strcmp(v, "unfused") == 0) return Plan{0, -1, -1};
-  if (std::strcmp(v, "triton") == 0) return Plan{kTriton, -1, -1};
-  if (v[0] >= '1' && v[0] <= '3' && v[1] == '\0') return Plan{v[0] - '0', -1, -1};
-  return std::nullopt;
-}
-
-// Whether Python registered swiglu_triton_out with a working Triton, and the Triton configurations
-// (indices into triton_swiglu.CONFIGS) for M <= 16, M <= 64 and larger M where no measurement
-// chose one: the GPUs other than Hopper, and INDUCTOR_SWIGLU_FORCE_KERNEL=triton (isw_op_set_triton).
+// Whether Python registered swiglu_triton_out with a working Triton (isw_op_set_triton).
 std::atomic<bool> g_triton_enabled{false};
-std::array<std::atomic<int>, 3> g_triton_defaults{};
-
-int triton_default(int64_t M) {
-  return g_triton_defaults[M <= 16 ? 0 : M <= 64 ? 1 : 2].load(std::memory_order_relaxed);
-}
 
 // ------------------------------------------------------------------------------------------------
 // CUDA-graph capture and the Triton keys warmed by an eager call.
@@ -351,9 +320,18 @@ const char* dtype_name(int32_t dtype) {
   return "a non-floating dtype";
 }
 
-bool k_major(const Meta& w) {
-  return w.strides[1] == 1 && w.strides[0] % 8 == 0 && (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0;
+// A weight the kernels can read: [N, K] rows with unit stride along K, a row pitch of at least K
+// elements (rows neither repeated, as `expand` makes them with pitch 0, nor overlapping) that is a
+// multiple of 8, and a 16-byte aligned start.  Anything else is computed by the unfused path, which
+// takes any strides (F.linear's numbers, as stock torch.compile gives).
+bool k_major(const Meta& w, int64_t K) {
+  return w.strides[1] == 1 && w.strides[0] >= K && w.strides[0] % 8 == 0 &&
+         (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0;
 }
+
+// A kernel's refusal (a shape, layout or configuration it cannot serve, checked before any
+// launch) sends the call to the next candidate; only a failed launch is an error.
+bool refused(int st) { return st == ISW_ERR_UNSUPPORTED || st == ISW_ERR_INVALID; }
 
 void check_gated_mul(int st) {
   STD_TORCH_CHECK(st == ISW_OK, "inductor_swiglu: gated_mul failed: ", isw_last_error());
@@ -432,6 +410,20 @@ Tensor rows_of(const Tensor& x, const Meta& mx, int64_t M, int64_t K, int64_t* l
   return view2d(c, M, K, K, 1);
 }
 
+// The plan rows of a device, handed over by Python the first time the device is seen: the op
+// inductor_swiglu::set_device_plans (ops/swiglu_op.py) calls isw_op_set_plans.  nullptr where
+// Python did not answer (the call then runs unfused, counted as kNoPlan).
+const PlanTable* table_for(const Tensor& x, int32_t device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  const PlanTable* t = g_tables[device].load(std::memory_order_acquire);
+  if (t != nullptr) return t;
+  std::array<StableIValue, 1> stack{torch::stable::detail::from(x)};
+  if (torch_call_dispatcher("inductor_swiglu::set_device_plans", "", stack.data(), TORCH_ABI_VERSION) !=
+      AOTI_TORCH_SUCCESS)
+    return nullptr;
+  return g_tables[device].load(std::memory_order_acquire);
+}
+
 Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor> b_gate,
                       std::optional<Tensor> b_up, std::string activation) {
   const int act = activation_id(activation);
@@ -470,50 +462,44 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
   DeviceScope scope(mx.device_index);
   Tensor out = empty(out_sizes, mx.dtype, mx.device_type, mx.device_index);
   if (M == 0 || N == 0) {
-    count(kEmpty);
+    count(kUnfused, kEmpty);
     return out;
   }
   void* stream = current_stream(mx.device_index);
   int64_t ld_x = K;
   Tensor x2 = rows_of(x, mx, M, K, &ld_x);
 
-  auto fall_back = [&](Outcome why) {
-    count(why);
+  auto fall_back = [&](int reason) {
+    count(kUnfused, reason);
     return unfused(x2, mx, w_gate, mg, w_up, mu, b_gate, b_up, out, M, N, K, act, stream);
   };
-  const int sm = isw_device_sm(mx.device_index);
-  const bool hopper = sm == 90;
-  const bool fusable = dt != ISW_FP32 && !b_gate.has_value() && !b_up.has_value() && K % 8 == 0 && N % 8 == 0 &&
-                       k_major(mg) && k_major(mu);
-  const std::optional<Plan> forced = forced_plan();
-  const Plan measured = hopper ? measured_plan(M, N, K) : Plan{0, -1, -1};
-  // The Triton kernel (sm_80 and newer): forced, or planned for graph capture (measured on Hopper;
-  // its default configuration elsewhere, where no CUTLASS kernel runs).
-  if (fusable && sm >= 80 && g_triton_enabled.load(std::memory_order_relaxed) && (!forced || forced->kernel == kTriton)) {
-    const int config = forced || !hopper ? triton_default(M) : measured.triton;
-    if (config >= 0) {
-      const TritonKey key{config, dt, act, mx.device_index, N, K, ld_x, mg.strides[0], mu.strides[0]};
-      Outcome ran = kNumOutcomes;
-      if (forced) ran = kTritonForced;
-      else if (!capturing(stream)) ran = warmed(key) ? kNumOutcomes : kTritonWarmup;
-      else if (warmed(key)) ran = hopper ? kTritonCaptured : kTritonNotHopper;
-      else g_events[kTritonColdInCapture].fetch_add(1, std::memory_order_relaxed);
-      if (ran != kNumOutcomes) {
-        call_triton(x2, w_gate, w_up, view2d(out, M, N, N, 1), config, activation);  // out is [..., N]
-        mark_warmed(key);
-        count(ran);
-        count_config(kTriton, config);
-        return out;
-      }
+  const PlanTable* table = table_for(x, mx.device_index);
+  if (table == nullptr) return fall_back(kNoPlan);
+  const int key = dt * 4 + act;
+  const Plan plan = key < kNumKeys ? lookup(table->keys[key], M, N, K) : Plan{};
+  if (plan.impl == kUnfused && plan.triton < 0) return fall_back(plan.reason);
+  if (b_gate.has_value() || b_up.has_value()) return fall_back(kBias);
+  if (!(K % 8 == 0 && N % 8 == 0 && k_major(mg, K) && k_major(mu, K))) return fall_back(kLayout);
+
+  // The Triton kernel: forced (every call), or planned for CUDA-graph capture (warmed keys only).
+  if (g_triton_enabled.load(std::memory_order_relaxed) && (plan.impl == kTriton || plan.triton >= 0)) {
+    const int config = plan.impl == kTriton ? plan.config : plan.triton;
+    const TritonKey tkey{config, dt, act, mx.device_index, N, K, ld_x, mg.strides[0], mu.strides[0]};
+    int reason = -1;
+    if (plan.impl == kTriton) reason = plan.reason;
+    else if (!capturing(stream)) reason = warmed(tkey) ? -1 : kTritonWarmup;
+    else if (warmed(tkey)) reason = plan.triton_reason;
+    else g_events[kTritonColdInCapture].fetch_add(1, std::memory_order_relaxed);
+    if (reason >= 0) {
+      call_triton(x2, w_gate, w_up, view2d(out, M, N, N, 1), config, activation);  // out is [..., N]
+      mark_warmed(tkey);
+      count(kTriton, reason);
+      count_config(kTriton, config);
+      return out;
     }
   }
-  if (!hopper) return fall_back(kUnfusedNotHopper);
-  if (dt == ISW_FP32) return fall_back(kUnfusedDtype);
-  if (b_gate.has_value() || b_up.has_value()) return fall_back(kUnfusedBias);
-  if (!fusable) return fall_back(kUnfusedLayout);
-
-  const Plan plan = forced && forced->kernel != kTriton ? *forced : measured;
-  if (plan.kernel == 0) return fall_back(forced && forced->kernel == 0 ? kUnfusedForced : kUnfusedTable);
+  if (plan.impl == kTriton) return fall_back(kDeclined);   // forced, but Triton cannot run here
+  if (plan.impl == kUnfused) return fall_back(plan.reason);
 
   isw_problem p{};
   p.x = x2.data_ptr();
@@ -531,13 +517,11 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
   p.activation = act;
   p.stream = stream;
   std::optional<Tensor> workspace;
-  const int order[3] = {plan.kernel, plan.kernel == ISW_KERNEL2_PAIRMUL ? ISW_KERNEL1_PINGPONG : ISW_KERNEL2_PAIRMUL,
-                        plan.kernel == ISW_KERNEL3_SKINNY ? ISW_KERNEL1_PINGPONG : ISW_KERNEL3_SKINNY};
+  const int order[3] = {plan.impl, plan.fallback[0], plan.fallback[1]};
   for (int i = 0; i < 3; ++i) {
     const int kernel = order[i];
-    if (i > 0 && kernel == plan.kernel) continue;
-    if (i > 0 && kernel == ISW_KERNEL3_SKINNY && M > 32) continue;  // a decode kernel: not past 32 tokens
-    p.config = i == 0 ? plan.config : -1;
+    if (kernel <= kUnfused || kernel >= kTriton) continue;
+    p.config = i == 0 ? plan.config : -1;   // a fallback runs its default configuration
     p.workspace = nullptr;
     p.workspace_bytes = 0;
     int st = isw_run(kernel, &p);
@@ -549,13 +533,13 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
       st = isw_run(kernel, &p);
     }
     if (st == ISW_OK) {
-      count(Outcome(kFused1 + kernel - 1));
+      count(kernel, i == 0 ? plan.reason : int(kDeclined));
       count_config(kernel, p.config);
       return out;
     }
-    STD_TORCH_CHECK(st == ISW_ERR_UNSUPPORTED, "inductor_swiglu: kernel ", kernel, " failed: ", isw_last_error());
+    STD_TORCH_CHECK(refused(st), "inductor_swiglu: ", kernel, " failed to launch: ", isw_last_error());
   }
-  return fall_back(kUnfusedDeclined);
+  return fall_back(kDeclined);
 }
 
 }  // namespace
@@ -568,53 +552,79 @@ STABLE_TORCH_LIBRARY_IMPL(inductor_swiglu, CUDA, m) { m.impl("swiglu_forward", T
 
 ISW_OP_EXPORT int isw_op_abi_version(void) { return ISW_ABI_VERSION; }
 
-// rows: n_rows x 7 int64 (K, N, m_lo, m_hi, kernel, config, Triton config under capture or -1);
-// replaces the table.
-ISW_OP_EXPORT void isw_op_set_plans(const int64_t* rows, int64_t n_rows) {
+// rows: n_rows x kRowWidth int64, sorted by (key, K, N, m_lo) (dispatch.plans.native_rows);
+// replaces the plans of `device`.
+ISW_OP_EXPORT int isw_op_set_plans(int device, const int64_t* rows, int64_t n_rows) {
+  if (device < 0 || device >= kMaxDevices) return ISW_ERR_INVALID;
   auto* t = new PlanTable();
   for (int64_t i = 0; i < n_rows; ++i) {
-    const int64_t* r = rows + 7 * i;
-    t->rows.push_back(PlanRow{r[0], r[1], r[2], r[3], Plan{int(r[4]), int(r[5]), int(r[6])}});
-    if (std::find(t->shapes.begin(), t->shapes.end(), std::make_pair(r[0], r[1])) == t->shapes.end())
-      t->shapes.emplace_back(r[0], r[1]);
+    const int64_t* r = rows + kRowWidth * i;
+    if (r[0] < 0 || r[0] >= kNumKeys) {
+      delete t;
+      return ISW_ERR_INVALID;
+    }
+    KeyRows& k = t->keys[r[0]];
+    Plan plan;
+    plan.impl = int(r[5]);
+    plan.config = int(r[6]);
+    plan.reason = int(r[7]);
+    plan.triton = int(r[8]);
+    plan.triton_reason = int(r[9]);
+    plan.fallback[0] = int(r[10]);
+    plan.fallback[1] = int(r[11]);
+    k.rows.push_back(PlanRow{r[1], r[2], r[3], r[4], plan});
+    if (std::find(k.shapes.begin(), k.shapes.end(), std::make_pair(r[1], r[2])) == k.shapes.end())
+      k.shapes.emplace_back(r[1], r[2]);
   }
   std::lock_guard<std::mutex> lock(g_table_mu);
-  const PlanTable* old = g_table.exchange(t, std::memory_order_acq_rel);
+  const PlanTable* old = g_tables[device].exchange(t, std::memory_order_acq_rel);
   if (old) g_retired.push_back(old);
+  return ISW_OK;
 }
 
-// The plan for (M, N, K) as (kernel, config, Triton config under capture), for the diagnostics
-// and tests.
-ISW_OP_EXPORT void isw_op_plan(int64_t M, int64_t N, int64_t K, int32_t* kernel, int32_t* config, int32_t* triton) {
-  const Plan p = measured_plan(M, N, K);
-  *kernel = p.kernel;
-  *config = p.config;
-  *triton = p.triton;
+// The plan the op follows for (device, key, M, N, K), as kRowWidth - 5 values (impl, config,
+// reason, Triton config, its reason, fallback 1, fallback 2); -1 where the device has no plans.
+ISW_OP_EXPORT int isw_op_plan(int device, int key, int64_t M, int64_t N, int64_t K, int32_t* out) {
+  if (device < 0 || device >= kMaxDevices || key < 0 || key >= kNumKeys) return ISW_ERR_INVALID;
+  const PlanTable* t = g_tables[device].load(std::memory_order_acquire);
+  if (t == nullptr) return ISW_ERR_UNSUPPORTED;
+  const Plan p = lookup(t->keys[key], M, N, K);
+  const int32_t values[7] = {p.impl, p.config, p.reason, p.triton, p.triton_reason, p.fallback[0], p.fallback[1]};
+  std::copy(values, values + 7, out);
+  return ISW_OK;
 }
 
-// Python registered swiglu_triton_out and Triton can run: Triton plans may be followed.
-ISW_OP_EXPORT void isw_op_set_triton(int enabled, int default_m16, int default_m64, int default_large) {
-  g_triton_defaults[0].store(default_m16);
-  g_triton_defaults[1].store(default_m64);
-  g_triton_defaults[2].store(default_large);
-  g_triton_enabled.store(enabled != 0);
+// Forget every device's plans (the next call of each asks Python again): after the forced
+// implementation changes.
+ISW_OP_EXPORT void isw_op_clear_plans(void) {
+  std::lock_guard<std::mutex> lock(g_table_mu);
+  for (auto& t : g_tables) {
+    const PlanTable* old = t.exchange(nullptr, std::memory_order_acq_rel);
+    if (old) g_retired.push_back(old);
+  }
 }
 
-ISW_OP_EXPORT int isw_op_num_outcomes(void) { return kNumOutcomes; }
+// Python registered swiglu_triton_out and Triton can run: rows naming Triton may be followed.
+ISW_OP_EXPORT void isw_op_set_triton(int enabled) { g_triton_enabled.store(enabled != 0); }
+
+ISW_OP_EXPORT int isw_op_num_check_reasons(void) { return kNumCheckReasons; }
+ISW_OP_EXPORT int isw_op_max_reasons(void) { return kMaxReasons; }
 ISW_OP_EXPORT int isw_op_num_events(void) { return kNumEvents; }
 
-// outcomes[kNumOutcomes]; configs[4 * 64] (calls per config of kernels 1, 2, 3 and Triton);
-// events[kNumEvents].
-ISW_OP_EXPORT void isw_op_stats(int64_t* outcomes, int64_t* configs, int64_t* events) {
-  for (int i = 0; i < kNumOutcomes; ++i) outcomes[i] = g_outcomes[i].load(std::memory_order_relaxed);
-  for (int k = 1; k <= kTriton; ++k)
-    for (int c = 0; c < kMaxConfigs; ++c) configs[(k - 1) * kMaxConfigs + c] = g_config_calls[k][c].load(std::memory_order_relaxed);
+// counts[kNumImpls * kMaxReasons] (calls by implementation and reason); configs[kNumImpls * 64]
+// (calls by implementation and configuration index); events[kNumEvents].
+ISW_OP_EXPORT void isw_op_stats(int64_t* counts, int64_t* configs, int64_t* events) {
+  for (int k = 0; k < kNumImpls; ++k)
+    for (int r = 0; r < kMaxReasons; ++r) counts[k * kMaxReasons + r] = g_counts[k][r].load(std::memory_order_relaxed);
+  for (int k = 0; k < kNumImpls; ++k)
+    for (int c = 0; c < kMaxConfigs; ++c) configs[k * kMaxConfigs + c] = g_config_calls[k][c].load(std::memory_order_relaxed);
   for (int i = 0; i < kNumEvents; ++i) events[i] = g_events[i].load(std::memory_order_relaxed);
 }
 
 ISW_OP_EXPORT void isw_op_reset_stats(void) {
   for (auto& e : g_events) e.store(0, std::memory_order_relaxed);
-  for (auto& o : g_outcomes) o.store(0, std::memory_order_relaxed);
+  for (auto& k : g_counts)
+    for (auto& c : k) c.store(0, std::memory_order_relaxed);
   for (auto& k : g_config_calls)
     for (auto& c : k) c.store(0, std::memory_order_relaxed);
 }

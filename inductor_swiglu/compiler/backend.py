@@ -25,8 +25,8 @@ from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 from ..ops import swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
 from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
+from .pass_manager import PostGradPassManager, compose, current_compile_id
 from .records import RECORDS
-from .swiglu_pass import SwigluFusionPass, compose, current_compile_id
 
 log = logging.getLogger("inductor_swiglu.compile")
 
@@ -37,10 +37,10 @@ _OP_IN_CODE = re.compile(r"torch\.ops\.inductor_swiglu\.swiglu(?:_forward)?\.def
 
 
 @functools.cache
-def _pass_for(config: PassConfig) -> SwigluFusionPass:
+def _pass_for(config: PassConfig) -> PostGradPassManager:
     # One pass object per configuration: patterns register once per process
     # (registering twice raises "Duplicate pattern").
-    return SwigluFusionPass(config)
+    return PostGradPassManager(config)
 
 
 def config_patches(mode: str | None, options: dict[str, Any] | None, pass_config: PassConfig) -> dict[str, Any]:

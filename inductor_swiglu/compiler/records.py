@@ -4,8 +4,10 @@ diagnostics dump all tell the same story."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -29,6 +31,16 @@ class NearMiss:
 
 
 @dataclass
+class PassRun:
+    """One pass of the post-grad pipeline on one graph."""
+    name: str                    # e.g. "split_merged_projections"
+    changes: int                 # what the pass counts: rewrites, nodes merged, projections split
+    ms: float                    # wall time of the pass
+    error: str = ""              # what the pass raised; the whole graph was then restored
+    graph_after: str = ""        # captured only while diagnostics are recording, and only if it changed
+
+
+@dataclass
 class GraphRecord:
     compile_id: str              # Dynamo's "frame/recompile" id, e.g. "0/1"
     index: int                   # order of the graph within this compile id (forward, backward)
@@ -36,7 +48,8 @@ class GraphRecord:
     not_run_reason: str = ""     # why the pass did not run on this graph (a cache hit, ...)
     rewrites: list[Rewrite] = field(default_factory=list)
     near_misses: list[NearMiss] = field(default_factory=list)
-    error: str = ""              # internal error of the pass; the graph was left as it was
+    error: str = ""              # "<pass>: <error>" of the pass that raised; the graph was left as it was
+    passes: list[PassRun] = field(default_factory=list)   # in the order they ran
     graph_before: str = ""       # captured only while diagnostics are recording
     graph_after: str = ""
     fx_graph_cache_hit: bool = False
@@ -49,6 +62,8 @@ class GraphRecord:
         if not with_text:
             for k in ("graph_before", "graph_after", "output_code"):
                 d.pop(k)
+            for p in d["passes"]:
+                p.pop("graph_after")
         return d
 
 
@@ -81,6 +96,7 @@ class Records:
         self.pass_errors = 0
         self.cudagraph_skips: list[tuple[str, bool]] = []   # (reason, caused by our op)
         self.capture_text = 0     # >0 while a diagnostics session records graph text
+        self._local = threading.local()
 
     def new_graph(self, compile_id: str) -> GraphRecord:
         with self._lock:
@@ -88,6 +104,21 @@ class Records:
             rec = GraphRecord(compile_id=compile_id, index=index)
             self.graphs.append(rec)
             return rec
+
+    @contextlib.contextmanager
+    def recording(self, rec: GraphRecord) -> Iterator[GraphRecord]:
+        """Make `rec` the record that passes running in this thread write to."""
+        previous = getattr(self._local, "graph", None)
+        self._local.graph = rec
+        try:
+            yield rec
+        finally:
+            self._local.graph = previous
+
+    def current_graph(self) -> GraphRecord | None:
+        """The record of the graph the pass manager is running on in this thread; None outside it
+        (a pass called on its own records nothing)."""
+        return getattr(self._local, "graph", None)
 
     def graphs_for(self, compile_id: str) -> list[GraphRecord]:
         with self._lock:

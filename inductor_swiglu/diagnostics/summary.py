@@ -17,7 +17,7 @@ import torch
 from ..compiler.cudagraph_watch import caused_by_our_op
 from .data import RunData, frame_id
 from .guards import classify, failed_guard
-from .writer import metric_dict, normalize_reason
+from .writer import metric_dict, normalize_reason, pass_entries, pass_table
 
 ACTION, WARNING, INFO = "action", "warning", "info"
 _MAX_ROWS = 15
@@ -368,6 +368,7 @@ def build(d: RunData, files: dict) -> dict:
             for k, n in rewrites.items()
         ],
         "near_misses": [{"reason": r, "locations": locs} for r, locs in near.items()],
+        "passes": pass_entries(d.graphs),
         "cudagraph_skip_reasons": d.cudagraph_reasons,
         "graph_breaks": d.events.graph_breaks,
         "failed_compiles": [metric_dict(m) for m in d.events.metrics if _failed(m)],
@@ -436,6 +437,10 @@ def render_markdown(s: dict) -> str:
         if len(s["rewrites"]) > _MAX_ROWS:
             out.append(f"| ... {len(s['rewrites']) - _MAX_ROWS} more in patterns.md | | | | | | |")
         out.append("")
+    if s.get("passes"):
+        out += ["## Passes, per graph", "", "Changes made and time taken by each pass, in pipeline order (the first swiglu_fusion in a "
+                "process includes tracing its patterns, once).", ""]
+        out += [*pass_table(s["passes"], limit=_MAX_ROWS, more=" in patterns.md"), ""]
     if s["op_calls"]:
         out += ["Op calls during the run: " + ", ".join(f"{k} x{n}" for k, n in s["op_calls"].items()) +
                 " (host-side calls; CUDA-graph replays are not counted).", ""]
@@ -455,8 +460,8 @@ def render_markdown(s: dict) -> str:
     if s["guard_errors"]:
         out.append(f"- guards: {'; '.join(s['guard_errors'])}")
     out.append("- frames/: per compiled frame, the guards, every failed guard in order, and per graph the FX graph "
-               "before/after the pass and Inductor's code. patterns.md: rewrites and near misses. "
-               "cudagraphs.md, records.json.")
+               "before/after the passes, after each pass that changed it, and Inductor's code. patterns.md: rewrites, "
+               "near misses and the passes per graph. cudagraphs.md, records.json.")
     if s["dump_errors"]:
         out.append("- **parts of the dump failed**: " + "; ".join(e.splitlines()[0] for e in s["dump_errors"]))
     return "\n".join(out) + "\n"

@@ -3,8 +3,11 @@
     frames/<frame id>_<function>/frame.md           compiles in order: recompile reason, every
                                                     guard that failed, guard counts, specializations
     frames/<frame id>_<function>/<compile id>/      guards.txt, and per graph: FX graph before and
-                                                    after our pass, Inductor's generated code
-    patterns.md, patterns.json                      rewrites and near misses
+                                                    after our passes, after each pass that changed
+                                                    it (graph_<i>.after_<NN>_<pass>.py, NN its place
+                                                    in the pipeline), Inductor's generated code
+    patterns.md, patterns.json                      rewrites, near misses, and each pass's changes
+                                                    and time per graph
     cudagraphs.md                                   CUDA-graph skip reasons
     records.json                                    every record, machine-readable
 
@@ -148,6 +151,11 @@ def _frame_section(d: RunData, f: FrameRecord, cdir: Path, files: dict) -> list[
         if g.error:
             what += f"; pass error: {g.error}"
         out.append(f"- graph {g.index}: {what} (files in [{cdir.name}/]({cdir.name}/))")
+        if g.passes:
+            out.append("  - passes: " + ", ".join(
+                f"{p.name} {p.changes}" + (f" ([graph after]({cdir.name}/{pass_file(g, i)}))" if p.changes else "")
+                + f" in {p.ms:.2f} ms" + (f" (raised {_md_cell(p.error)})" if p.error else "")
+                for i, p in enumerate(g.passes)))
     if not graphs:
         out.append("- no graph reached Inductor for this compile")
     out.append("")
@@ -166,8 +174,50 @@ def _write_graph(d: RunData, g: GraphRecord, cdir: Path, files: dict | None) -> 
     (cdir / f"{stem}.inductor_output_code.py").write_text(
         header + "# Inductor's generated code\n" + (g.output_code or missing.replace("the pass did not run", "no code was kept"))
     )
+    restored = f"# the pipeline failed later ({g.error}) and the graph was restored to its state before the first pass\n"
+    for i, p in enumerate(g.passes):
+        if p.changes:
+            (cdir / pass_file(g, i)).write_text(
+                header + f"# post-grad FX graph after pass {i:02d} {p.name} ({p.changes} change(s), {p.ms:.2f} ms)\n"
+                + (restored if g.error else "") + (p.graph_after or missing))
     if files is not None:
         files["graphs"][f"{g.compile_id}#{g.index}"] = _rel(d, cdir)
+
+
+def pass_file(g: GraphRecord, i: int) -> str:
+    """The file of graph `g` after its `i`-th pass (counted from 0, in pipeline order)."""
+    return f"graph_{g.index}.after_{i:02d}_{_safe(g.passes[i].name)}.py"
+
+
+def pass_entries(graphs: list[GraphRecord]) -> list[dict]:
+    """Per graph the pass ran on: each pass's name, change count, time and error, in order."""
+    return [
+        {"compile_id": g.compile_id, "graph": g.index,
+         "passes": [{"name": p.name, "changes": p.changes, "ms": p.ms, "error": p.error} for p in g.passes]}
+        for g in graphs if g.passes
+    ]
+
+
+def pass_table(entries: list[dict], limit: int | None = None, more: str = "") -> list[str]:
+    """Markdown table, one row per graph and one column per pass: "changes · ms" per cell."""
+    if not entries:
+        return []
+    names: list[str] = []
+    for e in entries:
+        names += [p["name"] for p in e["passes"] if p["name"] not in names]
+    lines = ["| compile | graph | " + " | ".join(names) + " | total |", "|---|---|" + "---|" * (len(names) + 1)]
+    for e in entries[:limit]:
+        by_name = {p["name"]: p for p in e["passes"]}
+        cells = [_pass_cell(by_name[n]) if n in by_name else "" for n in names]
+        total = sum(p["ms"] for p in e["passes"])
+        lines.append(f"| {e['compile_id']} | {e['graph']} | " + " | ".join(cells) + f" | {total:.2f} ms |")
+    if limit is not None and len(entries) > limit:
+        lines.append(f"| ... | {len(entries) - limit} more{more} |" + " |" * (len(names) + 1))
+    return lines
+
+
+def _pass_cell(p: dict) -> str:
+    return ("**raised** · " if p["error"] else f"{p['changes']} · ") + f"{p['ms']:.2f} ms"
 
 
 # -- patterns ----------------------------------------------------------------- #
@@ -211,11 +261,18 @@ def _write_patterns(d: RunData, files: dict) -> None:
         lines += ["## Pass errors", "", "The pass failed on these graphs and left them unchanged (they run unfused).", ""]
         lines += [f"- compile {g.compile_id}, graph {g.index}: {g.error}" for g in errors]
         lines.append("")
+    entries = pass_entries(d.graphs)
+    if entries:
+        lines += ["## Passes", "", "Per graph, in pipeline order: how many changes each pass made, and its time. "
+                  "The graph after each pass that changed it is in frames/ (graph_<i>.after_<NN>_<pass>.py).", ""]
+        lines += pass_table(entries)
+        lines.append("")
     (d.dump_dir / "patterns.md").write_text("\n".join(lines))
     (d.dump_dir / "patterns.json").write_text(json.dumps({
         "rewrites": [dict(compile_id=g.compile_id, graph=g.index, **dataclasses.asdict(r)) for g, r in rewrites],
         "near_misses": [dict(compile_id=g.compile_id, graph=g.index, **dataclasses.asdict(m)) for g, m in misses],
         "pass_errors": [dict(compile_id=g.compile_id, graph=g.index, error=g.error) for g in errors],
+        "passes": entries,
     }, indent=2, default=str))
     files["patterns"] = "patterns.md"
 

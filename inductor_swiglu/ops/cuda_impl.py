@@ -1,51 +1,41 @@
 """The Python CUDA implementation of the op: the reference for the C++ one, and the path
 when the C++ library is not loaded.
 
-With the C++ library loaded (``native``), calls never come here: the dispatcher
-runs ``csrc/op/swiglu_forward.cpp``, which follows the same rules but one: it
-launches the Triton kernel only inside CUDA graphs (where its Python launch cost
-is paid once), on Hopper where the table measured it faster and elsewhere as the
-fused path.  This path serves calls without it, and says which, through ``impl_stats``:
+With the C++ library loaded (``native``), calls never come here: the dispatcher runs
+``csrc/op/swiglu_forward.cpp``.  Both follow the plan of ``dispatch.plan`` (the same rows) and the
+same input checks; what differs is what needs a per-call decision in C++: this path has no
+capture-time Triton (it runs the Triton kernel on every call where that is the fused path, on
+GPUs other than Hopper).  Which implementation ran and why is recorded through ``impl_stats``:
 
 1. ``M == 0``: an empty ``[..., N]`` result, no launch.
-2. A GPU other than Hopper (sm_80 and newer): the fused Triton kernel
-   (``triton_swiglu``) when Triton is importable and there are no biases.
-3. On Hopper, the fused kernels (Kernel-3 for decode sizes, Kernels 1 and 2
-   above) when the kernel library loaded, dtype is bf16 or fp16, there are no
-   biases, both weights have unit stride along K (``[N, K]`` row-major, or a
-   row slice of one), K and N are multiples of 8 and the pointers 16-byte
-   aligned, and the kernel's own ``can_implement`` accepts the problem.  Which
-   kernel, or the unfused path, is the measured choice of ``dispatch``.  ``x`` of
-   any layout is used as an ``[M, K]`` view when it has one with unit stride
-   along K, else copied once to contiguous (activations only, never weights).
-4. Otherwise the unfused path: two cuBLAS GEMMs in the input dtype (eager's
-   numerics), the activation and the product in fp32, one rounding.  Correct on any CUDA GPU.
+2. The plan (``dispatch.plan``): forced, or the device's measured table, or unfused where no
+   table serves the dtype and activation or the build lacks the dtype's kernels.
+3. The kernels' needs: no biases, weights with unit stride along K and whole rows (a row pitch of
+   at least K, a multiple of 8, 16-byte aligned), K and N multiples of 8; ``x`` of any layout is
+   used as an ``[M, K]`` view when it has one with unit stride along K, else copied once
+   (activations only, never weights).  Otherwise the unfused path.
+4. A kernel that declines falls back to the plan's fallbacks, then to the unfused path: two
+   cuBLAS GEMMs in the input dtype (eager's numerics), the activation and the product in fp32,
+   one rounding.  Correct on any CUDA GPU and any strides.
 
-Every path takes the gate activation (``activations``: SiLU, GELU-tanh, GELU).
-
-No path synchronises with the host or allocates outside torch's caching
-allocator, so all of them can be captured in a CUDA graph.
+No path synchronises with the host or allocates outside torch's caching allocator, so all of
+them can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 
 import torch
 import torch.nn.functional as F
 
-from . import activations, dispatch, impl_stats, triton_swiglu
-from . import kernel_library as kl
+from .. import dispatch
+from ..dispatch import plans
+from ..kernels import library as kl
+from . import activations, impl_stats, triton_swiglu
 
-# The C ABI's element types (isw_dtype in csrc/swiglu_api.h).
+# The C ABI's element types (isw_dtype in csrc/api/swiglu_api.h).
 ISW_DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
-_FUSED_DTYPES = (torch.bfloat16, torch.float16)
-_IMPL = {kl.KERNEL1: impl_stats.KERNEL1, kl.KERNEL2: impl_stats.KERNEL2, kl.KERNEL3: impl_stats.KERNEL3}
-
-
-@functools.cache
-def capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
 
 
 def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor,
@@ -61,8 +51,8 @@ def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, ou
                                torch._C._cuda_getCurrentRawStream(out.device.index))
 
 
-def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str, activation: str) -> torch.Tensor:
-    impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
+def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str, activation: str, detail: str = "") -> torch.Tensor:
+    impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=detail)
     if b_gate is None and b_up is None and x.dtype in ISW_DTYPES and kl.get_library() is not None:
         K, N = x.shape[-1], w_gate.shape[0]
         x2 = x.reshape(-1, K)
@@ -74,31 +64,30 @@ def _unfused(x, w_gate, w_up, b_gate, b_up, reason: str, activation: str) -> tor
     return (activations.apply(activation, gate.float()) * up.float()).to(x.dtype).contiguous()
 
 
-def _k_major(w: torch.Tensor) -> bool:
-    return w.stride(1) == 1 and w.stride(0) % 8 == 0 and w.data_ptr() % 16 == 0
+def readable_weight(w: torch.Tensor, K: int) -> bool:
+    """Whether the kernels can read this [N, K] weight: unit stride along K, whole rows (a pitch of
+    at least K: no rows repeated by `expand` or overlapping), a pitch of a multiple of 8, aligned.
+    The C++ op checks the same (k_major in swiglu_forward.cpp)."""
+    return w.stride(1) == 1 and w.stride(0) >= K and w.stride(0) % 8 == 0 and w.data_ptr() % 16 == 0
+
+
+def device_kind(device: torch.device) -> dispatch.DeviceKind:
+    if device.type != "cuda":   # CPU tensors reach this path only under Triton's interpreter (tests)
+        return dispatch.DeviceKind(device.type, False, None)
+    return dispatch.device_kind(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def is_hopper(device: torch.device) -> bool:
-    return capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+    return device_kind(device).hopper
 
 
-def fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up) -> str:
-    """'' if the Hopper kernels may serve these inputs, else why not (in user words)."""
-    if x.dtype not in _FUSED_DTYPES:
-        return f"dtype {x.dtype} (the fused kernels take bf16/fp16)"
+def layout_reason(x, w_gate, w_up, b_gate, b_up) -> str:
+    """'' if the kernels can read these inputs, else why not (the C++ op's kBias / kLayout)."""
     if b_gate is not None or b_up is not None:
-        return "biases are not fused by the kernels"
-    if not is_hopper(x.device):
-        major, minor = capability(x.device.index if x.device.index is not None else torch.cuda.current_device())
-        return f"GPU compute capability {major}.{minor} is not Hopper (9.0)"
-    lib = kl.get_library()
-    if lib is None:
-        return kl.unavailable_reason()
+        return plans.CHECK_REASONS[1]
     K = x.shape[-1]
-    if K % 8 or w_gate.shape[0] % 8:
-        return f"K={K}, N={w_gate.shape[0]} must be multiples of 8"
-    if not (_k_major(w_gate) and _k_major(w_up)):
-        return "weights are not [N, K] row-major with 16-byte aligned rows (e.g. stored [in, out])"
+    if K % 8 or w_gate.shape[0] % 8 or not (readable_weight(w_gate, K) and readable_weight(w_up, K)):
+        return plans.CHECK_REASONS[2]
     return ""
 
 
@@ -155,58 +144,60 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
         return out.view(*x.shape[:-1], N)
     ok, msg = _launch(lib, kernel, _problem(x2, w_gate, w_up, out, config, activation), x.device)
     if not ok:
-        raise RuntimeError(f"{dispatch.kernel_name(kernel)} config {config}: {msg}")
+        raise RuntimeError(f"{kl.NAMES[kernel]} config {config}: {msg}")
     return out.view(*x.shape[:-1], N)
 
 
-def _triton(x, w_gate, w_up, b_gate, b_up, activation: str, reason: str, detail: str) -> torch.Tensor | None:
-    """The fused Triton kernel (GPUs other than Hopper, or forced); None where it does not apply."""
+def _triton(x, w_gate, w_up, b_gate, b_up, activation: str, config: int, reason: str) -> torch.Tensor | None:
+    """The fused Triton kernel; None where it does not apply (biases, dtype, no Triton)."""
     if b_gate is not None or b_up is not None or x.dtype not in ISW_DTYPES or not triton_swiglu.available()[0]:
         return None
-    out = triton_swiglu.swiglu_triton(x, w_gate, w_up, activation=activation)
-    impl_stats.record(impl_stats.TRITON, reason, detail=detail)
+    cfg = triton_swiglu.CONFIGS[config] if config >= 0 else None
+    out = triton_swiglu.swiglu_triton(x, w_gate, w_up, config=cfg, activation=activation)
+    impl_stats.record(impl_stats.TRITON, reason, config=cfg.name if cfg is not None else "")
     return out
 
 
 def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activations.SILU) -> torch.Tensor:
     K, N = x.shape[-1], w_gate.shape[0]
     out_shape = (*x.shape[:-1], N)
-    if x.numel() == 0:
-        impl_stats.record(impl_stats.FALLBACK_CUDA, "empty input: nothing to compute")
+    M = math.prod(x.shape[:-1])
+    if M == 0 or N == 0:
+        impl_stats.record(impl_stats.FALLBACK_CUDA, plans.CHECK_REASONS[0])
         return x.new_empty(out_shape)
-    M = x.numel() // K
-    plan = dispatch.choose(M, N, K)
-    forced_triton = plan.kernel == kl.TRITON
-    if forced_triton or not is_hopper(x.device):
-        # the same reasons as the C++ op's outcomes (native.OUTCOMES)
-        reason, detail = (plan.reason, "") if forced_triton else ("", "GPU is not Hopper: the Triton kernel is the fused path")
-        out = _triton(x, w_gate, w_up, b_gate, b_up, activation, reason, detail)
+    if K == 0:   # no products: act(b_gate) * b_up, or zeros; what F.linear gives, not an empty buffer
+        return _unfused(x, w_gate, w_up, b_gate, b_up, plans.CHECK_REASONS[2], activation)
+    dtype = str(x.dtype).removeprefix("torch.")
+    plan = dispatch.plan(device_kind(x.device), dtype, activation, M, N, K)
+    reason = plans.REASONS[plan.reason]
+    # Triton where it is the plan (forced), or where it is the fused path (other GPUs): this path
+    # cannot tell a CUDA-graph capture apart cheaply, so it runs Triton on every call there.
+    tri = plan.config if plan.impl == kl.TRITON else plan.triton if plan.reason == plans.NOT_HOPPER else -1
+    if tri >= 0 or plan.impl == kl.TRITON:
+        out = _triton(x, w_gate, w_up, b_gate, b_up, activation, tri,
+                      reason if plan.impl == kl.TRITON else plans.REASONS[plan.triton_reason])
         if out is not None:
             return out
-        if forced_triton:   # forced, but the Triton kernel does not apply (bias, dtype, no Triton)
-            plan = dispatch.choose_measured(M, N, K)
-    reason = fused_unavailable_reason(x, w_gate, w_up, b_gate, b_up)
-    if reason:
-        return _unfused(x, w_gate, w_up, b_gate, b_up, reason, activation)
-    if plan.kernel == kl.UNFUSED:
-        return _unfused(x, w_gate, w_up, b_gate, b_up, plan.reason, activation)
-
+    if plan.impl in (kl.UNFUSED, kl.TRITON):
+        return _unfused(x, w_gate, w_up, b_gate, b_up, reason if plan.impl == kl.UNFUSED else plans.CHECK_REASONS[3],
+                        activation, plan.detail)
+    why = layout_reason(x, w_gate, w_up, b_gate, b_up)
     lib = kl.get_library()
+    if why or lib is None:
+        return _unfused(x, w_gate, w_up, b_gate, b_up, why or kl.unavailable_reason(), activation)
+
     x2 = _as_rows(x, K)
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     p = _problem(x2, w_gate, w_up, out, plan.config, activation)
     why_not = []
-    # Kernel-3 is a decode kernel: never a fallback for more than 32 tokens.
-    fallbacks = [k for k in (kl.KERNEL2, kl.KERNEL1, kl.KERNEL3) if k != plan.kernel and (k != kl.KERNEL3 or M <= 32)]
-    for kernel in [plan.kernel] + fallbacks:
-        if kernel != plan.kernel:
-            p.config = -1  # the plan's config index belongs to the planned kernel
+    for i, kernel in enumerate((plan.impl, *plan.fallbacks)):
+        p.config = plan.config if i == 0 else -1   # a fallback runs its default configuration
         ok, msg = _launch(lib, kernel, p, x.device)
         if ok:
-            detail = plan.reason if kernel == plan.kernel else "preferred kernel declined: " + "; ".join(why_not)
             names = lib.configs(kernel)
             config = names[p.config] if 0 <= p.config < len(names) else (names[0] if names else "")
-            impl_stats.record(_IMPL[kernel], "", detail=detail, config=config)
+            impl_stats.record(kl.NAMES[kernel], reason if i == 0 else plans.CHECK_REASONS[3],
+                              detail=plan.detail if i == 0 else "; ".join(why_not), config=config)
             return out.view(out_shape)
-        why_not.append(f"{dispatch.kernel_name(kernel)}: {msg}")
-    return _unfused(x, w_gate, w_up, b_gate, b_up, "kernels declined: " + "; ".join(why_not), activation)
+        why_not.append(f"{kl.NAMES[kernel]}: {msg}")
+    return _unfused(x, w_gate, w_up, b_gate, b_up, plans.CHECK_REASONS[3], activation, "; ".join(why_not))

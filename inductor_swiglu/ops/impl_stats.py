@@ -19,22 +19,23 @@ import collections
 import logging
 import threading
 
-from . import kernel_library as kl
+from ..dispatch.plans import REASONS
+from ..kernels import library as kl
 from . import native, triton_swiglu
 
 log = logging.getLogger("inductor_swiglu.op")
 
 # Implementation names, stable: tests, diagnostics and benchmarks key on them.  The kernels and
-# the unfused path carry the names of kernel_library.KERNEL_NAMES, which the dispatch table and the
-# C++ counters (native.OUTCOMES) use too: one name per thing.
-KERNEL1 = kl.KERNEL_NAMES[kl.KERNEL1]
-KERNEL2 = kl.KERNEL_NAMES[kl.KERNEL2]
-KERNEL3 = kl.KERNEL_NAMES[kl.KERNEL3]
-FALLBACK_CUDA = kl.KERNEL_NAMES[kl.UNFUSED]
-TRITON = "triton"
+# the unfused path carry the names of kernels.library.NAMES, which the dispatch tables and the
+# C++ counters use too: one name per thing.
+DUAL_GEMM = kl.NAMES[kl.DUAL_GEMM]
+INTERLEAVED_GEMM = kl.NAMES[kl.INTERLEAVED_GEMM]
+DECODE_GEMM = kl.NAMES[kl.DECODE_GEMM]
+FALLBACK_CUDA = kl.NAMES[kl.UNFUSED]
+TRITON = kl.NAMES[kl.TRITON]
 REFERENCE_CPU = "reference_cpu"      # CPU, fp32/fp64 inputs: the fp32 reference itself
 UNFUSED_CPU = "unfused_cpu"          # CPU, 16-bit inputs: the GEMMs in the input dtype, as stock Inductor
-FUSED = frozenset({KERNEL1, KERNEL2, KERNEL3, TRITON})
+FUSED = frozenset({DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON})
 
 _lock = threading.Lock()
 _calls: collections.Counter[str] = collections.Counter()
@@ -78,13 +79,12 @@ def op_stats() -> dict[str, object]:
         calls = collections.Counter(_calls)
         reasons = {k: collections.Counter(v) for k, v in _reasons.items()}
         configs = {k: collections.Counter(v) for k, v in _configs.items()}
-    outcomes, per_config, event_counts = native.counts()
-    for (kernel, reason), n in zip(native.OUTCOMES, outcomes):
-        if n:
-            impl = kernel
-            calls[impl] += n
-            reasons.setdefault(impl, collections.Counter())[reason] += n
-            _log_first(impl, reason, "C++ implementation")
+    by_reason, per_config, event_counts = native.counts()
+    for (kid, r), n in sorted(by_reason.items()):
+        impl, reason = kl.NAMES[kid], REASONS[r] if r < len(REASONS) else f"reason {r}"
+        calls[impl] += n
+        reasons.setdefault(impl, collections.Counter())[reason] += n
+        _log_first(impl, reason, "C++ implementation")
     events = {name: n for (name, _), n in zip(native.EVENTS, event_counts) if n}
     for name, what in native.EVENTS:
         if name in events:
@@ -95,7 +95,7 @@ def op_stats() -> dict[str, object]:
                  else lib.configs(kid) if lib is not None else [])
         for i, n in enumerate(counts):
             if n and i < len(names):
-                configs.setdefault(kl.KERNEL_NAMES[kid], collections.Counter())[names[i]] += n
+                configs.setdefault(kl.NAMES[kid], collections.Counter())[names[i]] += n
     fused = sum(n for k, n in calls.items() if k in FUSED)
     return {
         "calls": dict(calls),

@@ -43,9 +43,14 @@ Two operators share this contract:
 
 from __future__ import annotations
 
+import logging
+import math
+
 import torch
 
-from . import activations, dispatch, impl_stats, native, triton_swiglu
+from .. import dispatch
+from ..dispatch import forced as forcing
+from . import activations, impl_stats, native, triton_swiglu
 from .reference import compute_dtype, swiglu_reference
 
 OP_NAMESPACE = "inductor_swiglu"
@@ -176,11 +181,28 @@ def _swiglu_triton_out(x, w_gate, w_up, out, config, activation):
     triton_swiglu.swiglu_triton(x, w_gate, w_up, config=cfg, out=out, activation=activation)
 
 
+# The C++ op asks for a device's plans the first time it meets the device (through the
+# dispatcher, so no Python runs on later calls): they depend on the GPU's kind, which is known
+# only then, and on the forced implementation, which clears them when it changes.
+SET_DEVICE_PLANS_QUALNAME = f"{OP_NAMESPACE}::set_device_plans"
+torch.library.define(SET_DEVICE_PLANS_QUALNAME, "(Tensor x) -> ()")
+_log = logging.getLogger("inductor_swiglu.op")
+
+
+@torch.library.impl(SET_DEVICE_PLANS_QUALNAME, "cuda")
+def _set_device_plans(x):
+    index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    kind = dispatch.device_kind(index)
+    if kind.note:
+        _log.info("cuda:%d (%s): %s", index, kind.name, kind.note)
+    native.set_plans(index, dispatch.native_rows(kind))
+
+
 # The C++ library registers swiglu_forward's CUDA kernel when it loads; only without it does the
 # Python implementation take that place (a key cannot have two kernels).
 if native.enabled():
-    native.set_plans(dispatch.plan_rows())
-    native.set_triton(triton_swiglu.importable(), triton_swiglu.default_indices())
+    native.set_triton(triton_swiglu.importable())
+    forcing.on_change(native.clear_plans)
 else:
     torch.library.impl(FORWARD_QUALNAME, "cuda")(_swiglu_cuda_python)
 
@@ -212,7 +234,8 @@ def _backward(ctx, grad):
     x, w_gate, w_up, b_gate, b_up = ctx.saved_tensors
     cdt = compute_dtype(x.dtype)
     K, N = x.shape[-1], w_gate.shape[0]
-    x2 = x.reshape(-1, K).to(cdt)
+    M = math.prod(x.shape[:-1])   # explicit: reshape(-1, K) cannot infer the rows when K == 0
+    x2 = x.reshape(M, K).to(cdt)
     wg, wu = w_gate.to(cdt), w_up.to(cdt)
     g = x2 @ wg.T
     u = x2 @ wu.T
@@ -221,7 +244,7 @@ def _backward(ctx, grad):
     if b_up is not None:
         u = u + b_up.to(cdt)
     act, d_act = activations.value_and_grad(ctx.activation, g)
-    gy = grad.reshape(-1, N).to(cdt)
+    gy = grad.reshape(M, N).to(cdt)
     d_up = gy * act
     d_gate = gy * u * d_act
     need = ctx.needs_input_grad
@@ -236,6 +259,30 @@ def _backward(ctx, grad):
 torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context)
 
 
+# Autocast: the op stands for F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), whose linears run
+# in autocast's lower-precision dtype, so under torch.autocast the op does too (it would otherwise
+# run fp32 GEMMs and return fp32 where the expression returns bf16).  As autocast does for
+# F.linear, floating inputs other than fp64 are cast; the op then runs with autocast off below it.
+def _autocast_kernel(device_type: str, qualname: str):
+    op = getattr(torch.ops.inductor_swiglu, qualname.split("::")[1]).default
+
+    def kernel(x, w_gate, w_up, b_gate=None, b_up=None, activation=activations.SILU):
+        dtype = torch.get_autocast_dtype(device_type)
+
+        def cast(t):
+            return t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != torch.float64 else t
+
+        with torch.autocast(device_type, enabled=False):
+            return op(cast(x), cast(w_gate), cast(w_up), cast(b_gate), cast(b_up), activation)
+
+    return kernel
+
+
+for _name in (QUALNAME, FORWARD_QUALNAME):
+    for _device_type, _key in (("cuda", "AutocastCUDA"), ("cpu", "AutocastCPU")):
+        torch.library.impl(_name, _key)(_autocast_kernel(_device_type, _name))
+
+
 
 def swiglu(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activations.SILU):
     """Fused ``act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)``; see the module docstring.
@@ -248,6 +295,7 @@ def swiglu(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activation
     """
     if (
         type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
+        and not torch.is_autocast_enabled("cuda")   # the registered op casts as autocast would
         and not (torch.is_grad_enabled() and (x.requires_grad or w_gate.requires_grad or w_up.requires_grad
                                               or (b_gate is not None and b_gate.requires_grad)
                                               or (b_up is not None and b_up.requires_grad)))

@@ -1,0 +1,290 @@
+/*! \file pair_mul_epilogue.hpp
+    \brief The interleaved GEMM's epilogue collective: act(gate) * up from the wgmma accumulators, stored from
+           registers, or staged in shared memory and written by TMA bulk stores (out_tile_tma.hpp)
+           or by the MMA threads' own 8-byte stores over whole rows (out_tile_rows.hpp, for widths
+           a TMA box cannot describe): a per-configuration choice (InterleavedConfig.store).
+
+    Why not the stock Sm90TmaWarpSpecialized collective with PairMulStore as its EVT node: with
+    D = void it walks the tile in 64 x 32 subtiles and, per subtile, fences, passes two named
+    barriers and commits an empty TMA store, and its smem D buffer would hold the [M, 2N] GEMM
+    result, twice the tile of `out`.  Every thread already holds each gate value and its up partner
+    (pair_mul_store.hpp), so one pass over the accumulator in its own register order pairs the
+    whole tile.
+
+    Registers: 32-bit stores straight to `out`, predicated on the residues; no shared memory, so
+    the mainloop keeps every stage.  TMA (TmaStore): per tile, the threads of the MMA (one warpgroup
+    under pingpong, two under cooperative) pass a named barrier (the previous tile's TMA store has
+    read the buffer), write their output pairs into the staging buffer (32-bit shared stores, no
+    bank conflicts), fence and pass it again; one thread issues the tile's TMA stores and waits
+    until they have read shared memory.  Pingpong's two warpgroups share the buffer: the kernel
+    orders their epilogues, and the second starts only after the first's storing thread has waited.
+    TMA clips rows and columns past `out`.
+
+    Measured on the H200, the same tiles both ways, each interleaved with cuBLAS [M, 2N,
+    K]: at K = 896 (Qwen2.5-0.5B) the TMA stores took the 128 x 160 tile from 0.93x to 0.99x of
+    cuBLAS's speed at M = 512 and from 1.09x to 1.11-1.13x at M = 2048; from K = 2048 on they were
+    even or up to 4% slower (the buffer costs the mainloop a stage).  The activation itself costs
+    about 0.2 us at 0.5B M = 512.
+
+    What is kept from the stock collective (StockCollective, built by CollectiveBuilder with the
+    PairMulStore EVT): its Arguments, so the host side and PairMulStore::can_implement are
+    unchanged (the node's arguments sit in arguments.thread.op_1), and its pipeline types, which
+    the kernel constructs and which stay idle here.
+*/
+#pragma once
+
+#include "cutlass/cutlass.h"
+#include "cutlass/arch/barrier.h"
+#include "cute/tensor.hpp"
+
+#include "epilogues/out_tile_rows.hpp"
+#include "epilogues/out_tile_tma.hpp"
+#include "epilogues/pair_mul_store.hpp"
+#include "epilogues/register_store_epilogue.hpp"
+
+namespace isw::epilogue {
+
+/// This thread's first accumulator coordinate (row, virtual column) in the [M, 2N] problem, for a
+/// tile at (m_coord, n_coord): where its relative coordinates (partition_C order) start.
+template <class ThrMma, class TileShapeMN>
+CUTE_HOST_DEVICE auto pair_mul_thread_first(ThrMma const& thr_mma, TileShapeMN tile_mn, int m_coord, int n_coord,
+                                            int M, int N2) {
+  using namespace cute;
+  Tensor cD_mn = local_tile(make_identity_tensor(make_shape(M, N2)), tile_mn, make_coord(m_coord, n_coord));
+  return thr_mma.partition_C(cD_mn)(0);
+}
+
+/// Output pairs into the staging buffer laid out by OutTileStaging `Staging`; rows and columns past
+/// `out` are written too (TMA clips them): no residue checks.
+template <class Staging, class ElementOut>
+struct StagedPairSink {
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  char* smem;                        // the buffer, as a generic pointer
+  typename Staging::Origin origin;   // the thread's first output in it
+  CUTE_HOST_DEVICE bool chunk_in(int) const { return true; }
+  CUTE_HOST_DEVICE bool row_in(int) const { return true; }
+  CUTE_HOST_DEVICE void put(int dr, int dc, Pack const& v) const {
+    *reinterpret_cast<Pack*>(smem + Staging::offset(origin, dr, dc)) = v;
+  }
+};
+
+/// Whether this thread's first accumulator column holds block h = 1 of the view: never under the
+/// interleave of 8 (every thread starts on a block-0 column), lanes 2-3 of each quad under 4.
+template <int G, class First>
+CUTE_HOST_DEVICE bool pair_mul_thread_hi(First const& first) {
+  return int(cute::get<1>(first)) % (2 * G) >= G;
+}
+
+/// The accumulators of one thread, paired, through `sink` (a GlobalPairSink or StagedPairSink).
+/// G: the gate/up interleave of the weight view; `xchg` trades values with the partner lane
+/// under G = 4 (the device's warp shuffle; the host layout check's own emulation).
+template <class ElementOut, int Activation, int G, class AccTensor, class ThrMma, class TileShapeMN, class Sink,
+          class Exchange>
+CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma, TileShapeMN tile_mn,
+                                            bool up_first, int activation, bool hi, Sink const& sink,
+                                            Exchange const& xchg) {
+  using namespace cute;
+  static_assert(G == 8 || G == 4, "gate/up interleave of 8 or 4");
+  Tensor tCc = make_coord_tensor(thr_mma.partition_C(make_identity_tensor(tile_mn)).layout());  // relative: static
+  if constexpr (G == 8) {
+    static_assert(isw::fusion::fragment_pairs_ok<decltype(tCc.layout())>(),
+                  "the accumulator does not pair column c with c+8 in chunks of 8 (pair_mul_store.hpp)");
+  } else {
+    static_assert(isw::fusion::fragment_quads_ok<decltype(tCc.layout())>(),
+                  "the accumulator is not in chunks of 8 columns x rows r, r+8 (pair_mul_store.hpp)");
+  }
+  constexpr int kValues = decltype(size(tCc))::value;
+  static_assert(kValues == decltype(size(accumulators))::value, "coordinates and accumulators disagree");
+  cutlass::Array<float, kValues> frg;
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < kValues; ++i) frg[i] = accumulators(i);
+  // a run-time activation: one branch per tile, each side straight-line code
+  auto run = [&](auto act) {
+    if constexpr (G == 8) {
+      isw::fusion::pair_mul_fragment<ElementOut, kValues, decltype(act)::value>(frg, tCc, 0, up_first, sink);
+    } else {
+      isw::fusion::pair_mul_quads<ElementOut, kValues, decltype(act)::value>(frg, tCc, hi, up_first, sink, xchg);
+    }
+  };
+  if constexpr (Activation != ISW_ACT_ANY) run(std::integral_constant<int, Activation>{});
+  else isw::with_activation(activation, run);
+}
+
+/// One thread's part of a tile stored straight to global memory (the register kind).  Host-callable:
+/// the host layout check runs this very code on emulated accumulators.
+template <class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma, class TileShapeMN,
+          class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
+                                                  TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
+                                                  NodeParams const& node, Exchange const& xchg = {}) {
+  auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
+  int res_m = M - int(cute::get<0>(first));
+  int res_v = N2 - int(cute::get<1>(first));
+  ElementOut* out_thr = isw::fusion::pair_mul_thread_base<G>(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
+  isw::fusion::GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, node.ld_out};
+  pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
+                                                   pair_mul_thread_hi<G>(first), sink, xchg);
+}
+
+/// One thread's part of a tile written into the staging buffer (the TMA path; the stores follow).
+/// Host-callable, like the above.
+template <class Staging, class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma,
+          class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
+                                                  TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
+                                                  NodeParams const& node, char* smem, uint32_t smem_base,
+                                                  Exchange const& xchg = {}) {
+  // tile-relative: the tile's first virtual column is a multiple of 2G, so the gate/up mapping holds
+  auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
+  int row0 = int(cute::get<0>(first)) - m_coord * int(cute::size<0>(tile_mn));
+  int col0 = isw::fusion::output_column<G>(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
+  StagedPairSink<Staging, ElementOut> sink{smem, Staging::origin(smem_base, row0, col0)};
+  pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
+                                                   pair_mul_thread_hi<G>(first), sink, xchg);
+}
+
+/// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).
+enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2 };
+
+template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
+          int Interleave = 8>
+struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
+  using Base = RegisterStoreEpilogueBase<StockCollective>;
+  using Stock = StockCollective;
+  using Arguments = typename Stock::Arguments;
+  static_assert(Store == kStoreRegisters || Store == kStoreTma || Store == kStoreRows, "store kind");
+  static constexpr bool kTmaStore = Store == kStoreTma;
+  static constexpr bool kStaged = Store != kStoreRegisters;   // through a shared-memory tile
+  // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
+  // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
+  // register kind never stages, so its (unused) staging type is given a width that exists.
+  static_assert(!kTmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
+  using Staging = std::conditional_t<Store == kStoreRows, OutTileRows<ElementOut, TileM, TileN / 2>,
+                                     OutTileStaging<ElementOut, TileM, kTmaStore ? TileN / 2 : 64>>;
+  /// What `out` must be for this kind: byte alignment of the base, and of the row pitch (each
+  /// staging type's own; 4 for the register stores' 32-bit pairs, which make_arguments checks).
+  static constexpr int kOutAlignBytes = kStaged ? Staging::kOutAlignBytes : 4;
+  using typename Base::LoadPipeline;
+  using typename Base::LoadPipelineState;
+  using typename Base::StorePipeline;
+  using typename Base::StorePipelineState;
+  using typename Base::PipelineStorage;
+
+  struct Params {
+    typename Stock::Params stock;
+    CUtensorMap out_map;              // TmaStore: out [M, N], boxes of Staging::kStrip x TileM
+    uint32_t tma_transaction_bytes;   // the kernel sizes its (idle) epilogue load pipeline with it
+  };
+
+  struct StagingStorage {
+    alignas(kTmaStore ? 1024 : 16) char out[Staging::kBytes];   // 1024: the widest TMA swizzle's period
+  };
+  struct StagingSharedStorage {  // what the mainloop's stage count must leave room for
+    StagingStorage tensors;
+    PipelineStorage pipeline;
+  };
+  // the register kind keeps the base's empty storage, so its mainloop keeps every stage
+  using TensorStorage = std::conditional_t<kStaged, StagingStorage, typename Base::TensorStorage>;
+  using SharedStorage = std::conditional_t<kStaged, StagingSharedStorage, typename Base::SharedStorage>;
+
+  /// Whether `out` can be written by this collective (TMA: what a tensor map can describe; rows:
+  /// 8-byte stores; registers: anything make_arguments accepts).
+  static bool out_fits(void const* out, int64_t ld_out) {
+    if constexpr (Store == kStoreTma) return Staging::describable(out, ld_out);
+    else if constexpr (Store == kStoreRows) return Staging::writable(out, ld_out);
+    else return true;
+  }
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& s, Arguments const& a, void* ws) {
+    Params p{};
+    p.stock = Stock::to_underlying_arguments(s, a, ws);
+    p.tma_transaction_bytes = p.stock.tma_transaction_bytes;
+    if constexpr (kTmaStore) {
+      auto [M, N2, K, L] = cute::append<4>(s, 1);
+      auto const& node = a.thread.op_1;
+      Staging::encode(&p.out_map, node.ptr_out, int64_t(M), int64_t(N2) / 2, node.ld_out);  // checked before launch
+    }
+    return p;
+  }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const& s, Arguments const& a) { return Stock::get_workspace_size(s, a); }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const& s, Arguments const& a, void* ws, cudaStream_t st,
+                                              cutlass::CudaHostAdapter* h = nullptr) {
+    return Stock::initialize_workspace(s, a, ws, st, h);
+  }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& s, Arguments const& a) {
+    return Stock::can_implement(s, a) && out_fits(a.thread.op_1.ptr_out, a.thread.op_1.ld_out);
+  }
+
+  CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
+    if constexpr (kTmaStore) cute::prefetch_tma_descriptor(&params.out_map);
+  }
+
+  Params const& params;
+  TensorStorage& storage;
+  CUTLASS_HOST_DEVICE PairMulEpilogue(Params const& params, TensorStorage& storage) : params(params), storage(storage) {}
+
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout,
+            class TiledMma>
+  CUTLASS_DEVICE auto store(LoadPipeline, LoadPipelineState load_state, StorePipeline, StorePipelineState store_state,
+                            ProblemShapeMNKL problem_shape_mnkl, TileShapeMNK tile_shape_MNK,
+                            TileCoordMNKL tile_coord_mnkl, cute::Tensor<AccEngine, AccLayout> accumulators,
+                            TiledMma tiled_mma, int thread_idx, TensorStorage&) {
+    using namespace cute;
+    static_assert(size<0>(TileShapeMNK{}) == TileM && size<1>(TileShapeMNK{}) == TileN, "tile shape");
+    auto [M, N2, K, L] = problem_shape_mnkl;
+    auto [m_coord, n_coord, k_coord, l_coord] = tile_coord_mnkl;
+    auto tile_mn = take<0, 2>(tile_shape_MNK);
+    auto thr_mma = tiled_mma.get_slice(thread_idx);
+    auto const& node = params.stock.thread.op_1;
+    if constexpr (Store == kStoreRegisters) {
+      pair_mul_store_accumulators<ElementOut, Activation, Interleave>(accumulators, thr_mma, tile_mn, int(m_coord),
+                                                                      int(n_coord), int(M), int(N2), node);
+    } else {
+      // The threads of the MMA (one warpgroup under pingpong, two under cooperative) stage the tile.
+      // The first barrier: the buffer's last readers are done (the TMA store's thread waited until
+      // its bulk copy had read it; under rows every thread's reads returned their values).
+      // Pingpong's other warpgroup uses the buffer only after this one's epilogue has returned
+      // (the kernel orders the two epilogues).  The second: every shared-memory write is in
+      // before anyone reads the tile back.
+      constexpr int kThreads = int(size(TiledMma{}));
+      cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
+      barrier.arrive_and_wait();
+      char* smem = static_cast<StagingStorage&>(storage).out;
+      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
+          accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
+          uint32_t(cute::cast_smem_ptr_to_uint(smem)));
+      if constexpr (kTmaStore) cute::tma_store_fence();   // the shared stores, visible to the TMA unit
+      barrier.arrive_and_wait();
+      if constexpr (kTmaStore) {
+        if (thread_idx == 0) Staging::store(&params.out_map, smem, int(m_coord) * TileM, int(n_coord) * (TileN / 2));
+      } else {
+        Staging::template copy_out<kThreads>(smem, static_cast<ElementOut*>(node.ptr_out), node.ld_out,
+                                             int(m_coord) * TileM, int(n_coord) * (TileN / 2), int(M), int(N2) / 2,
+                                             thread_idx);
+      }
+    }
+    return cute::make_tuple(load_state, store_state);
+  }
+
+  // The cooperative kernel's form.  subtile_idx != -1 would ask for one subtile of a stream-K
+  // "separate reduction"; CUTLASS 4.2 disables that mode (should_perform_separate_reduction
+  // returns false), so the index is always -1.  Should a later CUTLASS enable it, this stops the
+  // kernel rather than store a whole tile where one subtile was meant.
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout,
+            class TiledMma>
+  CUTLASS_DEVICE auto store(LoadPipeline lp, LoadPipelineState load_state, StorePipeline sp,
+                            StorePipelineState store_state, ProblemShapeMNKL problem_shape_mnkl,
+                            TileShapeMNK tile_shape_MNK, TileCoordMNKL tile_coord_mnkl,
+                            cute::Tensor<AccEngine, AccLayout> accumulators, TiledMma tiled_mma, int thread_idx,
+                            TensorStorage& storage_, int subtile_idx) {
+    if (subtile_idx != -1) __trap();
+    return store(lp, load_state, sp, store_state, problem_shape_mnkl, tile_shape_MNK, tile_coord_mnkl, accumulators,
+                 tiled_mma, thread_idx, storage_);
+  }
+};
+
+}  // namespace isw::epilogue

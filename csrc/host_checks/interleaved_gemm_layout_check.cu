@@ -1,0 +1,470 @@
+/*! \file interleaved_gemm_layout_check.cu
+    \brief Host-only verification of the layouts the interleaved GEMM (interleaved_gemm.cu) relies on.
+           Needs no GPU: it includes the kernel TU for its types, never instantiates a kernel,
+           and replaces the driver's cuTensorMapEncodeTiled with a recorder.
+
+    For every config (bf16 and fp16) it checks, printing what it found:
+      1. the wgmma accumulator layout as PairMulEpilogue walks it (partition_C order):
+         chunks of 8 pair column c with c+8 (fragment_pairs_ok), every thread's first column is
+         a gate column, and the threads together hold every tile element exactly once; under the
+         interleave of 4, that lane ^ 2 holds the other half of every pair (fragment_quads_ok);
+      2. the hierarchical B TMA descriptor built by PairedWeightMainloop::to_underlying_arguments
+         (dims, byte strides, box), for both pointer orders of gate/up;
+      3. an end-to-end emulation: each virtual B row of each tile is fetched through the TMA
+         coordinates of load_init() and the recorded descriptor (box order must equal virtual
+         row order), the tile is multiplied on the host, the accumulators are distributed to
+         threads with the wgmma layout and stored by the epilogue's own per-thread code
+         (pair_mul_store_accumulators), and staged by it (pair_mul_stage_accumulators) in a host
+         stand-in for the shared-memory buffer that a model of the TMA store (recorded out map,
+         swizzle) writes out from, or (rows kind) that every thread's own copy_out writes out
+         from; both outs are compared with silu(x Wg^T) * (x Wu^T), and padding rows/columns of
+         out must stay untouched;
+      4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
+
+    Build and run from the repository root:
+      CUTLASS=$(python -c 'import cutlass_library; print(cutlass_library.source_path)')
+      nvcc -std=c++17 -O1 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+           -Icsrc -I$CUTLASS/include -I$CUTLASS/tools/util/include \
+           csrc/tools/interleaved_gemm_layout_check.cu -o /tmp/k2check && /tmp/k2check
+*/
+
+#define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
+#define ISW_INTERLEAVED_TYPES_ONLY 1
+
+#include <cuda.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/interleaved_gemm.cu"
+
+// isw::fail / clear_error live in swiglu_api.cu in the library; keep the message here.
+namespace isw {
+static char g_msg[1024];
+int fail(int code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_msg, sizeof(g_msg), fmt, ap);
+  va_end(ap);
+  return code;
+}
+void clear_error() { g_msg[0] = 0; }
+}  // namespace isw
+
+#include "host_checks/tma_recorder.hpp"
+
+using namespace cute;
+
+static void print_desc(const char* what, Desc const& d) {
+  printf("  %s TMA: rank %u, swizzle enum %d\n    dims   ", what, d.rank, d.swizzle);
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %llu", (unsigned long long)d.dim[i]);
+  printf("\n    stride(B)");
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %llu", (unsigned long long)d.stride[i]);
+  printf("\n    box    ");
+  for (unsigned i = 0; i < d.rank; ++i) printf(" %u", d.box[i]);
+  printf("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The accumulator as the epilogue walks it (PairMulEpilogue: partition_C order), all
+//    threads of the consumer MMA.  fragment_pairs_ok is a static_assert inside
+//    pair_mul_store_accumulators; here: every thread starts on a gate column, and the threads
+//    together cover the tile exactly once.
+template <class Gemm>
+static void check_fragment_order(bool verbose) {
+  using Kernel = typename Gemm::GemmKernel;
+  using TileShape = typename Gemm::TileShape;
+  using TiledMma = typename Gemm::CollectiveMainloop::TiledMma;
+  TiledMma tiled_mma;
+  auto tile = take<0, 2>(TileShape{});
+  int nthr = int(size(tiled_mma));
+  constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{});
+  if (verbose) {
+    printf("  TiledMma LayoutC_TV: ");
+    print(typename TiledMma::AtomLayoutC_TV{});
+    printf("\n  threads %d  mainloop stages %d  smem %d B\n", nthr,
+           int(Gemm::CollectiveMainloop::DispatchPolicy::Stages), int(Kernel::SharedStorageSize));
+  }
+  constexpr int G = Gemm::kInterleave;
+  std::vector<int> hits(size_t(TM) * TN, 0);
+  int bad_origin = 0;
+  for (int t = 0; t < nthr; ++t) {
+    Tensor tCc = tiled_mma.get_slice(t).partition_C(make_identity_tensor(tile));
+    using CoordLayout = decltype(make_coord_tensor(tCc.layout()).layout());
+    if constexpr (G == 8) {
+      static_assert(isw::fusion::fragment_pairs_ok<CoordLayout>(), "pair pattern");
+      if (int(get<1>(tCc(0))) % 16 >= 8) ++bad_origin;
+    } else {
+      // the exchange partner (lane ^ 2) holds the other block's columns of the same rows
+      static_assert(isw::fusion::fragment_quads_ok<CoordLayout>(), "quad pattern");
+      Tensor pCc = tiled_mma.get_slice(t ^ 2).partition_C(make_identity_tensor(tile));
+      bool hi = isw::epilogue::pair_mul_thread_hi<G>(tCc(0)), phi = isw::epilogue::pair_mul_thread_hi<G>(pCc(0));
+      for (int j = 0; j < size(tCc); ++j)
+        if (get<0>(pCc(j)) != get<0>(tCc(j)) || int(get<1>(pCc(j))) != int(get<1>(tCc(j))) + (hi ? -G : G)) ++bad_origin;
+      if (hi == phi) ++bad_origin;
+    }
+    for (int j = 0; j < size(tCc); ++j) ++hits[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+    if (verbose && (t < 2 || t == 4 || t == 32)) {
+      printf("    thread %3d, first 8 registers:", t);
+      for (int j = 0; j < 8; ++j) printf(" (%d,%d)", int(get<0>(tCc(j))), int(get<1>(tCc(j))));
+      printf("\n");
+    }
+  }
+  int bad_cover = 0;
+  for (int h : hits) bad_cover += h != 1;
+  CHECK(bad_origin == 0, "%d threads start on an up-block column (interleave 8) or miss their partner (4)", bad_origin);
+  CHECK(bad_cover == 0, "%d tile elements not held by exactly one thread", bad_cover);
+  if (verbose)
+    printf("  all %d threads: gate/up pairs in place (interleave %d), tile covered once: %s\n", nthr, G,
+           (bad_origin == 0 && bad_cover == 0) ? "yes" : "NO");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A TMA store of one tile as the hardware performs it, from the recorded out map: strip s is a
+// box of box[0] columns x box[1] rows at shared address smem_base + s * strip_bytes; element
+// (row, col) of the box sits at byte row * row_bytes + 2 col of it, with the 16-byte chunk bits of
+// the address XORed by its bits 7.. (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B: 1, 2 or 3 bits; CuTe's
+// Swizzle<b, 4, 3>).  Elements past the map's dims are not written.
+static void tma_store_tile(Desc const& d, char* dst, char const* sbuf, uint32_t smem_base, int strips, int strip_bytes,
+                           int row_bytes, int swizzle_bytes, int box_rows, int row0, int col0) {
+  const int bits = swizzle_bytes == 128 ? 3 : swizzle_bytes == 64 ? 2 : swizzle_bytes == 32 ? 1 : 0;
+  CHECK(int(d.box[1]) == box_rows, "box rows");
+  for (int s = 0; s < strips; ++s)
+    for (int rr = 0; rr < int(d.box[1]); ++rr)
+      for (int cc = 0; cc < int(d.box[0]); ++cc) {
+        int64_t row = row0 + rr, col = col0 + int64_t(s) * d.box[0] + cc;
+        if (row >= int64_t(d.dim[1]) || col >= int64_t(d.dim[0])) continue;
+        uint32_t a = smem_base + uint32_t(s * strip_bytes + rr * row_bytes + cc * 2);
+        a ^= ((a >> 7) & ((1u << bits) - 1)) << 4;
+        memcpy(dst + row * int64_t(d.stride[1]) + col * 2, sbuf + (a - smem_base), 2);
+      }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2+3. Descriptor and end-to-end emulation.
+
+// The partner lane's side of WarpPairExchange (pair_mul_store.hpp): what lane ^ 2 sends is its
+// value at the index the caller keeps.
+struct HostPairExchange {
+  float const* partner;
+  CUTE_HOST_DEVICE float operator()(float, int idx) const { return partner[idx]; }
+};
+
+template <class Gemm>
+static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose,
+                    int out_pad = 8, int smem_shift = 0) {
+  using Kernel = typename Gemm::GemmKernel;
+  using Element = typename Gemm::Element;
+  using Mainloop = typename Gemm::CollectiveMainloop;
+  using TileShape = typename Gemm::TileShape;
+  using TiledMma = typename Mainloop::TiledMma;
+  constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
+  const int N2 = 2 * N;
+  const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + out_pad;
+  // a staged configuration writes out through a TMA map (a row pitch of a multiple of 16 bytes) or
+  // with 8-byte stores (8 bytes); make_arguments refuses the rest.  The register path is emulated
+  // for every configuration (the pairing code is shared).
+  using Epi = typename Gemm::CollectiveEpilogue;
+  constexpr bool kTma = Epi::kTmaStore;
+  constexpr bool kStaged = Epi::kStaged;
+  const bool pitch_ok = (ld_out * int64_t(sizeof(Element))) % Epi::kOutAlignBytes == 0;
+  const bool tma_ok = kTma && pitch_ok;
+  const bool staged_ok = kStaged && pitch_ok;
+
+  std::mt19937 rng(1234 + M * 7 + N + K + (up_lower ? 1 : 0));
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+
+  std::vector<char> sx, sw, so;
+  Element* x = aligned_buffer<Element>(size_t(M) * ld_x, sx);
+  size_t wsize = size_t(N) * ld_w;
+  Element* wbuf = aligned_buffer<Element>(2 * wsize + gap_elems, sw);
+  Element* lo = wbuf;
+  Element* hi = wbuf + wsize + gap_elems;
+  Element* w_gate = up_lower ? hi : lo;
+  Element* w_up = up_lower ? lo : hi;
+  for (int64_t i = 0; i < int64_t(M) * ld_x; ++i) x[i] = Element(uni(rng));
+  for (size_t i = 0; i < 2 * wsize + gap_elems; ++i) wbuf[i] = Element(uni(rng) * 0.25f);
+  const int out_rows = M + 3;
+  Element* out = aligned_buffer<Element>(size_t(out_rows) * ld_out, so);
+  const uint16_t kSentinel = 0x7fc1;  // a NaN the kernel never produces
+  for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out + i, &kSentinel, 2);
+  std::vector<char> so2;   // what the TMA stores or the copy-out write (the emulation of the staged path)
+  Element* out_tma = aligned_buffer<Element>(size_t(out_rows) * ld_out, so2);
+  for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out_tma + i, &kSentinel, 2);
+
+  isw_problem p{};
+  p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
+  p.M = M; p.N = N; p.K = K;
+  p.ld_x = ld_x; p.ld_w_gate = ld_w; p.ld_w_up = ld_w; p.ld_out = ld_out;
+  p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+  p.config = -1;
+
+  typename Kernel::Arguments args{};
+  int st = isw::interleaved::make_arguments<Gemm>(&p, 132, args);
+  if (kStaged && !pitch_ok) {
+    CHECK(st == ISW_ERR_UNSUPPORTED, "a staged-store configuration accepted a %lld-byte row pitch",
+          (long long)(ld_out * int64_t(sizeof(Element))));
+    printf("  emulate %-20s ld_out=%lld: refused as expected (%s)\n", name, (long long)ld_out, isw::g_msg);
+    return;
+  }
+  CHECK(st == ISW_OK, "make_arguments failed: %s", isw::g_msg);
+  if (st != ISW_OK) return;
+  bool up_first = args.epilogue.thread.op_1.up_first;
+  CHECK(up_first == up_lower, "up_first flag %d, expected %d", up_first, up_lower);
+
+  g_descs.clear();
+  typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+  const size_t n_desc = tma_ok ? 3 : 2;
+  CHECK(g_descs.size() == n_desc, "expected %zu TMA descriptors (A, B%s), got %zu", n_desc, tma_ok ? ", out" : "",
+        g_descs.size());
+  if (g_descs.size() != n_desc) return;
+  Desc const& dA = g_descs[0];
+  Desc const& dB = g_descs[1];
+  Desc const dO = tma_ok ? g_descs[2] : Desc{};
+  if (verbose) {
+    print_desc("A (x)", dA);
+    print_desc("B (gate/up view)", dB);
+    print_desc("out (TMA store)", dO);
+  }
+  // The epilogue's out map: dims (N, M), row pitch ld_out, boxes of one staging strip x TM rows.
+  using Staging = typename Gemm::CollectiveEpilogue::Staging;
+  if constexpr (kTma) {
+    if (tma_ok) {
+      CHECK(dO.rank == 2 && dO.addr == reinterpret_cast<char*>(out) && dO.dim[0] == uint64_t(N) &&
+                dO.dim[1] == uint64_t(M), "out map rank/base/dims");
+      CHECK(dO.stride[1] == uint64_t(ld_out * int64_t(sizeof(Element))), "out map row pitch");
+      CHECK(dO.box[0] == uint32_t(Staging::kStrip) && dO.box[1] == uint32_t(TM), "out map box %u x %u", dO.box[0],
+            dO.box[1]);
+      CHECK(dO.swizzle == int(Staging::swizzle()), "out map swizzle %d", dO.swizzle);
+    }
+  }
+  // Expected B geometry (interleave G): dims (K, G, 2, N/G, 1), strides (e, ld, delta, G ld, .),
+  // box (TK, G, 2, TN/2G, 1)
+  constexpr int G = Gemm::kInterleave;
+  const int64_t eb = sizeof(Element);
+  CHECK(dB.rank == 5, "B rank %u", dB.rank);
+  CHECK(dB.addr == reinterpret_cast<char*>(lo), "B base is not the lower weight");
+  CHECK(dB.dim[0] == uint64_t(K) && dB.dim[1] == G && dB.dim[2] == 2 && dB.dim[3] == uint64_t(N / G) && dB.dim[4] == 1,
+        "B dims");
+  CHECK(dB.stride[1] == uint64_t(ld_w * eb) && dB.stride[2] == uint64_t((hi - lo) * eb) &&
+            dB.stride[3] == uint64_t(G * ld_w * eb), "B strides");
+  CHECK(dB.box[0] == uint32_t(TK) && dB.box[1] == G && dB.box[2] == 2 && dB.box[3] == uint32_t(TN / (2 * G)) &&
+            dB.box[4] == 1, "B box");
+  CHECK(dB.swizzle == int(CU_TENSOR_MAP_SWIZZLE_128B), "B swizzle %d", dB.swizzle);
+
+  // Fetch virtual B tiles through the real load_init() TMA coordinates + the recorded descriptor.
+  Mainloop mainloop;
+  auto problem = make_shape(M, N2, K, 1);
+  auto load_inputs = mainloop.load_init(problem, params.mainloop);
+  Tensor gB = get<1>(load_inputs);  // (BLK_N, BLK_K, n, k, l) of TMA coordinates
+  const int n_tiles = int(size<2>(gB)), k_tiles = int(size<3>(gB));
+  const int m_tiles = (M + TM - 1) / TM;
+  CHECK(n_tiles == (N2 + TN - 1) / TN, "n tiles %d", n_tiles);
+  CHECK(k_tiles == (K + TK - 1) / TK, "k tiles %d", k_tiles);
+  std::vector<float> Bv(size_t(n_tiles) * TN * k_tiles * TK, 0.f);
+  int bad_addr = 0, bad_box = 0;
+  for (int n = 0; n < n_tiles; ++n)
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      auto c0 = gB(0, 0, n, kt, 0);
+      for (int v = 0; v < TN; ++v)
+        for (int k = 0; k < TK; ++k) {
+          auto c = gB(v, k, n, kt, 0);
+          int64_t crd[5] = {get<0>(c), get<1>(c), get<2>(c), get<3>(c), get<4>(c)};
+          int64_t org[5] = {get<0>(c0), get<1>(c0), get<2>(c0), get<3>(c0), get<4>(c0)};
+          // TMA fills the box dimension 0 fastest: the smem row of this element
+          int64_t lin = 0, mul = 1;
+          for (int i = 0; i < 5; ++i) { lin += (crd[i] - org[i]) * mul; mul *= dB.box[i]; }
+          if (lin != int64_t(v) * TK + k) ++bad_box;
+          bool inb = true;
+          char* a = dB.addr;
+          for (int i = 0; i < 5; ++i) {
+            if (crd[i] < 0 || uint64_t(crd[i]) >= dB.dim[i]) inb = false;
+            a += crd[i] * int64_t(dB.stride[i]);
+          }
+          int vg = n * TN + v, kg = kt * TK + k;
+          bool exp_in = vg < N2 && kg < K;
+          Element const* expect = nullptr;
+          if (exp_in) {
+            int h = (vg / G) % 2, r = G * (vg / (2 * G)) + vg % G;
+            Element const* w = (h == 0) ? lo : hi;
+            expect = w + int64_t(r) * ld_w + kg;
+          }
+          if (inb != exp_in || (inb && reinterpret_cast<Element const*>(a) != expect)) ++bad_addr;
+          Bv[(size_t(n) * TN + v) * (k_tiles * TK) + kg] = inb ? float(*reinterpret_cast<Element const*>(a)) : 0.f;
+        }
+    }
+  CHECK(bad_box == 0, "%d elements land off their virtual row in the TMA box", bad_box);
+  CHECK(bad_addr == 0, "%d virtual B elements map to the wrong gate/up address (or OOB state)", bad_addr);
+
+  // Host GEMM over the virtual B, then the epilogue walk with the node's own store code.
+  TiledMma tiled_mma;
+  const int nthr = int(size(tiled_mma));
+  const int KP = k_tiles * TK;
+  auto tile = take<0, 2>(TileShape{});
+  std::vector<float> acc_tile(size_t(TM) * TN);
+  // a host stand-in for the staging buffer, 1024-byte aligned as the device's (the swizzle is a
+  // function of the address)
+  std::vector<char> smem(size_t(Staging::kBytes) + 2048);
+  char* sbuf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem.data()) + 1023) & ~uintptr_t(1023)) + smem_shift;
+  const uint32_t smem_base = uint32_t(reinterpret_cast<uintptr_t>(sbuf));
+  for (int mt = 0; mt < m_tiles; ++mt)
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      for (int m = 0; m < TM; ++m)
+        for (int v = 0; v < TN; ++v) {
+          int mg = mt * TM + m;
+          float s = 0.f;
+          if (mg < M)
+            for (int k = 0; k < K; ++k) s += float(x[int64_t(mg) * ld_x + k]) * Bv[(size_t(nt) * TN + v) * KP + k];
+          acc_tile[size_t(m) * TN + v] = s;
+        }
+      for (size_t i = 0; i < smem.size(); ++i) smem[i] = char(0xA5);   // garbage the TMA store must not need
+      for (int t = 0; t < nthr; ++t) {
+        auto thr_mma = tiled_mma.get_slice(t);
+        Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
+        Tensor acc = make_tensor<float>(shape(tCc));
+        for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+        // the warp shuffle of the interleave of 4, emulated: the partner lane's accumulators
+        Tensor pCc = tiled_mma.get_slice(t ^ 2).partition_C(make_identity_tensor(tile));
+        std::vector<float> partner(size(pCc));
+        for (int j = 0; j < size(pCc); ++j) partner[j] = acc_tile[size_t(get<0>(pCc(j))) * TN + get<1>(pCc(j))];
+        HostPairExchange xchg{partner.data()};
+        // the device epilogue's own per-thread code, both paths: registers to out, and the staging
+        // buffer that the TMA stores of the tile read
+        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G>(acc, thr_mma, tile, mt, nt, M, N2,
+                                                                             args.epilogue.thread.op_1, xchg);
+        if (staged_ok)
+          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G>(
+              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg);
+      }
+      if constexpr (kTma) {
+        if (tma_ok)
+          tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes,
+                         Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
+      } else if constexpr (kStaged) {
+        // every thread of the MMA writes its units of the staged tile (the device runs them at once)
+        if (staged_ok)
+          for (int t = 0; t < nthr; ++t)
+            Staging::template copy_out<decltype(size(tiled_mma))::value>(sbuf, out_tma, ld_out, mt * TM, nt * (TN / 2),
+                                                                          M, N, t);
+      }
+    }
+
+  // Compare both paths with the reference from the two weight tensors directly.
+  int bad_val = 0, unwritten = 0, clobbered = 0;
+  double max_rel = 0;
+  for (Element* buf : {out, out_tma}) {
+    if (buf == out_tma && !staged_ok) continue;
+    for (int r = 0; r < out_rows; ++r)
+      for (int o = 0; o < ld_out; ++o) {
+        uint16_t bits;
+        memcpy(&bits, buf + int64_t(r) * ld_out + o, 2);
+        bool inside = r < M && o < N;
+        if (!inside) {
+          if (bits != kSentinel) ++clobbered;
+          continue;
+        }
+        if (bits == kSentinel) { ++unwritten; continue; }
+        double ref = swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o);
+        double got = float(buf[int64_t(r) * ld_out + o]);
+        double err = std::fabs(got - ref);
+        double tol = 1e-2 * std::fabs(ref) + 1e-4;
+        if (err > tol) {
+          if (bad_val < 5) printf("    mismatch %s out[%d,%d] = %g, ref %g\n", buf == out ? "registers" : "staged", r, o, got, ref);
+          ++bad_val;
+        }
+        if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
+      }
+  }
+  CHECK(unwritten == 0, "%d outputs never written", unwritten);
+  CHECK(clobbered == 0, "%d padding elements written", clobbered);
+  CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
+  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M, N, K,
+         up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles,
+         tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : "registers", max_rel,
+         (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Rejections.
+template <class Gemm>
+static void check_rejections() {
+  using Element = typename Gemm::Element;
+  static std::vector<char> s;
+  Element* base = aligned_buffer<Element>(1 << 20, s);
+  auto make = [&]() {
+    isw_problem p{};
+    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * 136; p.out = base + 300000;
+    p.M = 5; p.N = 256; p.K = 128; p.ld_x = 128; p.ld_w_gate = 136; p.ld_w_up = 136; p.ld_out = 256;
+    p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+    return p;
+  };
+  struct Case { const char* what; isw_problem p; int expect; };
+  std::vector<Case> cases;
+  cases.push_back({"baseline", make(), ISW_OK});
+  { auto p = make(); p.w_gate = p.w_up; p.w_up = base + 4096; cases.push_back({"up below gate", p, ISW_OK}); }
+  { auto p = make(); p.x = base + 1; cases.push_back({"x misaligned", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_w_up = 144; cases.push_back({"ld_w_gate != ld_w_up", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.N = 100; cases.push_back({"N % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.K = 36; p.ld_x = 40; cases.push_back({"K % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_x = 132; cases.push_back({"ld_x % 8", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.w_up = base + 4096 + 8 * 136; cases.push_back({"weights overlap", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.w_up = p.w_gate; cases.push_back({"same tensor", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
+  constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
+  constexpr bool kStaged = Gemm::CollectiveEpilogue::kStaged;
+  { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 4 != 0", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.ld_out = 260; cases.push_back({"ld_out % 4 == 0, % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 8-byte aligned", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.out = base + 300004; cases.push_back({"out 8- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+  { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
+  { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
+  { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
+  for (auto& c : cases) {
+    typename Gemm::GemmKernel::Arguments args{};
+    int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
+    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
+    printf("  %-22s -> %d %s\n", c.what, st, st == ISW_OK ? "" : isw::g_msg);
+  }
+}
+
+template <class Gemm>
+static void check_config(const char* name, bool verbose) {
+  printf("== %s (%s)\n", name, std::is_same_v<typename Gemm::Element, cutlass::half_t> ? "fp16" : "bf16");
+  check_fragment_order<Gemm>(verbose);
+  emulate<Gemm>(name, 77, 200, 72, false, 0, verbose);
+  emulate<Gemm>(name, 77, 200, 72, true, 1000, false);
+  emulate<Gemm>(name, 1, 64, 64, false, 8, false);
+  emulate<Gemm>(name, 130, 136, 136, true, 0, false, 8, 384);   // staging buffer 128- but not 1024-aligned
+  emulate<Gemm>(name, 16, 8, 8, false, 24, false);
+  emulate<Gemm>(name, 33, 72, 40, true, 8, false, 2);   // row pitch 148 bytes: no TMA map (TMA rows refuse it)
+  emulate<Gemm>(name, 33, 72, 40, false, 8, false, 4);  // row pitch 152 bytes: 8-byte stores only (TMA rows refuse it)
+}
+
+int main() {
+  using namespace isw::interleaved;
+  // Every generated configuration without a cluster (the emulation reads each CTA's whole weight
+  // tile; a multicast cluster splits it over the CTAs, which this host model does not emulate).
+  int index = 0;
+#define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra)                  \
+  if (cm == 1 && cn == 1 && sw == 1 && dc == 0 && ra == 0) { /* run-time arguments: same types */ \
+    check_config<PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>>(name, index < 3); \
+    check_config<PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>>(name, false);    \
+  }                                                                                               \
+  ++index;
+#include "interleaved_gemm_configs.inc"
+#undef ISW_INTERLEAVED_CONFIG
+  printf("== can_implement / make_arguments (bf16, config 0)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0, 8>>();
+  printf("== can_implement / make_arguments (bf16, a TMA-store configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1, 8>>();
+  printf("== can_implement / make_arguments (bf16, a staged-rows configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 168, 0, 1, 1, 0, 2, 4>>();
+  printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
+  return g_fail ? 1 : 0;
+}

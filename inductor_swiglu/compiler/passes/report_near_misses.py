@@ -1,0 +1,169 @@
+"""Report the SwiGLU-shaped products the pipeline left alone, and why (read-only).
+
+Why: the pattern matcher cannot say why it did not match, and an unfused MLP is a silent
+slowdown.  Run after the rewrite, over what is left: every ``mul`` whose one operand is an
+activation (SiLU or GELU, any spelling) of a projection and whose other operand is a projection
+is a *near miss*, and this module re-derives the reason from the graph: the two projections
+read different inputs, an intermediate has another user (typical of training graphs, which
+save gate and up for the backward), the weights differ in shape, only one side has a bias, a
+form our patterns do not cover.  The graph is not changed.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from ..fx_utils import (
+    as_projection,
+    equal_halves,
+    gated_operands,
+    is_call,
+    merged_output_elsewhere,
+    operand_sources,
+    source_location,
+)
+from ..inductor_pass import GraphPass
+from ..records import RECORDS, GraphRecord, NearMiss
+
+aten = torch.ops.aten
+
+
+def _extra_users(node, allowed) -> list:
+    return [u for u in node.users if u not in allowed]
+
+
+def _returned_or_saved(node: torch.fx.Node, output: torch.fx.Node) -> str:
+    """How `output` uses `node`: 'saved' (kept for the backward of a training graph), 'returned'
+    (a value the user's code returns), or 'output' when the graph does not say which.
+
+    A training forward returns the user's outputs (after mutated inputs and intermediate
+    bases) followed by what the backward needs; AOTAutograd's metadata counts the former."""
+    outs = output.args[0] if output.args and isinstance(output.args[0], (list, tuple)) else ()
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    try:
+        user = meta.num_mutated_inp_runtime_indices + meta.num_outputs + meta.num_intermediate_bases
+    except AttributeError:
+        return "output"
+    positions = [i for i, o in enumerate(outs) if o is node]
+    if not positions:
+        return "output"
+    return "returned" if min(positions) < user else "saved"
+
+
+def _other_use(node: torch.fx.Node, others: list) -> str:
+    """Say what the other users of `node` are, in user terms."""
+    roles = [_returned_or_saved(node, u) if u.op == "output" else "op" for u in others]
+    if "saved" in roles:
+        return "is saved for the backward (training graph)"
+    if "returned" in roles:
+        return "is also returned by the compiled function"
+    names = ", ".join(sorted(u.name for u in others)[:3])
+    where = next((loc for u in others if u.op != "output" and (loc := source_location(u))), "")
+    return f"is also used by {names}" + (f" (at {where})" if where else "")
+
+
+def _parts_of_one_projection(a: torch.fx.Node, b: torch.fx.Node) -> str:
+    """A reason if gate and up are pieces of one projection's output that were not split into two
+    projections before matching: not its two equal halves, or halves something else reads."""
+    def source(n):
+        sliced = False
+        while is_call(n, aten.slice.Tensor):
+            n, sliced = n.args[0], True
+        if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+            return n.args[0].args[0] if n.args[0].args else None
+        return n if sliced else None
+
+    sa = source(a)
+    proj = as_projection(sa) if sa is not None and sa is source(b) else None
+    if proj is None:
+        return ""
+    halves = equal_halves(sa)
+    if halves is not None and {halves[0], halves[1]} == {a, b}:
+        for node, others in merged_output_elsewhere(proj, sa, halves[0], halves[1]):
+            return (f"the merged gate_up projection's output {_other_use(node, others)}: fusing would compute "
+                    "the projection twice")
+    return "gate and up are parts of one projection's output (a merged gate_up weight), but not its two equal halves"
+
+
+def _padded_gemm(n: torch.fx.Node) -> bool:
+    """n comes from a GEMM on padded operands (Inductor's pad_mm) that the pass could not unpad."""
+    for src in operand_sources(n):
+        core = src
+        while is_call(core, aten.slice.Tensor):
+            core = core.args[0]
+        if not is_call(core, aten.mm.default, aten.addmm.default):
+            continue
+        # pad_mm pads the operands with constant_pad_nd, and an addmm's bias with a cat of zeros
+        if any(is_call(a, aten.constant_pad_nd.default) for a in core.args[-2:]) or (
+                core.target is aten.addmm.default and is_call(core.args[0], aten.cat.default)):
+            return True
+    return False
+
+
+def classify(mul: torch.fx.Node) -> str | None:
+    """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
+    for act_fn, act_side, up_side in gated_operands(mul):
+        gate_val, act_nodes = act_fn.gate, act_fn.nodes
+        gate = as_projection(gate_val)
+        up = as_projection(up_side)
+        if gate is None or up is None:
+            merged = _parts_of_one_projection(gate_val, up_side)
+            if merged:
+                return merged
+            if _padded_gemm(gate_val) or _padded_gemm(up_side):
+                return ("Inductor padded a projection's GEMM (shape padding) in a form the pass cannot take off "
+                        "exactly (a padded bias, for one); options={'shape_padding': False} leaves it unpadded")
+            continue
+        if gate.x is not up.x:
+            return f"gate and up read different inputs ({gate.x.name} vs {up.x.name})"
+        if (gate.bias is None) != (up.bias is None):
+            return "only one of gate/up has a bias"
+        gw, uw = gate.weight.meta.get("val"), up.weight.meta.get("val")
+        if gw is not None and uw is not None and tuple(gw.shape) != tuple(uw.shape):
+            return f"gate {list(gw.shape)} and up {list(uw.shape)} weights differ in shape"
+        # Intermediates the fused op would not produce: rewriting would have to recompute them.
+        act_set = set(act_nodes) | {mul}
+        for label, node, allowed in (
+            ("gate projection", gate_val, act_set),
+            ("up projection", up_side, {mul}),
+            (f"{act_fn.name}(gate)", act_side, {mul}),
+        ):
+            others = _extra_users(node, allowed)
+            if others:
+                return f"the {label} {_other_use(node, others)}"
+        for n in gate.nodes + up.nodes:
+            others = [u for u in n.users if u not in set(gate.nodes + up.nodes + [gate_val, up_side]) | act_set]
+            if others and n not in (gate_val, up_side):
+                return f"an intermediate of the projections ({n.name}) {_other_use(n, others)}"
+        dt = gate_val.meta.get("val")
+        if dt is not None and dt.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            return f"dtype {dt.dtype} is not fp16, bf16 or fp32"
+        return f"{'SwiGLU' if act_fn.name == 'silu' else 'GeGLU'}-shaped but not a form the patterns cover (please report it with the graph dump)"
+    return None
+
+
+def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
+    """Add near misses found in `graph` to `rec` (skipping ones the check already reported)."""
+    seen = {m.node for m in rec.near_misses}
+    for node in graph.find_nodes(op="call_function", target=aten.mul.Tensor):
+        if node.name in seen:
+            continue
+        reason = classify(node)
+        if reason:
+            rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
+
+
+class ReportNearMisses(GraphPass):
+    name = "report_near_misses"
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        rec = RECORDS.current_graph()
+        if rec is not None:
+            # A variant whose check declined a product may have been rewritten by another variant.
+            live = {n.name for n in graph.nodes}
+            rec.near_misses = [m for m in rec.near_misses if m.node in live]
+            scan(graph, rec)
+        return 0

@@ -1,0 +1,235 @@
+"""The SwiGLU rewrite itself: the pattern matcher with the patterns of
+``inductor_swiglu.patterns.swiglu``, which replaces ``silu(x @ Wg) * (x @ Wu)`` (and its GeGLU
+twin, ``gelu``) by ``torch.ops.inductor_swiglu.swiglu``.
+
+Why a pattern pass: the MLP reaches the post-grad graph decomposed (SiLU as
+``x / (1 + exp(-x))``, each Linear as reshape/mm/permute), in many spellings, and the patterns,
+traced once with shapes, scalars and dtypes ignored, match every one of them, static and
+dynamic shapes alike.  The patterns register once per pass object ("Duplicate pattern"
+otherwise), on first use.
+
+Safety before speed (``can_rewrite``): every argument the patterns ignored is re-checked here:
+the ``1`` in ``1 + exp(-g)``, GELU's constants, permute dims, dtype conversions, reshape
+targets, weight and bias shapes.  A pattern whose intermediates (gate, up, silu(gate)) have
+other users does not match at all, because the traced patterns carry exact user counts.
+Anything the check declines is recorded as a near miss with its reason.  Each rewrite bumps
+``counters["inductor"]["swiglu_fusion"]``, as Inductor's own pattern files count theirs, and is
+recorded with the kernel the op will pick for the shapes seen (``_dispatch_for``: the one place
+the compiler asks the op layer what will run).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor.custom_graph_pass import get_hash_for_files
+from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+
+from ... import dispatch
+from ...ops import cuda_impl, impl_stats, native
+from ...ops.swiglu_op import cpu_impl
+from .. import pattern_registry
+from ..fx_utils import as_gelu, source_location, statically_equal
+from ..inductor_pass import GraphPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, NearMiss, Rewrite
+
+log = logging.getLogger("inductor_swiglu.pass")
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _show_shape(shape) -> list:
+    return [int(s) if isinstance(s, int) else str(s) for s in shape]
+
+
+class Declined(Exception):
+    """can_rewrite's way of saying no, with a reason for the near-miss report."""
+
+
+def _check_gelu(match: Match, kind: str) -> None:
+    """GELU's constants (0.5, 1/sqrt(2) or sqrt(2/pi) and 0.044715, the 1 in 1 + ...), which
+    gen_pattern ignored, are checked on the product's activation operand."""
+    out = match.output_node()
+    for operand in out.args:
+        found = as_gelu(operand)
+        if found is not None and found[0] == kind:
+            return
+    raise Declined(f"the activation has GELU's form but not its constants ({kind} expected)")
+
+
+def _check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> None:
+    """Re-check the scalar/shape/dtype arguments that gen_pattern ignored."""
+    if activation != "silu":
+        _check_gelu(match, activation)
+    for node in match.nodes:
+        if node.op != "call_function":
+            continue
+        t = node.target
+        if t is aten.add.Tensor and activation == "silu":
+            # the only add in the patterns is SiLU's 1 + exp(-g)
+            consts = [a for a in node.args if not isinstance(a, torch.fx.Node)]
+            if consts != [1] or node.kwargs.get("alpha", 1) != 1:
+                raise Declined(f"activation computes {consts[0] if consts else '?'} + exp(-g), not SiLU's 1 + exp(-g)")
+        elif t is aten.permute.default:
+            if list(node.args[1]) != [1, 0]:
+                raise Declined(f"weight permuted with dims {node.args[1]}, expected a transpose")
+        elif t is prims.convert_element_type.default:
+            src = _val(node.args[0])
+            dst = node.args[1]
+            if src is not None and src.dtype == x_dtype and dst != torch.float32:
+                raise Declined(f"the activation upcasts to {dst}, expected float32")
+            if src is not None and src.dtype == torch.float32 and dst != x_dtype:
+                raise Declined(f"the activation's result is cast to {dst}, expected the input dtype {x_dtype}")
+        elif t in (aten.mm.default, aten.addmm.default):
+            if t is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
+                raise Declined("addmm with alpha/beta != 1")
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by the fused op is exact, else the reason it is not."""
+    kw = match.kwargs
+    x, wg, wu = _val(kw["x"]), _val(kw["w_gate"]), _val(kw["w_up"])
+    if x is None or wg is None or wu is None:
+        return "tensor metadata missing on the matched nodes"
+    out = _val(match.output_node())
+    try:
+        _check_ignored_args(match, x.dtype, spec.op_activation)
+    except Declined as e:
+        return str(e)
+    if len(x.shape) and any(statically_equal(d, 0) for d in x.shape[:-1]):
+        return "x has no rows (an empty batch): nothing to fuse"
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        return f"dtype {x.dtype} is not fp16, bf16 or fp32"
+    if wg.dtype != x.dtype or wu.dtype != x.dtype:
+        return f"mixed dtypes: x {x.dtype}, w_gate {wg.dtype}, w_up {wu.dtype}"
+    if not (x.device == wg.device == wu.device):
+        return "inputs on different devices"
+    if x.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if x.device.type not in ("cpu", "cuda"):
+        return f"device {x.device.type} is not supported"
+    if wg.dim() != 2 or wu.dim() != 2:
+        return "weights are not 2-D"
+    n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
+    N, K = wg.shape[n_dim], wg.shape[k_dim]
+    if not (statically_equal(wu.shape[0], wg.shape[0]) and statically_equal(wu.shape[1], wg.shape[1])):
+        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights differ in shape"
+    if not statically_equal(x.shape[-1], K):
+        return f"x has {x.shape[-1]} features, weights expect {K}"
+    for name in ("b_gate", "b_up"):
+        if name in kw:
+            b = _val(kw[name])
+            if b is None or b.dim() != 1 or not statically_equal(b.shape[0], N) or b.dtype != x.dtype:
+                return f"{name} is not a [{N}] {x.dtype} vector"
+    if out is None or out.dtype != x.dtype:
+        return "the product's dtype differs from x's"
+    expected = (*x.shape[:-1], N)
+    if len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape)} is not x's leading shape + [N] = {list(expected)}"
+    return ""
+
+
+def _dispatch_for(x, N, K, biased: bool, activation: str) -> str:
+    """The implementation the op will run for this rewrite's inputs, in words, for the record."""
+    if x.device.type == "cpu":
+        impl = cpu_impl(x.dtype)
+        if impl == impl_stats.REFERENCE_CPU:
+            return f"{impl} (CPU graph)"
+        return f"{impl} (CPU graph: the GEMMs in the input dtype, as stock Inductor)"
+    if biased:
+        return "unfused: biases are not fused by the kernels"
+    device = cuda_impl.device_kind(x.device)
+    dtype = str(x.dtype).removeprefix("torch.")
+    numel_leading = 1
+    for s in x.shape[:-1]:
+        numel_leading = numel_leading * s
+    if isinstance(numel_leading, int) and isinstance(N, int) and isinstance(K, int):
+        return dispatch.describe(device, dtype, activation, numel_leading, N, K)
+    return f"chosen per call from M (dynamic shape) by the {device.table or device.name} plans"
+
+
+class SwigluFusion(GraphPass):
+    """Post-grad pattern pass: SwiGLU/GeGLU MLP -> torch.ops.inductor_swiglu.swiglu."""
+
+    name = "swiglu_fusion"
+
+    def __init__(self, config: PassConfig | None = None) -> None:
+        self.config = config or PassConfig()
+        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_fusion")
+        self._registered = False
+        self._register_lock = threading.Lock()
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        self._register()
+        return self.pm.apply(graph)
+
+    def uuid(self) -> str:
+        # whether the C++ op library loaded: it decides the dispatch recorded per rewrite and,
+        # through use_native_op, which op the rewrite calls
+        return get_hash_for_files((__file__,), "native" if native.enabled() else "python").hex()
+
+    # -- registration, once ------------------------------------------------- #
+    def _register(self) -> None:
+        with self._register_lock:
+            if self._registered:
+                return
+            for rp in pattern_registry.build_patterns(self.config.variant_key()):
+                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
+                    self._make_handler(rp.spec)
+                )
+            self._registered = True
+
+    def _make_check(self, spec):
+        def check(match: Match) -> bool:
+            rec = RECORDS.current_graph()
+            try:
+                reason = can_rewrite(match, spec, self.config)
+            except Exception as e:  # a bug in the check must not break compilation
+                reason = f"internal error in the check: {type(e).__name__}: {e}"
+                log.exception("inductor_swiglu: error while checking a SwiGLU match")
+            if reason and rec is not None:
+                out = match.output_node()
+                # several pattern variants can match one product and decline it for one reason
+                if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
+                    rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
+            return not reason
+
+        return check
+
+    def _make_handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            out = match.output_node()
+            x = _val(kwargs["x"])
+            wg = _val(kwargs["w_gate"])
+            n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
+            N, K = wg.shape[n_dim], wg.shape[k_dim]
+            names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
+            location = source_location(out)
+            match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
+            # torch's own counters too, as Inductor's pattern files do: tlparse and
+            # torch._dynamo.utils.counters see the rewrites
+            counters["inductor"]["swiglu_fusion"] += 1
+            if rec is not None:
+                rec.rewrites.append(
+                    Rewrite(
+                        pattern=spec.name,
+                        location=location,
+                        x_shape=_show_shape(x.shape),
+                        n=int(N) if isinstance(N, int) else str(N),
+                        k=int(K) if isinstance(K, int) else str(K),
+                        dtype=str(x.dtype).replace("torch.", ""),
+                        device=x.device.type,
+                        dispatch=_dispatch_for(x, N, K, spec.projection.bias, spec.op_activation),
+                    )
+                )
+
+        return handler

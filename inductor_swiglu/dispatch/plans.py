@@ -1,0 +1,202 @@
+"""The plan for one call: which implementation and configuration, what to try if it declines,
+and whether a CUDA graph should capture the Triton kernel instead.
+
+``plan()`` answers per (device, dtype, activation, M, N, K); ``native_rows()`` hands the same
+answers to the C++ op as rows it looks up per call (nearest measured (K, N), then the M bucket)
+without any rule of its own.  The rules, in order:
+
+1. ``INDUCTOR_SWIGLU_FORCE_KERNEL`` (``forced``) wins: that implementation on every call.
+2. A GPU other than sm_90: the unfused path eagerly, the fused Triton kernel inside CUDA graphs.
+3. The device's table (``devices``): the keys it serves and the entry for the shape; a key it
+   does not serve, or an element type this build has no kernels for, runs unfused.
+4. A kernel that declines the problem (a layout its TMA cannot describe, say) falls back to the
+   other kernels (the decode GEMM only up to 32 tokens: it tiles tokens 8 at a time), then to
+   the unfused path.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..kernels import library as kl
+from ..ops import triton_swiglu
+from .devices import DeviceKind
+from .forced import forced_kernel
+from .table import M_BUCKETS, Entry, Key, Table, lookup, shipped
+
+# Why an implementation ran.  The C++ op counts calls by (implementation, reason index): its own
+# input checks use the first part, in the order of `enum CheckReason` in csrc/op/swiglu_forward.cpp;
+# plan rows carry indices into the rest.
+CHECK_REASONS: tuple[str, ...] = (
+    "empty input: nothing to compute",
+    "biases are not fused by the kernels",
+    "the weights or x are not laid out as the kernels read them (row-major [N, K] rows, unit stride "
+    "along K, 16-byte aligned, no repeated or overlapping rows), or K, N are not multiples of 8",
+    "the planned kernel declined the problem",
+    "first eager call at this shape: compiles the Triton kernel before a CUDA graph captures it",
+    "no plan could be set for this device (the Python package did not answer): unfused",
+)
+PLAN_REASONS: tuple[str, ...] = (
+    "measured fastest at this shape (dispatch table)",
+    "measured faster than the fused kernels at this shape (dispatch table)",
+    "forced by INDUCTOR_SWIGLU_FORCE_KERNEL",
+    "GPU is not Hopper (sm_90): the CUTLASS kernels need it; the Triton kernel serves CUDA graphs",
+    "captured in a CUDA graph: measured faster than the CUTLASS kernels at this shape (dispatch table)",
+    "captured in a CUDA graph on a GPU other than Hopper (sm_90): the fused path there",
+    "no dispatch table serves this dtype and activation on this GPU",
+    "this build has no kernels for this dtype (the shipped tables do not serve it; "
+    "INDUCTOR_SWIGLU_KERNELS=all builds them)",
+    "a forced CUTLASS kernel cannot run on a GPU other than Hopper (sm_90)",
+    "the kernel library is not loaded (inductor_swiglu.kernel_status() says why)",
+)
+REASONS = CHECK_REASONS + PLAN_REASONS
+(MEASURED, MEASURED_UNFUSED, FORCED, NOT_HOPPER, TRITON_MEASURED, TRITON_NOT_HOPPER, NO_TABLE, NOT_BUILT,
+ FORCED_NOT_HOPPER, NO_LIBRARY) = range(len(CHECK_REASONS), len(REASONS))
+CHECK_DECLINED = CHECK_REASONS.index("the planned kernel declined the problem")
+
+# The dtypes and activations the op takes, by the C ABI's ids (isw_dtype, isw_activation); a
+# plan row's key is dtype id * 4 + activation id.
+DTYPE_IDS = {"bfloat16": 0, "float16": 1, "float32": 2}
+ACTIVATION_IDS = {"silu": 0, "gelu_tanh": 1, "gelu": 2}
+# where no decode kernel is tried as a fallback: it tiles tokens 8 at a time
+DECODE_MAX_M = 32
+
+
+@dataclass(frozen=True)
+class Plan:
+    impl: int                      # kernels.library id: UNFUSED, DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON
+    config: int                    # index in the library's (or Triton's) configurations; -1 = the default
+    reason: int                    # index into REASONS
+    triton: int = -1               # Triton configuration for calls captured into a CUDA graph; -1 none
+    triton_reason: int = -1
+    fallbacks: tuple[int, ...] = ()   # kernels to try, in order, when `impl` declines
+    detail: str = ""               # what the lookup found, in words (diagnostics)
+
+    @property
+    def impl_name(self) -> str:
+        return kl.NAMES[self.impl]
+
+    def describe(self) -> str:
+        what = self.impl_name
+        if self.impl in kl.KERNELS and self.config >= 0:
+            lib = kl.get_library()
+            names = lib.configs(self.impl) if lib is not None else []
+            what += f" {names[self.config]}" if self.config < len(names) else ""
+        elif self.impl == kl.TRITON and self.config >= 0:
+            what += f" {triton_swiglu.CONFIGS[self.config].name}"
+        text = f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
+        if self.triton >= 0:
+            text += f"; in CUDA graphs triton {triton_swiglu.CONFIGS[self.triton].name}"
+        return text
+
+
+def triton_default(M: int) -> int:
+    """The Triton configuration where no measurement chose one (other GPUs, forced)."""
+    m16, m64, large = triton_swiglu.default_indices()
+    return m16 if M <= 16 else m64 if M <= 64 else large
+
+
+def fallbacks(impl: int, m_hi: int) -> tuple[int, ...]:
+    """The kernels to try after `impl` declines, for a plan that serves M up to m_hi."""
+    if impl not in kl.KERNELS:
+        return ()
+    order = (kl.INTERLEAVED_GEMM, kl.DUAL_GEMM, kl.DECODE_GEMM)
+    return tuple(k for k in order if k != impl and (k != kl.DECODE_GEMM or m_hi <= DECODE_MAX_M))
+
+
+def config_index(impl: int, name: str) -> int:
+    """The index of a configuration name in this library (-1 where the library lacks it)."""
+    lib = kl.get_library()
+    if lib is None or not name:
+        return -1
+    names = lib.configs(impl)
+    return names.index(name) if name in names else -1
+
+
+def triton_index(name: str) -> int:
+    names = [c.name for c in triton_swiglu.CONFIGS]
+    return names.index(name) if name in names else -1
+
+
+def _entry_plan(e: Entry, source: Key, key: Key) -> Plan:
+    impl = kl.IDS[e.impl]
+    where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]" + (f", rows of {source.text}" if source != key else "")
+    tri = triton_index(e.triton)
+    tri_reason = TRITON_MEASURED if tri >= 0 else -1
+    if impl == kl.UNFUSED:
+        return Plan(impl, -1, MEASURED_UNFUSED, tri, tri_reason, detail=where)
+    cfg = config_index(impl, e.config)
+    detail = where if cfg >= 0 else f"{where}; {e.config} is not in this library, its default runs"
+    return Plan(impl, cfg, MEASURED, tri, tri_reason, fallbacks(impl, e.m_hi), detail)
+
+
+def _forced_plan(name: str, hopper: bool, M: int) -> Plan:
+    impl = kl.IDS[name]
+    if impl == kl.TRITON:
+        return Plan(kl.TRITON, triton_default(M), FORCED)
+    if impl == kl.UNFUSED:
+        return Plan(kl.UNFUSED, -1, FORCED)
+    if not hopper:
+        return Plan(kl.UNFUSED, -1, FORCED_NOT_HOPPER)
+    return Plan(impl, -1, FORCED, fallbacks=fallbacks(impl, 1 << 62))
+
+
+def _unserved(device: DeviceKind, key: Key, M: int) -> Plan | None:
+    """The plan where no table entry applies; None where one does."""
+    if not device.hopper:
+        tri = triton_default(M)
+        return Plan(kl.UNFUSED, -1, NOT_HOPPER, tri, TRITON_NOT_HOPPER)
+    table = _table(device.table)
+    if table is None or table.source_of(key) is None:
+        return Plan(kl.UNFUSED, -1, NO_TABLE, detail=f"{key.text} on {device.name}")
+    lib = kl.get_library()
+    if lib is None:
+        return Plan(kl.UNFUSED, -1, NO_LIBRARY, detail=kl.unavailable_reason())
+    if key.dtype not in lib.built_dtypes():
+        return Plan(kl.UNFUSED, -1, NOT_BUILT, detail=key.dtype)
+    return None
+
+
+@functools.cache
+def _table(kind: str | None) -> Table | None:
+    return shipped().get(kind) if kind else None
+
+
+def plan(device: DeviceKind, dtype: str, activation: str, M: int, N: int, K: int) -> Plan:
+    """What a call of this size runs (see the module docstring for the rules)."""
+    name = forced_kernel()
+    if name is not None:
+        return _forced_plan(name, device.hopper, M)
+    key = Key(dtype, activation)
+    fixed = _unserved(device, key, M)
+    if fixed is not None:
+        return fixed
+    table = _table(device.table)
+    e = lookup(table.rows_for(key), M, N, K)
+    return _entry_plan(e, table.source_of(key), key)
+
+
+def native_rows(device: DeviceKind) -> list[tuple[int, ...]]:
+    """Every plan of `device` as the C++ op's rows: (key, K, N, m_lo, m_hi, impl, config, reason,
+    Triton config, its reason, fallback 1, fallback 2), sorted by (key, K, N, m_lo), which is also
+    the order the C++ lookup breaks ties in.  Every key the op takes gets rows, so the C++ op has
+    no default of its own."""
+    rows = []
+    name = forced_kernel()
+    table = _table(device.table)
+    for dtype, dt_id in DTYPE_IDS.items():
+        for act, act_id in ACTIVATION_IDS.items():
+            key_id = dt_id * 4 + act_id
+            key = Key(dtype, act)
+            entries: list[tuple[int, int, int, int, Plan]] = []
+            if name is None and _unserved(device, key, 1) is None:
+                entries = [(e.K, e.N, e.m_lo, e.m_hi, _entry_plan(e, table.source_of(key), key))
+                           for e in table.rows_for(key)]
+            else:
+                # one row per M bucket over every shape: the forced or fixed plan depends on M only
+                entries = [(1, 1, lo, hi, plan(device, dtype, act, rep, 1, 1)) for lo, hi, rep in M_BUCKETS]
+            for K, N, lo, hi, p in entries:
+                fb = (*p.fallbacks, -1, -1)[:2]
+                rows.append((key_id, K, N, lo, hi, p.impl, p.config, p.reason, p.triton, p.triton_reason, *fb))
+    return sorted(rows)

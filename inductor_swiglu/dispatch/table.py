@@ -1,0 +1,173 @@
+"""The dispatch table format: which implementation serves each (dtype, activation, K, N, M bucket).
+
+Torch-free on purpose: ``kernels.build`` reads the shipped tables (before torch is importable)
+to compile only the configurations they name.  One JSON file per device kind under
+``tables/`` (``h200.json``); ``benchmarks/sweep_dispatch.py`` measures and installs them.
+
+A table holds measured entries under keys ``"<dtype>/<activation>"`` and a ``serves`` map that
+says which keys the table answers and with whose rows: a key may be served by its own rows or by
+another key's (GeGLU by SiLU's rows: the epilogue's activation is a small share of the time).
+Keys of different element types never share rows unless the table says so, so an fp8 model
+never runs a bf16 plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORMAT = 2
+TABLES_DIR = Path(__file__).resolve().parent / "tables"
+
+# The implementations a table may name (the C ABI's ids are in kernels/library.py).
+IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm")
+
+# (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets
+# (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.
+M_BUCKETS: tuple[tuple[int, int, int], ...] = (
+    (1, 1, 1), (2, 8, 8), (9, 16, 16), (17, 32, 32), (33, 64, 64), (65, 256, 128),
+    (257, 1024, 512), (1025, 4096, 2048), (4097, 1 << 62, 8192),
+)
+
+
+def bucket_of(M: int) -> tuple[int, int, int]:
+    """The bucket (lo, hi, representative M) that holds M (M >= 1)."""
+    for b in M_BUCKETS:
+        if b[0] <= M <= b[1]:
+            return b
+    raise ValueError(f"M={M} is in no bucket (M >= 1)")
+
+
+@dataclass(frozen=True)
+class Key:
+    """What must match for two problems to share a plan: the element type (with its scaling, for
+    quantized types) and the gate's activation."""
+
+    dtype: str         # "bfloat16", "float16", "float32", ...
+    activation: str    # "silu", "gelu_tanh", "gelu"
+
+    @property
+    def text(self) -> str:
+        return f"{self.dtype}/{self.activation}"
+
+    @classmethod
+    def parse(cls, text: str) -> Key:
+        dtype, sep, activation = text.partition("/")
+        if not sep or not dtype or not activation:
+            raise ValueError(f"table key {text!r} is not '<dtype>/<activation>'")
+        return cls(dtype, activation)
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: Key
+    K: int
+    N: int
+    m_lo: int
+    m_hi: int
+    impl: str            # one of IMPLS
+    config: str          # the implementation's configuration name ("" for unfused)
+    triton: str = ""     # the Triton configuration for calls captured into a CUDA graph ("" = none)
+    record: dict = field(default_factory=dict, compare=False, hash=False)   # the sweep's figures
+
+    def as_json(self) -> dict:
+        return {"key": self.key.text, "K": self.K, "N": self.N, "m_lo": self.m_lo, "m_hi": self.m_hi,
+                "impl": self.impl, "config": self.config, **({"triton": self.triton} if self.triton else {}),
+                **self.record}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Entry:
+        known = {"key", "K", "N", "m_lo", "m_hi", "impl", "config", "triton"}
+        e = cls(Key.parse(d["key"]), int(d["K"]), int(d["N"]), int(d["m_lo"]), int(d["m_hi"]), d["impl"],
+                d.get("config", ""), d.get("triton", ""), {k: v for k, v in d.items() if k not in known})
+        if e.impl not in IMPLS:
+            raise ValueError(f"entry {d}: impl {e.impl!r} is not one of {IMPLS}")
+        if (e.impl == "unfused") != (e.config == ""):
+            raise ValueError(f"entry {d}: a kernel names its configuration, the unfused path none")
+        if not 1 <= e.m_lo <= e.m_hi:
+            raise ValueError(f"entry {d}: bad M range")
+        return e
+
+
+@dataclass(frozen=True)
+class Table:
+    device: str                    # the device kind, e.g. "h200"
+    measured_on: str               # the device name the sweep ran on
+    date: str
+    torch: str
+    method: str
+    serves: dict                   # Key -> Key whose rows serve it
+    entries: tuple[Entry, ...]
+
+    def rows_for(self, key: Key) -> tuple[Entry, ...]:
+        """The entries that serve `key`, () where the table does not serve it."""
+        source = self.serves.get(key)
+        return tuple(e for e in self.entries if e.key == source) if source is not None else ()
+
+    def source_of(self, key: Key) -> Key | None:
+        return self.serves.get(key)
+
+    def configs_used(self) -> dict[str, set[str]]:
+        """The configuration names the served keys' entries run, by implementation."""
+        out: dict[str, set[str]] = {}
+        for key in self.serves:
+            for e in self.rows_for(key):
+                if e.config:
+                    out.setdefault(e.impl, set()).add(e.config)
+        return out
+
+    def dtypes_served(self) -> set[str]:
+        return {k.dtype for k in self.serves}
+
+    def as_json(self) -> dict:
+        return {"format": FORMAT, "device": self.device, "measured_on": self.measured_on, "date": self.date,
+                "torch": self.torch, "method": self.method,
+                "serves": {k.text: v.text for k, v in self.serves.items()},
+                "entries": [e.as_json() for e in self.entries]}
+
+
+def load(path: Path) -> Table:
+    """A table file, validated: a malformed table must fail loudly, never plan wrong kernels."""
+    data = json.loads(Path(path).read_text())
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: table format {data.get('format')!r}, this package reads format {FORMAT}")
+    entries = tuple(Entry.from_json(e) for e in data["entries"])
+    serves = {Key.parse(k): Key.parse(v) for k, v in data["serves"].items()}
+    keys = {e.key for e in entries}
+    for k, v in serves.items():
+        if v not in keys:
+            raise ValueError(f"{path}: {k.text} is served by {v.text}, which has no entries")
+    return Table(data["device"], data.get("measured_on", ""), data.get("date", ""), data.get("torch", ""),
+                 data.get("method", ""), serves, entries)
+
+
+def save(table: Table, path: Path) -> None:
+    Path(path).write_text(json.dumps(table.as_json(), indent=1) + "\n")
+
+
+def table_path(device: str) -> Path:
+    return TABLES_DIR / f"{device}.json"
+
+
+def shipped() -> dict[str, Table]:
+    """Every table shipped with the package, by device kind."""
+    return {p.stem: load(p) for p in sorted(TABLES_DIR.glob("*.json"))}
+
+
+def nearest_shape(shapes, K: int, N: int) -> tuple[int, int]:
+    """The measured (K, N) nearest to (K, N) in log K, log N: a model whose shape was not swept
+    takes the plan of the most similar one."""
+    lk, ln = math.log(K), math.log(N)
+    return min(shapes, key=lambda s: ((math.log(s[0]) - lk) ** 2 + (math.log(s[1]) - ln) ** 2, s))
+
+
+def lookup(rows: tuple[Entry, ...], M: int, N: int, K: int) -> Entry | None:
+    """The entry for a problem: the nearest measured shape, then the bucket that holds M (or the
+    nearest bucket where that shape lacks it).  The C++ op does the same lookup (checked by a test)."""
+    if not rows:
+        return None
+    shape = nearest_shape({(e.K, e.N) for e in rows}, K, N)
+    points = [e for e in rows if (e.K, e.N) == shape]
+    return min(points, key=lambda e: (0 if e.m_lo <= M <= e.m_hi else min(abs(M - e.m_lo), abs(M - e.m_hi)), e.m_lo))

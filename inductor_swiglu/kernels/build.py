@@ -1,0 +1,483 @@
+"""Build ``csrc/`` into two shared libraries, on a machine with ``nvcc`` and no GPU.
+
+1. ``libinductor_swiglu_sm90.so``: the kernels (``csrc/kernels/``: the dual, interleaved and
+   decode GEMMs for SM90, the elementwise epilogue of the unfused path) behind the C ABI of
+   ``csrc/api/swiglu_api.h``.  No torch in it: it loads under any torch.
+2. ``libinductor_swiglu_op.so``: the op ``inductor_swiglu::swiglu_forward`` in C++
+   (``csrc/op/``), built against torch's Stable ABI headers with ``TORCH_TARGET_VERSION`` =
+   2.11, so one build serves torch 2.11 and later.  It links the kernel library and needs
+   torch's headers at build time (the installed torch, found without importing it); without
+   them it is skipped and the op runs its Python implementation, which says so.
+
+What is compiled (``INDUCTOR_SWIGLU_KERNELS``):
+
+* ``shipped`` (the default): the configurations the shipped dispatch tables
+  (``dispatch/tables/*.json``) name, each kernel's first configuration (its default and the
+  fallback of the others), and only the element types those tables serve.  A CUTLASS kernel
+  costs 5-10 s of one core to compile; this is what a user runs.
+* ``all``: every configuration of ``kernels/configs.py`` for bf16 and fp16, for sweeps.
+
+This module imports nothing from torch (``setup.py`` loads it by path).  Each ``.cu`` file is one
+translation unit; units run in parallel, as many as the cores and the available memory hold
+(nvcc's front end takes 2-13 GB per CUTLASS unit, growing with its instantiations), longest
+first.  Objects are cached under ``build/kernels/`` by a hash of the sources, generated
+configuration lists and flags, so a rebuild compiles only what changed.
+
+Command line::
+
+    python -m inductor_swiglu.kernels.build [--out DIR] [--jobs N] [--kernels shipped|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+LIB_NAME = "libinductor_swiglu_sm90.so"
+OP_LIB_NAME = "libinductor_swiglu_op.so"
+PACKAGE = Path(__file__).resolve().parent.parent
+REPO_ROOT = PACKAGE.parent
+CSRC = REPO_ROOT / "csrc"
+GEN_DIR = REPO_ROOT / "build" / "generated"
+OBJ_DIR = REPO_ROOT / "build" / "kernels"
+
+# No --use_fast_math: it would also flush denormals and approximate every division and
+# sqrt; the activations pick their fast forms themselves (epilogues/activation.hpp).
+NVCC_FLAGS = [
+    "-std=c++17",
+    "-O3",
+    "-DNDEBUG",
+    "--expt-relaxed-constexpr",
+    "-ftemplate-backtrace-limit=0",
+    "-Xcompiler=-fPIC",
+    "-Xcompiler=-fvisibility=hidden",
+    "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1",
+    "-Xptxas=--warn-on-spills",
+    # a register array indexed at run time lives in local memory without any spill being
+    # reported; see LOCAL_MEMORY_ALLOWED
+    "-Xptxas=--warn-on-local-memory-usage",
+]
+# Translation units whose kernels may use local memory, and why; in any other, a kernel that does
+# fails the build (local memory is DRAM traffic through L1/L2, never what an epilogue meant).
+LOCAL_MEMORY_ALLOWED = {
+    # the activation a run-time argument: three activations' copies of the staging loop in the
+    # staged-store rows (48-312 bytes a thread), measured faster than their register twins
+    "interleaved_gemm_any_activation.cu",
+    # two mma.sync rows spill 4 bytes (8-byte stack frame)
+    "decode_mma.cu",
+}
+# sm_90a, not sm_90: wgmma, setmaxnreg and griddepcontrol only exist on the "a" target.  The
+# epilogue of the unfused path runs wherever the op does (sm_80 and newer, PTX for later GPUs).
+SM90A = ["-gencode=arch=compute_90a,code=sm_90a"]
+PORTABLE = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+            "-gencode=arch=compute_90,code=compute_90"]
+ARCH_FLAGS = {"gated_mul.cu": PORTABLE}   # every other translation unit: SM90A
+
+# The op library targets the oldest torch whose Stable ABI it needs (torch_call_dispatcher and
+# torch_library_impl are 2.10; 2.11 is the oldest torch the package supports).
+TORCH_TARGET_VERSION = "0x020b000000000000"   # 2.11
+CXX_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
+
+# nvcc's peak memory per unit, measured with nvcc 13.0 on the interleaved GEMM's unit: 2.5 GB for
+# one configuration (two kernels), 4.5 GB for four (eight); CUTLASS kernels cost ~0.3 GB each.
+PEAK_GB_BASE = 1.9
+PEAK_GB_PER_KERNEL = 0.33
+# and its time on one core: ~45 s of headers, ~6 s per CUTLASS kernel (used to order the units)
+SECONDS_BASE = 45
+SECONDS_PER_KERNEL = 6
+
+DTYPE_BITS = {"bfloat16": 1 << 0, "float16": 1 << 1}   # 1 << isw_dtype (csrc/api/swiglu_api.h)
+KERNEL_SETS = ("shipped", "all")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def _load_by_path(name: str, path: Path):
+    """A torch-free module of this package by path (importing the package would import torch)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod   # dataclasses look their module up while the class is built
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def configs_module():
+    return _load_by_path("_isw_kernel_configs", PACKAGE / "kernels" / "configs.py")
+
+
+def table_module():
+    return _load_by_path("_isw_dispatch_table", PACKAGE / "dispatch" / "table.py")
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """What one build compiles: the rows of each kernel's table and the element types."""
+
+    kernels: str                     # "shipped" or "all"
+    rows: dict                       # implementation name -> tuple of configuration rows
+    dtypes: tuple[str, ...]          # "bfloat16", "float16"
+
+    @property
+    def dtype_mask(self) -> int:
+        return sum(DTYPE_BITS[d] for d in self.dtypes)
+
+    def kernels_in(self, unit: str) -> int:
+        """How many kernels a translation unit instantiates (for its memory and time estimate)."""
+        configs = configs_module()
+        n = len(self.dtypes)
+        if unit.startswith("interleaved_gemm"):
+            return n * len({configs.compiled_kernel(r) for r in self.rows["interleaved_gemm"]})
+        if unit == "dual_gemm.cu":
+            return n * len(self.rows["dual_gemm"])
+        if unit == "decode_wgmma.cu":
+            return n * sum(1 for r in self.rows["decode_gemm"] if isinstance(r, configs.DecodeWgmmaConfig))
+        return 0   # no CUTLASS templates: seconds, a few hundred MB
+
+
+def kernel_set() -> str:
+    value = os.environ.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped"
+    if value not in KERNEL_SETS:
+        raise BuildError(f"INDUCTOR_SWIGLU_KERNELS={value!r}: expected one of {', '.join(KERNEL_SETS)}")
+    return value
+
+
+def select(kernels: str | None = None) -> Selection:
+    """The configurations and element types to build (see the module docstring)."""
+    kernels = kernels or kernel_set()
+    configs = configs_module()
+    if kernels == "all":
+        return Selection(kernels, configs.select(None), tuple(DTYPE_BITS))
+    tables = table_module().shipped()
+    used: dict[str, set[str]] = {}
+    dtypes: set[str] = set()
+    for t in tables.values():
+        for impl, names in t.configs_used().items():
+            used.setdefault(impl, set()).update(names)
+        dtypes |= t.dtypes_served() & set(DTYPE_BITS)
+    try:
+        rows = configs.select(used)
+    except ValueError as e:
+        raise BuildError(f"a shipped dispatch table names a configuration kernels/configs.py lacks: {e}") from e
+    return Selection(kernels, rows, tuple(d for d in DTYPE_BITS if d in dtypes) or ("bfloat16",))
+
+
+def local_memory_functions(ptxas_output: str) -> list[str]:
+    """The functions ptxas says use local memory (--warn-on-local-memory-usage), in its order."""
+    return re.findall(r"Local memory used for function '([^']+)'", ptxas_output)
+
+
+def available_gb(meminfo: str = "/proc/meminfo") -> float | None:
+    try:
+        with open(meminfo) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:")) / (1 << 20)
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def peak_gb(kernels: int) -> float:
+    return PEAK_GB_BASE + PEAK_GB_PER_KERNEL * kernels
+
+
+def find_nvcc() -> str | None:
+    env = os.environ.get("NVCC")
+    if env:
+        return env
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and (Path(home) / "bin" / "nvcc").exists():
+            return str(Path(home) / "bin" / "nvcc")
+    return None
+
+
+def _site_candidates(package: str) -> list[Path]:
+    """Where an installed package may live, also under pip's build isolation (which hides the
+    target environment's packages from sys.path while sysconfig still names its site-packages)."""
+    candidates = []
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]))
+    for key in ("purelib", "platlib"):
+        candidates.append(Path(sysconfig.get_paths()[key]) / package)
+    return candidates
+
+
+def find_cutlass() -> Path | None:
+    """CUTLASS headers: $CUTLASS_PATH, else the `nvidia-cutlass` wheel (4.2.0.0)."""
+    env = os.environ.get("CUTLASS_PATH")
+    if env and (Path(env) / "include" / "cutlass" / "cutlass.h").exists():
+        return Path(env)
+    for pkg in _site_candidates("cutlass_library"):
+        if (pkg / "source" / "include" / "cutlass" / "cutlass.h").exists():
+            return pkg / "source"
+    return None
+
+
+def find_torch() -> Path | None:
+    """The installed torch package (headers under include/, libraries under lib/), not imported."""
+    for pkg in _site_candidates("torch"):
+        if (pkg / "include" / "torch" / "csrc" / "stable" / "library.h").exists() and (pkg / "lib").is_dir():
+            return pkg
+    return None
+
+
+def generate(selection: Selection, out_dir: Path = GEN_DIR) -> list[Path]:
+    """Write the generated configuration lists (only when their text changes, so objects stay cached)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in configs_module().includes(selection.rows).items():
+        path = out_dir / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
+
+
+def sources() -> list[Path]:
+    """The kernel library's translation units: the C ABI and one per kernel."""
+    return sorted((CSRC / "api").glob("*.cu")) + sorted((CSRC / "kernels").glob("*.cu"))
+
+
+def headers() -> list[Path]:
+    # csrc/host_checks/ holds the host-only checks and their helpers, which no library unit includes
+    checks = CSRC / "host_checks"
+    return sorted(p for ext in ("*.h", "*.hpp", "*.cuh") for p in CSRC.rglob(ext) if checks not in p.parents)
+
+
+def included_sources(src: Path) -> list[Path]:
+    """src and the other .cu files it includes (interleaved_gemm_any_activation.cu builds
+    interleaved_gemm.cu again)."""
+    text = src.read_text(errors="replace")
+    return [src, *sorted(p for p in sources() if p != src and f'/{p.name}"' in text)]
+
+
+def generated_for(src: Path) -> list[Path]:
+    """The generated includes a source uses (so a new decode configuration rebuilds that unit only)."""
+    text = "".join(p.read_text(errors="replace") for p in included_sources(src))
+    return sorted(p for p in GEN_DIR.glob("*.inc") if p.name in text)
+
+
+def _key(src: Path, flags: list[str], nvcc_version: str) -> str:
+    h = hashlib.sha256()
+    h.update(nvcc_version.encode())
+    h.update(" ".join(flags).encode())
+    for f in [*included_sources(src), *headers(), *generated_for(src)]:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class _Progress:
+    """One line per finished unit, and a line every `every` seconds while units compile, so a
+    build of several minutes never looks stuck."""
+
+    def __init__(self, log, every: float = 30.0) -> None:
+        self.log, self.every = log, every
+        self.running: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        while not self.done.wait(self.every):
+            with self.lock:
+                now = time.time()
+                busy = ", ".join(f"{n} ({now - t:.0f} s)" for n, t in self.running.items())
+            if busy:
+                self.log(f"compiling {busy}")
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+
+
+def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = True,
+          kernels: str | None = None) -> Path:
+    """Compile the kernel library and link it; returns its path.  Raises BuildError."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise BuildError("nvcc not found (set NVCC or CUDA_HOME, or put nvcc on PATH)")
+    cutlass = find_cutlass()
+    if cutlass is None:
+        raise BuildError(
+            "CUTLASS headers not found: `pip install --no-deps nvidia-cutlass==4.2.0.0` "
+            "or set CUTLASS_PATH to a CUTLASS source tree"
+        )
+    selection = select(kernels)
+    generate(selection)
+    nvcc_version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    includes = [f"-I{CSRC}", f"-I{GEN_DIR}", f"-I{cutlass / 'include'}", f"-I{cutlass / 'tools' / 'util' / 'include'}"]
+    flags = NVCC_FLAGS + includes + [f"-DISW_BUILD_DTYPES={selection.dtype_mask}"]
+
+    def flags_of(src: Path) -> list[str]:
+        return flags + ARCH_FLAGS.get(src.name, SM90A)
+
+    OBJ_DIR.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir) if out_dir else PACKAGE / "_lib"
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def log(msg: str) -> None:
+        if verbose:
+            print(f"[inductor_swiglu build] {msg}", file=sys.stderr, flush=True)
+
+    units = sources()
+    todo, objects = [], []
+    for src in units:
+        obj = OBJ_DIR / f"{src.stem}-{_key(src, flags_of(src), nvcc_version)}.o"
+        objects.append(obj)
+        if not obj.exists():
+            todo.append((src, obj))
+    # Longest first, so the last unit to start is a short one.
+    todo.sort(key=lambda t: -selection.kernels_in(t[0].name))
+    cores = max(1, jobs or os.cpu_count() or 1)
+    memory = available_gb()
+    budget = memory * 0.9 if memory is not None and not jobs else float("inf")
+    estimate = sum(SECONDS_BASE + SECONDS_PER_KERNEL * selection.kernels_in(s.name) for s, _ in todo
+                   if selection.kernels_in(s.name))
+    rows = ", ".join(f"{impl} {len(r)}" for impl, r in selection.rows.items())
+    log(f"kernels: {selection.kernels} ({rows} configurations; {', '.join(selection.dtypes)}); "
+        f"{len(units)} units, {len(todo)} to compile on {cores} core(s)"
+        + (f" within {memory:.0f} GB" if memory is not None else "")
+        + (f", about {estimate / cores / 60:.0f}-{estimate / 60:.0f} min" if estimate else ""))
+
+    def compile_one(src: Path, obj: Path) -> tuple[Path, float]:
+        t0 = time.time()
+        tmp = obj.with_suffix(".o.tmp")
+        cmd = [nvcc, *flags_of(src), "-c", str(src), "-o", str(tmp)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+        lmem = local_memory_functions(res.stderr)
+        if lmem and src.name not in LOCAL_MEMORY_ALLOWED:
+            raise BuildError(f"{src.name}: {len(lmem)} kernel(s) use local memory (a register array indexed at run "
+                             f"time, or spills), e.g. {lmem[0][:200]}; see kernels/build.py LOCAL_MEMORY_ALLOWED")
+        if res.stderr.strip() and src.name not in LOCAL_MEMORY_ALLOWED:
+            log(f"{src.name}: {res.stderr.strip()}")   # ptxas spill warnings and the like: they matter for speed
+        tmp.replace(obj)
+        return src, time.time() - t0
+
+    t_start = time.time()
+    # Units start while a core is free and their memory estimate fits beside the running ones'
+    # (a unit that alone exceeds the budget still runs, alone).
+    pending = list(todo)
+    running: dict[concurrent.futures.Future, float] = {}
+    finished = 0
+    with _Progress(log) as progress, concurrent.futures.ThreadPoolExecutor(max_workers=cores) as pool:
+        while pending or running:
+            while pending and len(running) < cores:
+                src, obj = pending[0]
+                need = peak_gb(selection.kernels_in(src.name))
+                if running and sum(running.values()) + need > budget:
+                    break
+                pending.pop(0)
+                with progress.lock:
+                    progress.running[src.name] = time.time()
+                running[pool.submit(compile_one, src, obj)] = need
+            done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in done:
+                running.pop(fut)
+                src, dt = fut.result()
+                finished += 1
+                with progress.lock:
+                    progress.running.pop(src.name, None)
+                log(f"[{finished}/{len(todo)}] {src.name} compiled in {dt:.0f} s ({time.time() - t_start:.0f} s elapsed)")
+    lib = out_dir / LIB_NAME
+    tmp = lib.with_suffix(".so.tmp")
+    cmd = [nvcc, "-shared", "-cudart=static", *SM90A, *[str(o) for o in objects], "-o", str(tmp)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise BuildError(f"linking failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+    tmp.replace(lib)
+    log(f"wrote {lib} ({lib.stat().st_size / 1e6:.1f} MB) in {time.time() - t_start:.0f} s")
+    return lib
+
+
+def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
+    """Compile csrc/op/ against torch's Stable ABI and link it to the kernel library in out_dir."""
+    out_dir = Path(out_dir) if out_dir else PACKAGE / "_lib"
+    kernel_lib = out_dir / LIB_NAME
+    if not kernel_lib.exists():
+        raise BuildError(f"{kernel_lib} does not exist: build the kernels first")
+    torch_dir = find_torch()
+    if torch_dir is None:
+        raise BuildError("torch's headers were not found (install torch >= 2.11 first)")
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise BuildError("no C++ compiler (set CXX)")
+    src = CSRC / "op" / "swiglu_forward.cpp"
+    flags = CXX_FLAGS + [f"-I{CSRC}", f"-I{torch_dir / 'include'}"]
+    version = (torch_dir / "include" / "torch" / "headeronly" / "version.h")
+    h = hashlib.sha256()
+    for part in (" ".join(flags), subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout):
+        h.update(part.encode())
+    for f in [src, *headers(), version]:
+        if f.exists():
+            h.update(f.read_bytes())
+    OBJ_DIR.mkdir(parents=True, exist_ok=True)
+    obj = OBJ_DIR / f"{src.stem}-{h.hexdigest()[:16]}.o"
+    t0 = time.time()
+    if not obj.exists():
+        tmp = obj.with_suffix(".o.tmp")
+        cmd = [cxx, *flags, "-c", str(src), "-o", str(tmp)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+        tmp.replace(obj)
+    lib = out_dir / OP_LIB_NAME
+    tmp = lib.with_suffix(".so.tmp")
+    # DT_NEEDED on the kernel library (found next to this one through $ORIGIN) and on
+    # libtorch_cpu (already loaded by `import torch`, matched by its soname at load time).
+    cmd = [cxx, "-shared", str(obj), f"-L{out_dir}", "-l:" + LIB_NAME, f"-L{torch_dir / 'lib'}", "-ltorch_cpu",
+           "-Wl,-rpath,$ORIGIN", "-o", str(tmp)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise BuildError(f"linking {OP_LIB_NAME} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+    tmp.replace(lib)
+    if verbose:
+        print(f"[inductor_swiglu build] wrote {lib} against torch headers in {torch_dir} "
+              f"(Stable ABI, target 2.11) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return lib
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=None, help="directory for the .so (default: the package's _lib/)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="parallel nvcc processes (default: one per core, as many as the available memory holds)")
+    ap.add_argument("--kernels", choices=KERNEL_SETS, default=None,
+                    help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the dispatch tables use; all: every row")
+    args = ap.parse_args(argv)
+    try:
+        build(args.out, args.jobs, kernels=args.kernels)
+        build_op(args.out)
+    except BuildError as e:
+        print(f"[inductor_swiglu build] error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,191 @@
+"""The dispatch authority on CPU: the shipped tables, which table serves which GPU, the plan's
+rules, and INDUCTOR_SWIGLU_FORCE_KERNEL parsed once, with an error for a value that names nothing."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from inductor_swiglu import dispatch
+from inductor_swiglu.dispatch import forced, plans
+from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.kernels import library as kl
+from inductor_swiglu.ops import triton_swiglu
+
+H200 = dispatch.kind_of("NVIDIA H200", (9, 0))
+BF16_SILU = tables.Key("bfloat16", "silu")
+
+
+def shipped_h200() -> tables.Table:
+    return tables.shipped()["h200"]
+
+
+def test_the_shipped_table_covers_every_m_once_per_shape():
+    table = shipped_h200()
+    rows = table.rows_for(BF16_SILU)
+    assert rows and table.device == "h200"
+    by_shape = {}
+    for e in rows:
+        by_shape.setdefault((e.K, e.N), []).append(e)
+    for shape, es in by_shape.items():
+        es.sort(key=lambda e: e.m_lo)
+        assert es[0].m_lo == 1, shape
+        for a, b in zip(es, es[1:]):
+            assert b.m_lo == a.m_hi + 1, (shape, a, b)   # no gap, no overlap
+        assert es[-1].m_hi >= 1 << 40, shape
+    triton_names = [c.name for c in triton_swiglu.CONFIGS]
+    for e in rows:
+        assert e.impl in tables.IMPLS, e                     # the eager choice is never Triton
+        assert e.triton == "" or e.triton in triton_names, e
+
+
+def test_keys_serve_only_what_the_table_says():
+    table = shipped_h200()
+    # the GeGLUs run SiLU's rows (the activation is a small share of the epilogue's time) ...
+    for act in ("silu", "gelu_tanh", "gelu"):
+        assert table.source_of(tables.Key("bfloat16", act)) == BF16_SILU
+    # ... and no other element type shares them
+    for dtype in ("float16", "float32", "float8_e4m3fn"):
+        assert table.rows_for(tables.Key(dtype, "silu")) == ()
+
+
+def test_a_malformed_table_fails_loudly(tmp_path):
+    import json
+
+    data = json.loads(tables.table_path("h200").read_text())
+    data["serves"]["float16/silu"] = "float16/silu"   # a key served by rows that do not exist
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="float16/silu is served by float16/silu, which has no entries"):
+        tables.load(bad)
+    data = json.loads(tables.table_path("h200").read_text())
+    data["entries"][0]["impl"] = "kernel2"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="impl 'kernel2'"):
+        tables.load(bad)
+    data["format"] = 1
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="table format 1"):
+        tables.load(bad)
+
+
+def test_which_table_serves_which_gpu():
+    assert (H200.name, H200.hopper, H200.table, H200.note) == ("h200", True, "h200", "")
+    h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
+    assert (h100.name, h100.hopper, h100.table) == ("h100", True, "h200")
+    assert "H200 table" in h100.note                        # said, not silent
+    gh200 = dispatch.kind_of("NVIDIA GH200 480GB", (9, 0))
+    assert gh200.name == "gh200" and gh200.table == "h200"
+    other = dispatch.kind_of("NVIDIA A100-SXM4-80GB", (8, 0))
+    assert (other.name, other.hopper, other.table) == ("sm_80", False, None)
+    # a kind with its own table uses it
+    assert dispatch.kind_of("NVIDIA H100", (9, 0), shipped=frozenset({"h100", "h200"})).table == "h100"
+
+
+def test_the_lookup_is_nearest_shape_then_bucket():
+    rows = shipped_h200().rows_for(BF16_SILU)
+    for e in rows:
+        for M in (e.m_lo, min(e.m_hi, 1 << 20)):
+            assert tables.lookup(rows, M, e.N, e.K) == e
+    # a shape between measured ones takes the nearest in log K, log N
+    e = tables.lookup(rows, 1, 4900, 900)
+    assert (e.K, e.N) == (896, 4864)
+
+
+def _expect(p: plans.Plan, impl: int, reason: int):
+    assert (p.impl, p.reason) == (impl, reason), (kl.NAMES[p.impl], plans.REASONS[p.reason], p.detail)
+
+
+def test_plans_follow_the_table_where_the_kernels_are_built():
+    lib = kl.get_library()
+    for e in shipped_h200().rows_for(BF16_SILU):
+        for act in ("silu", "gelu_tanh"):
+            p = dispatch.plan(H200, "bfloat16", act, e.m_lo, e.N, e.K)
+            if lib is None:
+                _expect(p, kl.UNFUSED, plans.NO_LIBRARY)
+                continue
+            assert p.impl == kl.IDS[e.impl], e
+            if e.impl == "unfused":
+                assert p.reason == plans.MEASURED_UNFUSED and "dispatch table" in plans.REASONS[p.reason]
+            else:
+                assert p.reason == plans.MEASURED
+                assert lib.configs(p.impl)[p.config] == e.config      # the library has what the table names
+                assert p.impl not in p.fallbacks
+                assert (kl.DECODE_GEMM in p.fallbacks) == (p.impl != kl.DECODE_GEMM and e.m_hi <= 32)
+            if act != "silu":
+                assert "rows of bfloat16/silu" in p.detail
+
+
+def test_plans_where_no_table_applies():
+    _expect(dispatch.plan(H200, "float32", "silu", 16, 4864, 896), kl.UNFUSED, plans.NO_TABLE)
+    _expect(dispatch.plan(H200, "float16", "silu", 16, 4864, 896), kl.UNFUSED, plans.NO_TABLE)
+    a100 = dispatch.kind_of("NVIDIA A100", (8, 0))
+    p = dispatch.plan(a100, "bfloat16", "silu", 16, 4864, 896)
+    _expect(p, kl.UNFUSED, plans.NOT_HOPPER)
+    assert p.triton == plans.triton_default(16) and p.triton_reason == plans.TRITON_NOT_HOPPER
+
+
+def test_forcing_replaces_every_plan():
+    with dispatch.force_kernel("unfused"):
+        _expect(dispatch.plan(H200, "bfloat16", "silu", 1, 4864, 896), kl.UNFUSED, plans.FORCED)
+    with dispatch.force_kernel("decode_gemm"):
+        p = dispatch.plan(H200, "bfloat16", "silu", 1, 4864, 896)
+        _expect(p, kl.DECODE_GEMM, plans.FORCED)
+        assert p.config == -1
+        _expect(dispatch.plan(dispatch.kind_of("A100", (8, 0)), "bfloat16", "silu", 1, 64, 64), kl.UNFUSED,
+                plans.FORCED_NOT_HOPPER)
+    with dispatch.force_kernel("triton"):
+        p = dispatch.plan(H200, "float32", "gelu", 100, 4864, 896)
+        _expect(p, kl.TRITON, plans.FORCED)
+        assert p.config == plans.triton_default(100)
+    assert dispatch.forced_kernel() is None
+
+
+def test_native_rows_cover_every_key_and_agree_with_plan():
+    rows = dispatch.native_rows(H200)
+    assert rows == sorted(rows)
+    keys = {r[0] for r in rows}
+    assert keys == {d * 4 + a for d in plans.DTYPE_IDS.values() for a in plans.ACTIVATION_IDS.values()}
+    assert all(len(r) == 12 for r in rows)
+    with dispatch.force_kernel("unfused"):
+        forced_rows = dispatch.native_rows(H200)
+    assert {r[5] for r in forced_rows} == {kl.UNFUSED} and {r[7] for r in forced_rows} == {plans.FORCED}
+
+
+@pytest.mark.parametrize("value,expected", [("unfused", "unfused"), (" unfused", "unfused"), ("UNFUSED", "unfused"),
+                                            ("Interleaved_GEMM ", "interleaved_gemm"), ("", None), ("  ", None),
+                                            (None, None)])
+def test_force_kernel_is_parsed_once_forgiving_case_and_blanks(value, expected):
+    assert forced.parse(value) == expected
+
+
+@pytest.mark.parametrize("value", ["bogus", "kernel2", "2", "1", "3", "un fused"])
+def test_a_force_kernel_naming_nothing_is_an_error_naming_the_valid_values(value):
+    with pytest.raises(ValueError) as err:
+        forced.parse(value)
+    msg = str(err.value)
+    assert repr(value) in msg and all(c in msg for c in forced.CHOICES)
+
+
+def test_a_bad_force_kernel_stops_the_import_with_that_message():
+    env = dict(os.environ, INDUCTOR_SWIGLU_FORCE_KERNEL="kernel2")
+    res = subprocess.run([sys.executable, "-c", "import inductor_swiglu"], env=env, capture_output=True, text=True)
+    assert res.returncode != 0
+    assert "INDUCTOR_SWIGLU_FORCE_KERNEL='kernel2' names no implementation" in res.stderr
+
+
+def test_status_shows_what_is_forced():
+    env = dict(os.environ, INDUCTOR_SWIGLU_FORCE_KERNEL=" Unfused")
+    res = subprocess.run([sys.executable, "-m", "inductor_swiglu", "status"], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert '"forced": "unfused"' in res.stdout
+
+
+def test_forcing_notifies_listeners_once_per_change():
+    calls = []
+    forced.on_change(lambda: calls.append(forced.forced_kernel()))
+    with dispatch.force_kernel("triton"):
+        with dispatch.force_kernel("triton"):   # no change, no call
+            pass
+    assert calls == ["triton", None]
