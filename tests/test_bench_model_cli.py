@@ -2,25 +2,15 @@
 what bench_model.py and bench_tp.py write about the model they measured."""
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 pytest.importorskip("transformers")
 
+from benchmark_scripts import benchmark_module  # noqa: E402
+
 from inductor_swiglu.models.qwen2 import QWEN25_7B, build_qwen25, build_qwen25_05b, qwen25_config  # noqa: E402
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def benchmark_module(name: str):
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
 
 
 def test_7b_on_the_meta_device_has_qwen25_7b_shapes():

@@ -2,21 +2,9 @@
 (benchmarks/report.py) and the scripts' --record, on the CPU."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def benchmark_module(name: str):
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
-
+from benchmark_scripts import BENCHMARKS, benchmark_module  # noqa: E402
 
 CTX = {"run": "r1", "date": "2026-12-02", "device": "NVIDIA H200", "torch": "2.11", "commit": "abc1234",
        "benchmark": "bench_kernels"}

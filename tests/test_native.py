@@ -8,11 +8,10 @@ shipped tables name, and how the C ABI routes activations.  The kernels themselv
 
 import ctypes
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from benchmark_scripts import benchmark_module
 from mlp_models import GatedMLP
 
 import inductor_swiglu
@@ -24,7 +23,6 @@ from inductor_swiglu.kernels import build
 from inductor_swiglu.kernels import library as kl
 from inductor_swiglu.ops import activations, native
 
-REPO = Path(__file__).resolve().parent.parent
 built = pytest.mark.skipif(not native.enabled(), reason=f"C++ op library not available: {native.status()['reason']}")
 H200 = dispatch.kind_of("NVIDIA H200", (9, 0))
 A100 = dispatch.kind_of("NVIDIA A100-SXM4-80GB", (8, 0))
@@ -142,11 +140,7 @@ def test_the_sweep_script_builds_candidates_for_every_bucket():
     lib = kl.get_library()
     if lib is None:
         pytest.skip("kernel library not built")
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import sweep_dispatch
-    finally:
-        sys.path.pop(0)
+    sweep_dispatch = benchmark_module("sweep_dispatch")
     for _, _, M in tables.M_BUCKETS:
         names = [c[0] for c in sweep_dispatch.candidates(M, lib)]
         assert "unfused" in names

@@ -2,10 +2,10 @@
 benchmarks/sweep_dispatch.py; no GPU)."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import benchmark_module
 
 from inductor_swiglu.dispatch import choice
 from inductor_swiglu.dispatch import table as tables
@@ -15,12 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def sweep():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import sweep_dispatch
-    finally:
-        sys.path.pop(0)
-    return sweep_dispatch
+    return benchmark_module("sweep_dispatch")
 
 
 def point(times: dict[str, float], M=16, bad=()):

@@ -166,7 +166,7 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
         impl_stats.record(impl_stats.FALLBACK_CUDA, plans.CHECK_REASONS[0])
         return x.new_empty(out_shape)
     if K == 0:   # no products: act(b_gate) * b_up, or zeros; what F.linear gives, not an empty buffer
-        return _unfused(x, w_gate, w_up, b_gate, b_up, plans.CHECK_REASONS[2], activation)
+        return _unfused(x, w_gate, w_up, b_gate, b_up, plans.CHECK_REASONS[3], activation, "K = 0")
     dtype = str(x.dtype).removeprefix("torch.")
     plan = dispatch.plan(device_kind(x.device), dtype, activation, M, N, K)
     reason = plans.REASONS[plan.reason]
