@@ -8,6 +8,7 @@ Public API:
     inductor_configs   the Inductor config patches that install the pass (AOTInductor, config.patch)
     swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
     swiglu_reference   its fp32 reference
+    swiglu_scaled      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
     kernel_status      whether the kernels and the C++ op are built and loadable, and why not
@@ -34,6 +35,7 @@ from .dispatch.forced import force_kernel
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
 from .ops.reference import swiglu_reference
+from .ops.scaled_swiglu_op import swiglu_scaled, swiglu_scaled_reference
 from .ops.swiglu_op import swiglu
 from .version import __version__
 from .warmup import WarmupReport, cudagraphs_recorded, dynamo_graphs, warmup
@@ -50,5 +52,5 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
-    "diagnostics", "inductor_configs", "force_kernel",
+    "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
 ]

@@ -27,6 +27,7 @@ DEFAULT_ORDER = [
     "unshare_input_reshapes",
     "vector_input_as_reshapes",
     "swiglu_fusion",
+    "scaled_swiglu_fusion",
     "use_native_op",
     "report_near_misses",
 ]

@@ -37,6 +37,14 @@ def strip_reshape(n):
     return n
 
 
+def as_scaled_gemm(n) -> torch.fx.Node | None:
+    """The ``torch._scaled_mm`` (an FP8 projection) `n` comes from, through reshapes and dtype
+    casts; None otherwise."""
+    while is_call(n, *RESHAPES, prims.convert_element_type.default):
+        n = n.args[0]
+    return n if is_call(n, aten._scaled_mm.default) else None
+
+
 def as_projection(n) -> ProjectionNodes | None:
     """reshape?(mm|addmm(reshape?(x), permute?(w))) -> ProjectionNodes."""
     nodes = []

@@ -25,6 +25,11 @@ class PassConfig:
     ranks: tuple[int, ...] = (2, 3)
     """Rank of x: 2-D [tokens, hidden] and 3-D [batch, seq, hidden]."""
 
+    fp8: bool = True
+    """Rewrite FP8 gated MLPs (two torch._scaled_mm of one float8 x: torchao's float8 dynamic
+    quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_scaled, where a fused FP8 kernel
+    serves the device (CPU graphs: always, for the tests)."""
+
     fuse_on_cpu: bool = True
     """Rewrite graphs on CPU too (the op runs its fp32 reference there).  On by
     default so CPU runs and CI exercise exactly the graph a GPU run gets."""

@@ -32,6 +32,7 @@ from .inductor_pass import GraphPass
 from .pass_config import PassConfig
 from .passes.merge_equal_copies import MergeEqualCopies
 from .passes.report_near_misses import ReportNearMisses
+from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
 from .passes.split_merged_projections import SplitMergedProjections
 from .passes.swiglu_fusion import SwigluFusion
 from .passes.unfreeze_weights import UnfreezeWeights
@@ -89,6 +90,7 @@ class PostGradPassManager(CustomGraphPass):
             UnshareInputReshapes(),
             VectorInputAsReshapes(),
             SwigluFusion(self.config),
+            *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),
             # last: what is left alone is only known when every rewrite is done

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import torch
 from torch._inductor.fx_passes.post_grad import view_to_reshape
-from torch._inductor.pattern_matcher import PatternExpr, PatternPrettyPrinter, fwd_only, gen_pattern
+from torch._inductor.pattern_matcher import CallFunction, Ignored, PatternExpr, PatternPrettyPrinter, fwd_only, gen_pattern
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
+from ..patterns import scaled_swiglu as scaled_patterns
 from ..patterns import swiglu as swiglu_patterns
 
 log = logging.getLogger("inductor_swiglu.pass")
@@ -36,15 +37,11 @@ def trace_post_grad_form(fn, args, **kwargs) -> torch.fx.GraphModule:
 
 @dataclass(frozen=True)
 class RegisteredPattern:
-    spec: swiglu_patterns.SwigluPattern
+    spec: swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern
     expr: PatternExpr
 
 
-@functools.cache
-def build_patterns(variant_key: tuple) -> tuple[RegisteredPattern, ...]:
-    """All enabled patterns as PatternExprs; `variant_key` is PassConfig.variant_key()."""
-    activations, projections, ranks = variant_key
-    specs = swiglu_patterns.all_patterns(activations=activations, projections=projections, ranks=ranks)
+def _trace(specs, what: str) -> tuple[RegisteredPattern, ...]:
     t0 = time.perf_counter()
     # Variants that trace to the same post-grad form (e.g. fp16 and bf16) are registered once.
     by_text: dict[str, RegisteredPattern] = {}
@@ -53,5 +50,37 @@ def build_patterns(variant_key: tuple) -> tuple[RegisteredPattern, ...]:
             expr = gen_pattern(spec.search, spec.example_inputs(), trace_post_grad_form)
             by_text.setdefault(PatternPrettyPrinter.run(expr), RegisteredPattern(spec, expr))
     out = tuple(by_text.values())
-    log.debug("traced %d SwiGLU variants into %d distinct patterns in %.2f s", len(specs), len(out), time.perf_counter() - t0)
+    log.debug("traced %d %s variants into %d distinct patterns in %.2f s", len(specs), what, len(out),
+              time.perf_counter() - t0)
     return out
+
+
+@functools.cache
+def build_patterns(variant_key: tuple) -> tuple[RegisteredPattern, ...]:
+    """All enabled bf16/fp16/fp32 patterns as PatternExprs; `variant_key` is PassConfig.variant_key()."""
+    activations, projections, ranks = variant_key
+    return _trace(swiglu_patterns.all_patterns(activations=activations, projections=projections, ranks=ranks), "SwiGLU")
+
+
+def _with_fast_accum(expr: PatternExpr, given: bool, memo: dict | None = None) -> PatternExpr:
+    """The pattern with every _scaled_mm's use_fast_accum flag ignored when `given`, or left out
+    (its default) when not: gen_pattern keeps the literal, and the flag says how the GEMM
+    accumulates, not what it computes (the op accumulates in fp32).  A sub-pattern used twice
+    stays one object (the matcher binds it to one node)."""
+    memo = {} if memo is None else memo
+    if not isinstance(expr, CallFunction):
+        return expr
+    if id(expr) not in memo:
+        args = [_with_fast_accum(a, given, memo) for a in expr.args]
+        if torch.ops.aten._scaled_mm.default in expr.fns and len(args) == 8:
+            args = [*args[:7], Ignored()] if given else args[:7]
+        memo[id(expr)] = CallFunction(expr.fns, *args, _users=expr.users, **expr.kwargs)
+    return memo[id(expr)]
+
+
+@functools.cache
+def build_scaled_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ...]:
+    """All FP8 (scaled GEMM) patterns as PatternExprs, each with and without use_fast_accum given."""
+    traced = _trace(scaled_patterns.all_patterns(ranks=ranks), "FP8 SwiGLU")
+    return tuple(RegisteredPattern(rp.spec, _with_fast_accum(rp.expr, given))
+                 for rp in traced for given in (True, False))

@@ -2,10 +2,12 @@
 
 Why: autocast casts x once per Linear, and a non-contiguous x is cloned once per projection, so
 the gate and up projections of one SwiGLU read two different (equal) nodes, and the patterns,
-which need gate and up to read one input, would not match.  Only ops that make a new tensor
-from their arguments alone (no mutation, no randomness) are merged, and never a copy that
-something writes into.  Views are left alone: the patterns expect each projection's own reshape
-of x, as Inductor traces them.
+which need gate and up to read one input, would not match.  FP8 models quantize x the same way:
+torchao computes x's scale and its float8 copy once per Linear, so the arithmetic of that
+quantization (abs, amax, the division by the scale, the clamp) is merged too, but only where it
+feeds a scaled GEMM.  Only ops that make a new tensor from their arguments alone (no mutation, no
+randomness) are merged, and never a copy that something writes into.  Views are left alone: the
+patterns expect each projection's own reshape of x, as Inductor traces them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,22 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 PURE_COPIES = (prims.convert_element_type.default, aten._to_copy.default, aten.clone.default)
+# the dynamic quantization of an activation (torchao's float8 per-row and per-tensor scaling)
+QUANTIZE_OPS = (aten.abs.default, aten.amax.default, aten.div.Tensor, aten.mul.Tensor, aten.reciprocal.default,
+                aten.clamp_min.default, aten.clamp_max.default, aten.clamp.default, aten.maximum.default,
+                aten.minimum.default, aten.unsqueeze.default, aten.unsqueeze_copy.default)
+SCALED_GEMMS = (aten._scaled_mm.default,)
+_QUANTIZE_DEPTH = 16   # ops between x and the scaled GEMM that reads its quantized copy
+
+
+def _feeding_scaled_gemms(graph: torch.fx.Graph) -> set:
+    """The nodes within _QUANTIZE_DEPTH ops upstream of a scaled GEMM's operands."""
+    found: set = set()
+    frontier = [n for t in SCALED_GEMMS for n in graph.find_nodes(op="call_function", target=t)]
+    for _ in range(_QUANTIZE_DEPTH):
+        frontier = [a for n in frontier for a in n.all_input_nodes if a not in found]
+        found.update(frontier)
+    return found
 
 
 def _key(value):
@@ -43,12 +61,16 @@ def _mutated(node: torch.fx.Node) -> bool:
 
 
 def merge_equal_copies(graph: torch.fx.Graph) -> int:
-    """Replace every repeated call of a PURE_COPIES op with the same arguments by its first
-    occurrence (equal inputs are one input); returns how many nodes were merged."""
+    """Replace every repeated call of a PURE_COPIES op (or of a QUANTIZE_OPS op feeding a scaled
+    GEMM) with the same arguments by its first occurrence (equal inputs are one input); returns
+    how many nodes were merged."""
     seen: dict[tuple, torch.fx.Node] = {}
     merged = 0
+    quantizing = _feeding_scaled_gemms(graph)
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in PURE_COPIES:
+        if node.op != "call_function":
+            continue
+        if node.target not in PURE_COPIES and not (node.target in QUANTIZE_OPS and node in quantizing):
             continue
         key = (node.target, _key(node.args), _key(node.kwargs))
         first = seen.get(key)

@@ -17,12 +17,14 @@ import torch
 
 from ..fx_utils import (
     as_projection,
+    as_scaled_gemm,
     equal_halves,
     gated_operands,
     is_call,
     merged_output_elsewhere,
     operand_sources,
     source_location,
+    strip_reshape,
 )
 from ..inductor_pass import GraphPass
 from ..records import RECORDS, GraphRecord, NearMiss
@@ -103,10 +105,24 @@ def _padded_gemm(n: torch.fx.Node) -> bool:
     return False
 
 
+def _scaled_reason(gate: torch.fx.Node, up: torch.fx.Node) -> str:
+    """Why an FP8 gated product (two scaled GEMMs) was left alone."""
+    if strip_reshape(gate.args[0]) is not strip_reshape(up.args[0]):
+        return "gate and up read different float8 inputs (x quantized differently for each projection)"
+    if any(len(g.args) > 4 and g.args[4] is not None for g in (gate, up)):
+        return "a scaled GEMM has a bias, which the FP8 op does not take"
+    if strip_reshape(gate.args[2]) is not strip_reshape(up.args[2]):
+        return "gate and up scale x differently"
+    return "FP8 SwiGLU-shaped but not a form the patterns cover (please report it with the graph dump)"
+
+
 def classify(mul: torch.fx.Node) -> str | None:
     """The reason this product is a near miss, or None if it is not SwiGLU-shaped."""
     for act_fn, act_side, up_side in gated_operands(mul):
         gate_val, act_nodes = act_fn.gate, act_fn.nodes
+        scaled_gate, scaled_up = as_scaled_gemm(gate_val), as_scaled_gemm(up_side)
+        if scaled_gate is not None and scaled_up is not None:
+            return _scaled_reason(scaled_gate, scaled_up)
         gate = as_projection(gate_val)
         up = as_projection(up_side)
         if gate is None or up is None:

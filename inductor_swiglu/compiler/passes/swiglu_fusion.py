@@ -65,8 +65,9 @@ def _check_gelu(match: Match, kind: str) -> None:
     raise Declined(f"the activation has GELU's form but not its constants ({kind} expected)")
 
 
-def _check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> None:
-    """Re-check the scalar/shape/dtype arguments that gen_pattern ignored."""
+def check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> None:
+    """Re-check the scalar/shape/dtype arguments that gen_pattern ignored (the activation's
+    constants, its fp32 upcast and the cast back to `x_dtype`, transposes); raises Declined."""
     if activation != "silu":
         _check_gelu(match, activation)
     for node in match.nodes:
@@ -101,7 +102,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "tensor metadata missing on the matched nodes"
     out = _val(match.output_node())
     try:
-        _check_ignored_args(match, x.dtype, spec.op_activation)
+        check_ignored_args(match, x.dtype, spec.op_activation)
     except Declined as e:
         return str(e)
     if len(x.shape) and any(statically_equal(d, 0) for d in x.shape[:-1]):

@@ -1,0 +1,173 @@
+"""The FP8 rewrite: two ``torch._scaled_mm`` of one float8 x and ``act(gate) * up`` become
+``torch.ops.inductor_swiglu.swiglu_scaled`` (patterns in ``patterns/scaled_swiglu.py``).
+
+Why its own pass: the FP8 form has its own operands (x and the weights in float8, a scale each)
+and its own checks, and it must rewrite only where a fused FP8 kernel serves the device.  Until
+the dispatch tables of a GPU serve a float8 key the op would run the same two scaled GEMMs as
+stock Inductor, so there the rewrite is declined and recorded as a near miss with that reason
+(CPU graphs are rewritten, so that CI runs the path a GPU with an FP8 table gets).
+
+Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
+ignored (reshape targets, output dtypes, transposes, the activation's constants and casts) are
+re-checked, and the operands' dtypes and scale shapes must be what the op takes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+
+from ...dispatch.devices import DeviceKind
+from ...dispatch.table import Key, shipped
+from ...ops import cuda_impl
+from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
+from .. import pattern_registry
+from ..fx_utils import is_call, source_location, statically_equal
+from ..inductor_pass import GraphPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, NearMiss, Rewrite
+from .swiglu_fusion import Declined, check_ignored_args
+
+aten = torch.ops.aten
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def fused_fp8_served(device: DeviceKind, activation: str) -> bool:
+    """Whether the device's dispatch table serves a float8 key: only then is a fused FP8 kernel
+    there to run (no table serves one yet)."""
+    table = shipped().get(device.table) if device.table else None
+    return table is not None and table.source_of(Key("float8_e4m3fn", activation)) is not None
+
+
+def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
+    return [n for n in match.nodes if is_call(n, aten._scaled_mm.default)]
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by swiglu_scaled is exact, else the reason it is not."""
+    kw = match.kwargs
+    x, xs = _val(kw["x"]), _val(kw["x_scale"])
+    wg, wgs, wu, wus = (_val(kw[n]) for n in ("w_gate", "w_gate_scale", "w_up", "w_up_scale"))
+    if any(v is None for v in (x, xs, wg, wgs, wu, wus)):
+        return "tensor metadata missing on the matched nodes"
+    gemms = _scaled_gemms(match)
+    out_dtypes = {g.args[6] if len(g.args) > 6 else g.kwargs.get("out_dtype") for g in gemms}
+    if len(gemms) != 2 or len(out_dtypes) != 1:
+        return "the gate and up scaled GEMMs have different output dtypes"
+    out_dtype = out_dtypes.pop()
+    if out_dtype not in OUT_DTYPES:
+        return f"the scaled GEMMs return {out_dtype}; the op returns bf16, fp16 or fp32"
+    try:
+        check_ignored_args(match, out_dtype, spec.op_activation)
+    except Declined as e:
+        return str(e)
+    for name, t in (("x", x), ("w_gate", wg), ("w_up", wu)):
+        if t.dtype not in FP8_DTYPES:
+            return f"{name} is {t.dtype}, not float8_e4m3fn"
+    for name, t in (("x_scale", xs), ("w_gate_scale", wgs), ("w_up_scale", wus)):
+        if t.dtype != torch.float32:
+            return f"{name} is {t.dtype}, not float32"
+    if not (x.device == xs.device == wg.device == wu.device):
+        return "inputs on different devices"
+    if wg.dim() != 2 or tuple(wg.shape) != tuple(wu.shape):
+        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights are not both [N, K]"
+    N, K = wg.shape
+    if not statically_equal(x.shape[-1], K):
+        return f"x has {x.shape[-1]} features, weights expect {K}"
+    M = 1
+    for d in x.shape[:-1]:
+        M = M * d
+    if not (statically_equal(xs.numel(), 1) or (statically_equal(xs.numel(), M) and statically_equal(xs.shape[-1], 1))):
+        return f"x's scale {list(xs.shape)} is neither one scale nor one per row"
+    for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
+        if not (statically_equal(t.numel(), 1) or statically_equal(t.numel(), N)):
+            return f"{name} {list(t.shape)} is neither one scale nor one per output row"
+    for g in gemms:   # the GEMM's own operand shapes: x flattened to [M, K], the scales as _scaled_mm takes them
+        a, sa = _val(g.args[0]), _val(g.args[2])
+        if a is None or sa is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
+            return "the scaled GEMM does not read x flattened to [M, K]"
+        if not (statically_equal(sa.numel(), 1) or statically_equal(sa.shape[0], M)):
+            return "the scaled GEMM's x scale is not one per row of x"
+    out = _val(match.output_node())
+    expected = (*x.shape[:-1], N)
+    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape) if out is not None else '?'} is not x's leading shape + [N]"
+    if out.dtype != out_dtype:
+        return f"the product is {out.dtype}, not the scaled GEMMs' {out_dtype}"
+    if x.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if x.device.type == "cuda" and not fused_fp8_served(cuda_impl.device_kind(x.device), spec.op_activation):
+        return ("no fused FP8 kernel serves this GPU yet (its dispatch table has no float8 rows): left to stock "
+                "Inductor, which runs the same two scaled GEMMs")
+    if x.device.type not in ("cpu", "cuda"):
+        return f"device {x.device.type} is not supported"
+    return ""
+
+
+class ScaledSwigluFusion(GraphPass):
+    """Post-grad pattern pass: FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_scaled."""
+
+    name = "scaled_swiglu_fusion"
+
+    def __init__(self, config: PassConfig | None = None) -> None:
+        self.config = config or PassConfig()
+        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_scaled_fusion")
+        self._registered = False
+        self._register_lock = threading.Lock()
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        if not graph.find_nodes(op="call_function", target=aten._scaled_mm.default):
+            return 0   # no FP8 GEMM: the patterns need not even be traced
+        self._register()
+        return self.pm.apply(graph)
+
+    def _register(self) -> None:
+        with self._register_lock:
+            if self._registered:
+                return
+            for rp in pattern_registry.build_scaled_patterns(self.config.ranks):
+                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
+                    self._make_handler(rp.spec))
+            self._registered = True
+
+    def _make_check(self, spec):
+        def check(match: Match) -> bool:
+            rec = RECORDS.current_graph()
+            try:
+                reason = can_rewrite(match, spec, self.config)
+            except Exception as e:  # a bug in the check must not break compilation
+                reason = f"internal error in the check: {type(e).__name__}: {e}"
+            if reason and rec is not None:
+                out = match.output_node()
+                if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
+                    rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
+            return not reason
+
+        return check
+
+    def _make_handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            out = match.output_node()
+            x, wg = _val(kwargs["x"]), _val(kwargs["w_gate"])
+            gemm = _scaled_gemms(match)[0]
+            out_dtype = gemm.args[6] if len(gemm.args) > 6 else gemm.kwargs["out_dtype"]
+            location = source_location(out)
+            names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
+            match.replace_by_example(spec.replacement(out_dtype), [kwargs[n] for n in names])
+            counters["inductor"]["scaled_swiglu_fusion"] += 1
+            if rec is not None:
+                N, K = (int(d) if isinstance(d, int) else str(d) for d in wg.shape)
+                rec.rewrites.append(Rewrite(
+                    pattern=spec.name, location=location,
+                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
+                    dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
+                    dispatch="unfused: two scaled GEMMs, then act(gate) * up (no fused FP8 kernel yet)"))
+
+        return handler

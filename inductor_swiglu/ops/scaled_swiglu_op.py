@@ -1,0 +1,134 @@
+"""``torch.ops.inductor_swiglu.swiglu_scaled``: the gated projection of an FP8 model.
+
+    gate = (x @ w_gate.T) * x_scale * w_gate_scale        (fp32 accumulation)
+    up   = (x @ w_up.T)   * x_scale * w_up_scale
+    out  = act(gate) * up, rounded once to out_dtype
+
+What a model quantized with torchao's ``Float8DynamicActivationFloat8WeightConfig`` (or written
+with ``torch._scaled_mm`` by hand) computes with two scaled GEMMs and an elementwise kernel; the
+pass rewrites it into this op (``compiler/passes/swiglu_fusion.py``).
+
+Contract:
+
+* ``x``: ``[..., K]`` float8_e4m3fn, any leading shape; ``x_scale``: fp32, one scale per row of x
+  (``[..., 1]``: torchao's ``PerRow``) or one element (``PerTensor``).
+* ``w_gate``, ``w_up``: ``[N, K]`` float8_e4m3fn, the ``nn.Linear`` layout; ``w_*_scale``: fp32,
+  one per output row (``[N]``, ``[N, 1]`` or ``[1, N]``) or one element.
+* The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
+* No autograd: FP8 weights are an inference form.  Functional, no host synchronisation.
+
+Implementations: the unfused path on every device (two ``torch._scaled_mm`` in the model's own
+output dtype, then the activation and the product in fp32: what stock Inductor runs), since no
+fused FP8 kernel exists yet; the pass rewrites GPU graphs into this op only where a dispatch table
+serves a float8 key (``compiler/passes/scaled_swiglu_fusion.py``).  ``swiglu_scaled_reference`` is
+the fp32 reference of the dequantized operands that a fused kernel will be held to.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import activations, impl_stats
+
+QUALNAME = "inductor_swiglu::swiglu_scaled"
+SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
+          "str activation, ScalarType out_dtype) -> Tensor")
+FP8_DTYPES = (torch.float8_e4m3fn,)
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype) -> None:
+    """A clear error for inputs the op does not define; works on fake tensors."""
+    activations.check(activation)
+    if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
+        raise ValueError("inductor_swiglu.swiglu_scaled: x must be [..., K] and the weights [N, K]")
+    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
+        if t.dtype not in FP8_DTYPES:
+            raise TypeError(f"inductor_swiglu.swiglu_scaled: {name} is {t.dtype}; expected float8_e4m3fn")
+    for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"inductor_swiglu.swiglu_scaled: {name} is {t.dtype}; expected float32")
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"inductor_swiglu.swiglu_scaled: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+    K, N = x.shape[-1], w_gate.shape[0]
+    M = 1
+    for d in x.shape[:-1]:
+        M = M * d
+    torch._check_value(tuple(w_gate.shape) == tuple(w_up.shape) and w_gate.shape[1] == K,
+                       lambda: f"inductor_swiglu.swiglu_scaled: weights {tuple(w_gate.shape)} and "
+                               f"{tuple(w_up.shape)} must both be [N, K] with K={K}")
+    torch._check_value(x_scale.numel() == 1 or (x_scale.numel() == M and x_scale.shape[-1] == 1),
+                       lambda: f"inductor_swiglu.swiglu_scaled: x_scale {tuple(x_scale.shape)} is neither one "
+                               f"scale nor one per row of x {tuple(x.shape)}")
+    for name, s in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        torch._check_value(s.numel() == 1 or s.numel() == N,
+                           lambda: f"inductor_swiglu.swiglu_scaled: {name} {tuple(s.shape)} is neither one scale "
+                                   f"nor one per output row (N={N})")
+    devices = {t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}
+    if len(devices) != 1:
+        raise ValueError("inductor_swiglu.swiglu_scaled: all inputs must be on one device")
+
+
+def _col(scale: torch.Tensor) -> torch.Tensor:
+    """A scale per row as a column [rows, 1] (one element as [1, 1]), to broadcast over K or N."""
+    return scale.reshape(-1, 1)
+
+
+def scaled_mm_scales(x_scale, w_scale, M: int, N: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The scales as torch._scaled_mm takes them: both single ([1, 1]), or per row of x [M, 1]
+    and per column of the output [1, N], a single one expanded where the other is per row."""
+    if x_scale.numel() == 1 and w_scale.numel() == 1:
+        return x_scale.reshape(1, 1), w_scale.reshape(1, 1)
+    return x_scale.reshape(-1, 1).expand(M, 1).contiguous(), w_scale.reshape(1, -1).expand(1, N).contiguous()
+
+
+def swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
+                            out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """act(gate) * up of the dequantized operands in fp32, rounded once: what a fused kernel is
+    held to (its only other rounding is fp32 accumulation order)."""
+    K, N = x.shape[-1], w_gate.shape[0]
+    xf = x.reshape(-1, K).float() * _col(x_scale)
+    gate = xf @ (w_gate.float() * _col(w_gate_scale)).T
+    up = xf @ (w_up.float() * _col(w_up_scale)).T
+    return (activations.apply(activation, gate) * up).to(out_dtype).reshape(*x.shape[:-1], N)
+
+
+def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype) -> torch.Tensor:
+    """Two scaled GEMMs in the model's output dtype, then act(gate) * up in fp32 and one rounding:
+    what stock Inductor runs (the GEMMs round gate and up first)."""
+    gemm_dtype = torch.bfloat16 if out_dtype == torch.float32 else out_dtype
+    K, N = x.shape[-1], w_gate.shape[0]
+    lead, x = x.shape[:-1], x.reshape(-1, K)
+    M = x.shape[0]
+    sa, sb = scaled_mm_scales(x_scale, w_gate_scale, M, N)
+    gate = torch._scaled_mm(x, w_gate.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
+    sa, sb = scaled_mm_scales(x_scale, w_up_scale, M, N)
+    up = torch._scaled_mm(x, w_up.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
+    return (activations.apply(activation, gate.float()) * up.float()).to(out_dtype).reshape(*lead, N)
+
+
+torch.library.define(QUALNAME, SCHEMA)
+
+
+@torch.library.register_fake(QUALNAME)
+def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype):
+    check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
+    return x.new_empty((*x.shape[:-1], w_gate.shape[0]), dtype=out_dtype)
+
+
+@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype):
+    check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
+    impl_stats.record(impl_stats.FALLBACK_CUDA if x.is_cuda else impl_stats.UNFUSED_CPU,
+                      "no fused FP8 kernel yet: two scaled GEMMs, then act(gate) * up")
+    if x.numel() == 0 or w_gate.shape[0] == 0:
+        # an empty batch, or K = 0 (no products: act(0) * 0)
+        return torch.zeros((*x.shape[:-1], w_gate.shape[0]), dtype=out_dtype, device=x.device)
+    return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+
+
+def swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
+                  out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The op, eagerly; see the module docstring."""
+    return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
+                                                   out_dtype)

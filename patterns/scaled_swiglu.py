@@ -1,0 +1,117 @@
+"""FP8 gated MLP search patterns and their replacement, side by side.
+
+The form: two ``torch._scaled_mm`` of one float8 activation against the gate and the up weights,
+then ``act(gate) * up``.  It is what torchao's ``Float8DynamicActivationFloat8WeightConfig``
+produces under ``torch.compile`` (per-row and per-tensor granularity: x quantized dynamically,
+``_scaled_mm(x_fp8, w_fp8.t(), x_scale, w_scale.t())`` per Linear) and what FP8 code written by
+hand with ``torch._scaled_mm`` looks like.
+
+What the search space covers, and why:
+
+* rank: a 2-D x is the scaled GEMM's operand itself; a 3-D x is reshaped to ``[-1, K]`` for it
+  and the result back to ``[..., N]``;
+* x's scale: the operand itself (per-tensor, or a per-row ``[M, 1]`` written by hand) or a
+  reshape of it (torchao reshapes both granularities to ``[-1, 1]`` / ``[1, 1]``);
+* the weight's scale: transposed (torchao keeps it ``[N, 1]`` and passes ``.t()``) or as is
+  (``[1, N]`` or one element, by hand);
+* the activation (SiLU, GELU-tanh, GELU, as ``F.*`` spells them) and the product's order.
+
+torchao quantizes x once per Linear; ``compiler/passes/merge_equal_copies.py`` merges the two
+equal quantizations first, so the patterns see one float8 x and one scale.  As for the bf16
+patterns, shapes, scalars and dtypes are ignored when matching; the fusion pass re-checks them
+(``compiler/passes/scaled_swiglu_fusion.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+# --------------------------------------------------------------------------- #
+# The replacement: one op, with the activation the search computed.            #
+# --------------------------------------------------------------------------- #
+
+
+def scaled_replacement(activation: str, out_dtype: torch.dtype) -> Callable:
+    def replacement(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale):
+        return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                                                       activation, out_dtype)
+
+    return replacement
+
+
+# --------------------------------------------------------------------------- #
+# The search space.                                                            #
+# --------------------------------------------------------------------------- #
+
+ACTIVATIONS: dict[str, Callable] = {
+    "silu": F.silu,
+    "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"),
+    "gelu": F.gelu,
+}
+
+PRODUCTS: dict[str, Callable] = {
+    "act_times_up": lambda act, up: act * up,
+    "up_times_act": lambda act, up: up * act,
+}
+
+
+@dataclass(frozen=True)
+class ScaledPattern:
+    name: str
+    search: Callable
+    activation: str              # the op's activation argument
+    product: str
+    rank: int                    # 2 or 3: rank of x
+    x_scale_reshaped: bool       # x's scale reaches the GEMM through a reshape
+    w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
+
+    @property
+    def op_activation(self) -> str:
+        return self.activation
+
+    def replacement(self, out_dtype: torch.dtype) -> Callable:
+        return scaled_replacement(self.activation, out_dtype)
+
+    def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
+        # Small, distinct sizes so the tracer cannot confuse K with N or batch dims.
+        K, N = 32, 48
+        lead = (2, 3) if self.rank == 3 else (6,)
+        x = torch.empty((*lead, K), dtype=torch.float8_e4m3fn, device=device)
+        # a scale the GEMM reads as is must already be 2-D: per row [M, 1], or one [1, 1] for a 3-D x
+        x_scale_shape = (*lead, 1) if self.x_scale_reshaped else (6, 1) if self.rank == 2 else (1, 1)
+        x_scale = torch.empty(x_scale_shape, dtype=torch.float32, device=device)
+        ws = [torch.empty((N, K), dtype=torch.float8_e4m3fn, device=device) for _ in range(2)]
+        scale_shape = (N, 1) if self.w_scale_transposed else (1, N)
+        ss = [torch.empty(scale_shape, dtype=torch.float32, device=device) for _ in range(2)]
+        return [x, x_scale, ws[0], ss[0], ws[1], ss[1]]
+
+
+def _make_search(act: Callable, product: Callable, rank: int, x_scale_reshaped: bool, w_scale_transposed: bool):
+    def project(x, x_scale, w, w_scale):
+        xa = x.reshape(-1, x.shape[-1]) if rank == 3 else x
+        sa = x_scale.reshape(-1, 1) if x_scale_reshaped else x_scale
+        sb = w_scale.t() if w_scale_transposed else w_scale
+        y = torch._scaled_mm(xa, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True)
+        return y.reshape(*x.shape[:-1], y.shape[-1]) if rank == 3 else y
+
+    def search(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale):
+        return product(act(project(x, x_scale, w_gate, w_gate_scale)), project(x, x_scale, w_up, w_up_scale))
+
+    return search
+
+
+def all_patterns(activations=tuple(ACTIVATIONS), ranks=(2, 3)) -> list[ScaledPattern]:
+    """Every enabled combination; the pass registers each once."""
+    out = []
+    for act, prod, rank, x_r, w_t in itertools.product(ACTIVATIONS, PRODUCTS, ranks, (False, True), (False, True)):
+        if act not in activations:
+            continue
+        name = f"scaled_mm.{act}.{prod}.{rank}d.{'xs_reshaped' if x_r else 'xs'}.{'ws_t' if w_t else 'ws'}"
+        out.append(ScaledPattern(name, _make_search(ACTIVATIONS[act], PRODUCTS[prod], rank, x_r, w_t), act, prod,
+                                 rank, x_r, w_t))
+    return out
