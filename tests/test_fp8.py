@@ -12,8 +12,8 @@ from torch._dynamo.utils import counters
 import inductor_swiglu
 from inductor_swiglu.compiler.passes import scaled_swiglu_fusion
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.dispatch import devices
-from inductor_swiglu.dispatch.table import Key, Table
+from inductor_swiglu.dispatch import devices, scaled_plans
+from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.ops import scaled_swiglu_op as op
 
 FP8 = torch.float8_e4m3fn
@@ -174,21 +174,65 @@ def test_declined_forms_are_reported_with_the_reason():
     assert rewrites == 0
 
 
-def test_gpus_rewrite_only_where_a_table_serves_float8():
-    """No shipped table serves a float8 key yet: on a GPU the rewrite is declined (the op would
-    run the same two scaled GEMMs as stock), and a table that serves one turns it on."""
-    h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    assert not scaled_swiglu_fusion.fused_fp8_served(h200, "silu")
-    served = Table("h200", "", "", "", "", {Key("float8_e4m3fn", "silu"): Key("float8_e4m3fn", "silu")}, ())
-    import inductor_swiglu.compiler.passes.scaled_swiglu_fusion as mod
+def fp8_table():
+    key = Key("float8_e4m3fn", "silu")
+    rows = (Entry(key, 64, 48, 1, 16, "scaled_triton", "fp8_swap_m16_n64_k256_w4_s4"),
+            Entry(key, 64, 48, 17, 1 << 62, "unfused", ""))
+    return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key}, rows)
 
-    original = mod.shipped
-    try:
-        mod.shipped = lambda: {"h200": served}
-        assert scaled_swiglu_fusion.fused_fp8_served(h200, "silu")
-        assert not scaled_swiglu_fusion.fused_fp8_served(h200, "gelu")
-    finally:
-        mod.shipped = original
+
+def test_gpu_plans_follow_the_float8_rows(monkeypatch):
+    """The FP8 plan comes from the table's float8 rows (never a bf16 row), forced names apply, and
+    a GPU whose table has no float8 rows runs the unfused path with that reason."""
+    h200 = devices.kind_of("NVIDIA H200", (9, 0))
+    monkeypatch.setattr(scaled_plans, "_table", lambda kind: fp8_table() if kind == "h200" else None)
+    assert scaled_plans.serves(h200, "silu") and scaled_plans.serves(h200, "gelu")
+    assert not scaled_plans.serves(h200, "gelu_tanh")
+    p = scaled_plans.scaled_plan(h200, "silu", 8, 48, 64)
+    assert p.fused and p.config == "fp8_swap_m16_n64_k256_w4_s4" and p.kernel_config.swap_ab
+    p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
+    assert not p.fused and p.reason == "measured_unfused"
+    for name, fused, reason in (("triton", True, "forced"), ("unfused", False, "forced"),
+                                ("dual_gemm", False, "forced_cutlass")):
+        with inductor_swiglu.force_kernel(name):
+            p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
+        assert (p.fused, p.reason) == (fused, reason), (name, p)
+    p = scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 8, 48, 64)
+    assert not p.fused and p.reason == "no_table"
+
+
+class _Meta:
+    def __init__(self, shape):
+        self.shape, self.device = shape, torch.device("cuda")
+
+
+def test_gpu_rewrites_follow_the_plan(monkeypatch):
+    """On a GPU the rewrite happens where the fused kernel is the plan; a size known when compiling
+    whose plan is the unfused path, or a table without float8 rows, is left to stock (a near miss)."""
+    from inductor_swiglu.ops import cuda_impl
+
+    monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
+    monkeypatch.setattr(scaled_plans, "_table", lambda kind: fp8_table())
+    assert scaled_swiglu_fusion.gpu_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
+    assert "unfused path is the plan" in scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
+    with inductor_swiglu.force_kernel("triton"):
+        assert scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu") == ""
+    monkeypatch.setattr(scaled_plans, "_table", lambda kind: None)
+    assert "no float8 rows" in scaled_swiglu_fusion.gpu_reason(_Meta((8, 64)), 48, 64, "silu")
+
+
+def test_shipped_float8_rows_name_kernel_configurations():
+    from inductor_swiglu.dispatch.table import shipped
+    from inductor_swiglu.ops import triton_scaled_swiglu
+
+    for table in shipped().values():
+        for key in table.serves:
+            if key.dtype == "float8_e4m3fn":
+                rows = table.rows_for(key)
+                assert rows and all(e.impl in ("scaled_triton", "unfused") for e in rows)
+                assert all(e.config in triton_scaled_swiglu.BY_NAME for e in rows if e.impl == "scaled_triton")
+            else:
+                assert all(e.impl != "scaled_triton" for e in table.rows_for(key))
 
 
 @pytest.fixture

@@ -85,7 +85,7 @@ def _assert_close(out, ref):
 
 def test_runs_interpreted():
     assert ts.available() == (True, "")
-    assert isinstance(ts._kernel(ts._interpreting()), InterpretedFunction)
+    assert isinstance(ts._kernel(ts.interpreting()), InterpretedFunction)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])

@@ -21,8 +21,9 @@ from pathlib import Path
 FORMAT = 2
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 
-# The implementations a table may name (the C ABI's ids are in kernels/library.py).
-IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm")
+# The implementations a table may name (the C ABI's ids are in kernels/library.py; scaled_triton is
+# the FP8 Triton kernel, ops/triton_scaled_swiglu.py, which the kernel build does not compile).
+IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton")
 
 # (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets
 # (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.

@@ -43,11 +43,15 @@ def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, ou
     """out = act(x2 w_gate^T) * (x2 w_up^T) as stock Inductor computes it: two cuBLAS GEMMs
     in the input dtype, then one gated_mul pass (fp32 math, one rounding).  Needs the kernel
     library (for gated_mul); x2 [M, K], out [M, N] contiguous."""
-    gate = torch.mm(x2, w_gate.t())
-    up = torch.mm(x2, w_up.t())
+    gated_mul(torch.mm(x2, w_gate.t()), torch.mm(x2, w_up.t()), out, activation)
+
+
+def gated_mul(gate: torch.Tensor, up: torch.Tensor, out: torch.Tensor, activation: str = activations.SILU) -> None:
+    """out = act(gate) * up in one elementwise kernel of the library (fp32 math, one rounding);
+    all three [M, N] of out's dtype with unit stride along N, on the current stream."""
     M, N = out.shape
-    kl.get_library().gated_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(), N, M, N,
-                               ISW_DTYPES[out.dtype], activations.activation_id(activation),
+    kl.get_library().gated_mul(gate.data_ptr(), gate.stride(0), up.data_ptr(), up.stride(0), out.data_ptr(),
+                               out.stride(0), M, N, ISW_DTYPES[out.dtype], activations.activation_id(activation),
                                torch._C._cuda_getCurrentRawStream(out.device.index))
 
 

@@ -17,18 +17,26 @@ Contract:
 * The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
 * No autograd: FP8 weights are an inference form.  Functional, no host synchronisation.
 
-Implementations: the unfused path on every device (two ``torch._scaled_mm`` in the model's own
-output dtype, then the activation and the product in fp32: what stock Inductor runs), since no
-fused FP8 kernel exists yet; the pass rewrites GPU graphs into this op only where a dispatch table
-serves a float8 key (``compiler/passes/scaled_swiglu_fusion.py``).  ``swiglu_scaled_reference`` is
-the fp32 reference of the dequantized operands that a fused kernel will be held to.
+Implementations, chosen per call by ``dispatch.scaled_plans`` from the device's table:
+
+* the fused Triton kernel (``triton_scaled_swiglu``): one kernel, the scales applied in fp32
+  before the activation, gate and up never stored;
+* the unfused path (two ``torch._scaled_mm`` in the model's own output dtype, then the activation
+  and the product in fp32, in one elementwise kernel where the kernel library is loaded: what
+  stock Inductor runs), on the CPU and wherever the table says it measured faster.
+
+The pass rewrites GPU graphs into this op only where a dispatch table serves a float8 key
+(``compiler/passes/scaled_swiglu_fusion.py``).  ``swiglu_scaled_reference`` is the fp32 reference
+of the dequantized operands that the fused kernel is held to.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import activations, impl_stats
+from ..dispatch import scaled_plans
+from ..kernels import library as kl
+from . import activations, cuda_impl, impl_stats, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::swiglu_scaled"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
@@ -104,6 +112,11 @@ def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_
     gate = torch._scaled_mm(x, w_gate.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
     sa, sb = scaled_mm_scales(x_scale, w_up_scale, M, N)
     up = torch._scaled_mm(x, w_up.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
+    if x.is_cuda and out_dtype == gemm_dtype and kl.get_library() is not None:
+        # one elementwise kernel, as stock Inductor fuses it (eager torch would launch four)
+        out = torch.empty((M, N), dtype=out_dtype, device=x.device)
+        cuda_impl.gated_mul(gate, up, out, activation)
+        return out.reshape(*lead, N)
     return (activations.apply(activation, gate.float()) * up.float()).to(out_dtype).reshape(*lead, N)
 
 
@@ -119,11 +132,28 @@ def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
-    impl_stats.record(impl_stats.FALLBACK_CUDA if x.is_cuda else impl_stats.UNFUSED_CPU,
-                      "no fused FP8 kernel yet: two scaled GEMMs, then act(gate) * up")
-    if x.numel() == 0 or w_gate.shape[0] == 0:
+    K, N = x.shape[-1], w_gate.shape[0]
+    if x.numel() == 0 or N == 0:
         # an empty batch, or K = 0 (no products: act(0) * 0)
-        return torch.zeros((*x.shape[:-1], w_gate.shape[0]), dtype=out_dtype, device=x.device)
+        impl_stats.record(impl_stats.FALLBACK_CUDA if x.is_cuda else impl_stats.UNFUSED_CPU,
+                          "empty input: nothing to compute")
+        return torch.zeros((*x.shape[:-1], N), dtype=out_dtype, device=x.device)
+    if not x.is_cuda:
+        impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: two scaled GEMMs, then act(gate) * up")
+        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+    M = x.numel() // K
+    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K)
+    if plan.fused:
+        ok, why = triton_scaled_swiglu.available(x.device)
+        if ok:
+            impl_stats.record(impl_stats.SCALED_TRITON, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+                              config=plan.config)
+            return triton_scaled_swiglu.swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                                                             activation, out_dtype, plan.kernel_config)
+        reason = f"the fused FP8 kernel cannot run here: {why}"
+    else:
+        reason = scaled_plans.REASONS[plan.reason]
+    impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
 
 

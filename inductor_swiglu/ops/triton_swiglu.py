@@ -142,7 +142,8 @@ def importable() -> bool:
     return triton is not None
 
 
-def _interpreting() -> bool:
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
     return bool(triton.knobs.runtime.interpret)
 
 
@@ -159,7 +160,7 @@ def available() -> tuple[bool, str]:
     """
     if triton is None:
         return False, _IMPORT_ERROR
-    if _interpreting():
+    if interpreting():
         return True, ""
     if not torch.cuda.is_available():
         return False, "no CUDA GPU (and TRITON_INTERPRET is not set)"
@@ -310,7 +311,7 @@ def swiglu_triton(
 
     if triton is None:
         raise RuntimeError(f"swiglu_triton: {_IMPORT_ERROR}")
-    interpret = _interpreting()
+    interpret = interpreting()
     if not interpret:
         if x.device.type != "cuda":
             raise ValueError(f"swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "

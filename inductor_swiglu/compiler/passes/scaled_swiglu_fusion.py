@@ -2,10 +2,11 @@
 ``torch.ops.inductor_swiglu.swiglu_scaled`` (patterns in ``patterns/scaled_swiglu.py``).
 
 Why its own pass: the FP8 form has its own operands (x and the weights in float8, a scale each)
-and its own checks, and it must rewrite only where a fused FP8 kernel serves the device.  Until
-the dispatch tables of a GPU serve a float8 key the op would run the same two scaled GEMMs as
-stock Inductor, so there the rewrite is declined and recorded as a near miss with that reason
-(CPU graphs are rewritten, so that CI runs the path a GPU with an FP8 table gets).
+and its own checks, and it must rewrite only where the fused FP8 kernel serves the device.  Where
+a GPU's dispatch table has no float8 rows, or measured the unfused path faster at a size known
+when compiling, the op would run the same two scaled GEMMs as stock Inductor, so there the rewrite
+is declined and recorded as a near miss with that reason (CPU graphs are rewritten, so that CI
+runs the path a GPU with an FP8 table gets).
 
 Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
 ignored (reshape targets, output dtypes, transposes, the activation's constants and casts) are
@@ -20,8 +21,8 @@ import torch
 from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 
-from ...dispatch.devices import DeviceKind
-from ...dispatch.table import Key, shipped
+from ...dispatch import scaled_plans
+from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
@@ -38,11 +39,31 @@ def _val(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
-def fused_fp8_served(device: DeviceKind, activation: str) -> bool:
-    """Whether the device's dispatch table serves a float8 key: only then is a fused FP8 kernel
-    there to run (no table serves one yet)."""
-    table = shipped().get(device.table) if device.table else None
-    return table is not None and table.source_of(Key("float8_e4m3fn", activation)) is not None
+def _static_m(x) -> int | None:
+    M = 1
+    for d in x.shape[:-1]:
+        if not isinstance(d, int):
+            return None
+        M *= d
+    return M
+
+
+def gpu_reason(x, N: int, K: int, activation: str) -> str:
+    """'' where the fused FP8 kernel serves this GPU problem, else why the rewrite is declined: no
+    table rows for FP8 on this GPU, or (M known at compile time) the table measured the unfused
+    path faster, which is what stock Inductor runs anyway."""
+    device = cuda_impl.device_kind(x.device)
+    if forced_kernel() == "triton":
+        return ""   # the user asked for the fused kernel
+    if not scaled_plans.serves(device, activation):
+        return ("no fused FP8 kernel serves this GPU (its dispatch table has no float8 rows): left to stock "
+                "Inductor, which runs the same two scaled GEMMs")
+    M = _static_m(x)
+    if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
+        plan = scaled_plans.scaled_plan(device, activation, M, N, K)
+        if not plan.fused:
+            return f"at M={M} the unfused path is the plan ({plan.describe()}): left to stock Inductor"
+    return ""
 
 
 def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
@@ -102,12 +123,22 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"the product is {out.dtype}, not the scaled GEMMs' {out_dtype}"
     if x.device.type == "cpu" and not config.fuse_on_cpu:
         return "CPU graph and fuse_on_cpu=False"
-    if x.device.type == "cuda" and not fused_fp8_served(cuda_impl.device_kind(x.device), spec.op_activation):
-        return ("no fused FP8 kernel serves this GPU yet (its dispatch table has no float8 rows): left to stock "
-                "Inductor, which runs the same two scaled GEMMs")
+    if x.device.type == "cuda":
+        reason = gpu_reason(x, N, K, spec.op_activation)
+        if reason:
+            return reason
     if x.device.type not in ("cpu", "cuda"):
         return f"device {x.device.type} is not supported"
     return ""
+
+
+def _dispatch_text(x, N, K, activation: str) -> str:
+    if x.device.type != "cuda":
+        return "unfused on the CPU: two scaled GEMMs, then act(gate) * up"
+    M = _static_m(x)
+    if M is None or not isinstance(N, int) or not isinstance(K, int):
+        return "per call by M (dispatch table, float8 rows)"
+    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K).describe()
 
 
 class ScaledSwigluFusion(GraphPass):
@@ -168,6 +199,6 @@ class ScaledSwigluFusion(GraphPass):
                     pattern=spec.name, location=location,
                     x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
                     dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
-                    dispatch="unfused: two scaled GEMMs, then act(gate) * up (no fused FP8 kernel yet)"))
+                    dispatch=_dispatch_text(x, N, K, spec.op_activation)))
 
         return handler

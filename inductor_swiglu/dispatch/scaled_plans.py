@@ -1,0 +1,89 @@
+"""The plan for one call of the FP8 op (``swiglu_scaled``): the fused Triton kernel and its
+configuration, or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
+
+The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
+device's table, so an fp8 model never runs a bf16 row.  The rules, in order:
+
+1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused FP8 kernel (its default
+   configuration for M), ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused
+   path, since no CUTLASS FP8 kernel exists.
+2. The device's table: the entry for the shape (nearest measured (K, N), then the M bucket).
+3. No table entry: the unfused path, with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..ops import triton_scaled_swiglu as tss
+from .devices import DeviceKind
+from .forced import forced_kernel
+from .table import Key, Table, lookup, shipped
+
+FP8_DTYPE = "float8_e4m3fn"
+FUSED = "scaled_triton"
+UNFUSED = "unfused"
+
+REASONS = {
+    "measured": "measured fastest at this shape (dispatch table)",
+    "measured_unfused": "the unfused path measured faster at this shape (dispatch table)",
+    "forced": "forced by INDUCTOR_SWIGLU_FORCE_KERNEL",
+    "forced_cutlass": "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes FP8, so unfused",
+    "no_table": "no dispatch table serves FP8 on this GPU",
+}
+
+
+@dataclass(frozen=True)
+class ScaledPlan:
+    impl: str                  # FUSED or UNFUSED
+    config: str                # the fused kernel's configuration name ("" for unfused)
+    reason: str                # a key of REASONS
+    detail: str = ""
+
+    @property
+    def fused(self) -> bool:
+        return self.impl == FUSED
+
+    @property
+    def kernel_config(self) -> tss.ScaledConfig | None:
+        return tss.BY_NAME.get(self.config)
+
+    def describe(self) -> str:
+        what = f"{self.impl} {self.config}".strip()
+        return f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
+
+
+@functools.cache
+def _table(kind: str | None) -> Table | None:
+    return shipped().get(kind) if kind else None
+
+
+def serves(device: DeviceKind, activation: str) -> bool:
+    """Whether the device's table has FP8 rows for this activation (a fused kernel may run)."""
+    table = _table(device.table)
+    return table is not None and table.source_of(Key(FP8_DTYPE, activation)) is not None
+
+
+def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int) -> ScaledPlan:
+    """What an FP8 call of this size runs (the module docstring has the rules)."""
+    name = forced_kernel()
+    if name == "triton":
+        return ScaledPlan(FUSED, tss.default_config(M).name, "forced")
+    if name == "unfused":
+        return ScaledPlan(UNFUSED, "", "forced")
+    if name is not None:
+        return ScaledPlan(UNFUSED, "", "forced_cutlass", name)
+    key = Key(FP8_DTYPE, activation)
+    table = _table(device.table)
+    rows = table.rows_for(key) if table is not None else ()
+    if not rows:
+        return ScaledPlan(UNFUSED, "", "no_table", f"{key.text} on {device.name}")
+    e = lookup(rows, M, N, K)
+    where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]"
+    if e.impl != FUSED:
+        return ScaledPlan(UNFUSED, "", "measured_unfused", where)
+    if e.config not in tss.BY_NAME:
+        return ScaledPlan(FUSED, tss.default_config(M).name, "measured",
+                          f"{where}; {e.config} is not a configuration of this version, the default runs")
+    return ScaledPlan(FUSED, e.config, "measured", where)

@@ -1,0 +1,329 @@
+"""The FP8 gated projection in one Triton kernel: ``act(gate) * up`` with
+
+    gate = (x @ w_gate^T) * x_scale[m] * w_gate_scale[n]
+    up   = (x @ w_up^T)   * x_scale[m] * w_up_scale[n]
+
+x and both weights float8_e4m3fn, accumulated in fp32 on the tensor cores (fp8 ``tl.dot``:
+wgmma on Hopper), the scales (one per row of x or one for all, one per weight row or one for
+all) applied in fp32 in the epilogue before the activation, the result rounded once to the
+output dtype.  Neither gate nor up reaches memory, so next to the two ``_scaled_mm`` and the
+elementwise kernel of the unfused form it saves the [M, 2N] round trip and two launches, a
+larger share of the time than in bf16 since the GEMMs move half the bytes.
+
+Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
+
+* row tiles (prefill): each program owns a ``BLOCK_M x BLOCK_N`` tile of ``out`` and two fp32
+  accumulators; programs are ordered in groups of ``GROUP_M`` row tiles so that consecutive
+  programs share weight tiles in L2.
+* swapped (decode, M <= 64): the weights are the MMA's M operand (``BLOCK_N`` weight rows) and
+  the tokens its N (``BLOCK_M`` = 16-64 tokens), the way cuBLAS runs skinny GEMMs: an fp8 wgmma
+  needs 64 rows in M, which a handful of tokens cannot fill.
+
+Triton is optional (``triton_swiglu.available()`` says why it cannot run); the kernel needs
+fp8 tensor cores (compute capability 8.9 or newer).  Under ``TRITON_INTERPRET=1`` it runs on
+CPU tensors, which the tests use.  No workspace, no host synchronisation: CUDA graphs capture it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+from dataclasses import dataclass
+
+import torch
+
+from . import activations, triton_swiglu
+
+if triton_swiglu.importable():
+    import triton
+    import triton.language as tl
+else:
+    triton = tl = None
+
+FP8 = torch.float8_e4m3fn
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+# Hopper's fp8 MMAs accumulate with a narrower significand than fp32 (Triton's default on sm_90
+# keeps that accumulator for the whole K loop: 2.9% of the outputs off by more than 1% at K = 1024,
+# measured on an H200 on 2026-12-03).  Adding the MMA results into the fp32 accumulator every 128
+# elements of K, as CUTLASS's and DeepSeek's fp8 GEMMs do, keeps the products fp32-accurate.
+PROMOTE_EVERY_K = 128
+
+
+@dataclass(frozen=True)
+class ScaledConfig:
+    """One compile-time variant of the kernel (a point of the FP8 sweep)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+    swap_ab: bool = False
+    group_m: int = 8
+
+    def __post_init__(self):
+        for name in ("block_m", "block_n", "block_k"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"ScaledConfig.{name}={v}: must be a power of two >= 16")
+        if self.block_k < 32:
+            raise ValueError("ScaledConfig.block_k: fp8 MMAs take K in steps of 32")
+
+    @property
+    def name(self) -> str:
+        return (f"fp8_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}")
+
+    def smem_bytes(self) -> int:
+        """Shared memory of the pipelined tiles (x and both weights, one byte each): an upper bound."""
+        return self.num_stages * (self.block_m + 2 * self.block_n) * self.block_k
+
+    def serves(self, M: int) -> bool:
+        """Whether the sweep should try this configuration at M: swapped tiles are for decode
+        sizes, 128-row tiles for M that fills them."""
+        if self.swap_ab:
+            return M <= 64 and self.block_m <= max(16, 1 << (M - 1).bit_length())
+        return M >= self.block_m // 2
+
+
+CONFIGS: tuple[ScaledConfig, ...] = (
+    # Decode: weight-streaming; the sweep trades weight rows per program against K depth.
+    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
+    ScaledConfig(16, 64, 256, 4, 4, swap_ab=True),
+    ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
+    ScaledConfig(16, 128, 256, 4, 3, swap_ab=True),
+    ScaledConfig(32, 64, 256, 4, 4, swap_ab=True),
+    ScaledConfig(32, 128, 128, 4, 4, swap_ab=True),
+    ScaledConfig(64, 128, 128, 8, 4, swap_ab=True),
+    # Prefill: compute bound; larger tiles reuse each load more.  (Two fp32 accumulators and
+    # their per-128-K partial sums: 4 warps spill beyond 64 x 128; 128-row tiles take 8 warps.)
+    ScaledConfig(64, 64, 128, 4, 4),
+    ScaledConfig(64, 128, 128, 4, 4),
+    ScaledConfig(64, 256, 128, 8, 3),
+    ScaledConfig(128, 64, 128, 8, 4),
+    ScaledConfig(128, 128, 64, 8, 4),
+    ScaledConfig(128, 128, 128, 8, 3),
+    ScaledConfig(128, 128, 128, 8, 4),
+)
+BY_NAME = {c.name: c for c in CONFIGS}
+
+
+def default_config(M: int) -> ScaledConfig:
+    """Where no measurement chose one: swapped tiles for decode, 128-row tiles for prefill."""
+    if M <= 16:
+        return BY_NAME["fp8_swap_m16_n64_k256_w4_s4"]
+    if M <= 64:
+        return BY_NAME["fp8_swap_m64_n128_k128_w8_s4"]
+    return BY_NAME["fp8_m128_n128_k128_w8_s3"]
+
+
+def available(device: torch.device | None = None) -> tuple[bool, str]:
+    """(True, "") if the kernel can run here, else (False, why not): Triton, and fp8 tensor cores
+    (compute capability 8.9+) unless the interpreter runs it on the CPU."""
+    ok, why = triton_swiglu.available()
+    if not ok or triton_swiglu.interpreting():
+        return ok, why
+    index = device.index if device is not None and device.index is not None else torch.cuda.current_device()
+    cap = torch.cuda.get_device_capability(index)
+    if cap < (8, 9):
+        return False, f"GPU compute capability {cap[0]}.{cap[1]} has no fp8 tensor cores (8.9 or newer)"
+    return True, ""
+
+
+def _activate(g, ACTIVATION: tl.constexpr):
+    # The ids and formulas of triton_swiglu (ops/activations.py): 0 SiLU, 1 GELU (tanh), 2 GELU (erf).
+    if ACTIVATION == 1:
+        u = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+        return g / (1.0 + tl.exp(-2.0 * u))
+    elif ACTIVATION == 2:
+        z = -g * 0.7071067811865476
+        az = tl.abs(z)
+        t = 1.0 / (1.0 + 0.5 * az)
+        poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+                -0.82215223 + t * 0.17087277))))))))
+        erfc_az = t * tl.exp(-az * az + poly)
+        return 0.5 * g * tl.where(z >= 0, erfc_az, 2.0 - erfc_az)
+    else:
+        return g / (1.0 + tl.exp(-g))
+
+
+def _scaled_swiglu_kernel(
+    x_ptr, xs_ptr, wg_ptr, wgs_ptr, wu_ptr, wus_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xs, stride_wg, stride_wgs, stride_wu, stride_wus, stride_om,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr, PROMOTE_K: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    tiles_m = (M + BLOCK_M - 1) // BLOCK_M
+    tiles_n = (N + BLOCK_N - 1) // BLOCK_N
+    # Groups of GROUP_M row tiles walk the weight tiles together (L2 reuse at large M); with one
+    # row tile (decode) consecutive programs stream consecutive weight rows.
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < M
+    mask_n = offs_n < N
+    rows_m = offs_m.to(tl.int64)   # M * N of a large prefill passes 2^31 elements
+    rows_n = offs_n.to(tl.int64)
+
+    if SWAP_AB:
+        # acc^T [BLOCK_N, BLOCK_M] = w [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
+        wg_ptrs = wg_ptr + rows_n[:, None] * stride_wg + offs_k[None, :]
+        wu_ptrs = wu_ptr + rows_n[:, None] * stride_wu + offs_k[None, :]
+        x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
+        acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+        acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+    else:
+        # acc [BLOCK_M, BLOCK_N] = x [BLOCK_M, BLOCK_K] @ w^T [BLOCK_K, BLOCK_N]; K stays the
+        # unit-stride axis of every tile, which fp8 MMAs need
+        x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+        wg_ptrs = wg_ptr + rows_n[None, :] * stride_wg + offs_k[:, None]
+        wu_ptrs = wu_ptr + rows_n[None, :] * stride_wu + offs_k[:, None]
+        acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+        acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+
+    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+        if EVEN_K:
+            mask_k = offs_k < BLOCK_K
+        else:
+            mask_k = offs_k < K - k0 * BLOCK_K   # zeros past the K tail add nothing
+        if SWAP_AB:
+            x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
+        else:
+            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
+        x_ptrs += BLOCK_K
+        wg_ptrs += BLOCK_K
+        wu_ptrs += BLOCK_K
+
+    # A single scale has stride 0: every row reads element 0.
+    s_x = tl.load(xs_ptr + rows_m * stride_xs, mask=mask_m, other=0.0)
+    s_g = tl.load(wgs_ptr + rows_n * stride_wgs, mask=mask_n, other=0.0)
+    s_u = tl.load(wus_ptr + rows_n * stride_wus, mask=mask_n, other=0.0)
+    if SWAP_AB:
+        gate = acc_g * s_g[:, None] * s_x[None, :]
+        up = acc_u * s_u[:, None] * s_x[None, :]
+        out_ptrs = out_ptr + rows_m[None, :] * stride_om + rows_n[:, None]
+        mask = mask_n[:, None] & mask_m[None, :]
+    else:
+        gate = acc_g * s_x[:, None] * s_g[None, :]
+        up = acc_u * s_x[:, None] * s_u[None, :]
+        out_ptrs = out_ptr + rows_m[:, None] * stride_om + rows_n[None, :]
+        mask = mask_m[:, None] & mask_n[None, :]
+    y = _activate(gate, ACTIVATION) * up
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.cache
+def _kernel(interpret: bool):
+    # Keyed by the mode: triton.jit picks compiled or interpreted when it wraps the function (see
+    # triton_swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
+    # CUDA graph's bucket without a compile inside the capture.
+    # The kernel calls _activate, which Triton resolves in the kernel's globals at compile time and
+    # which must then be a JIT function of the same mode: each mode's kernel gets its own namespace.
+    namespace = dict(globals(), _activate=triton.jit(_activate))
+    kernel = types.FunctionType(_scaled_swiglu_kernel.__code__, namespace, _scaled_swiglu_kernel.__name__)
+    kernel.__annotations__ = dict(_scaled_swiglu_kernel.__annotations__)   # the tl.constexpr marks
+    kernel.__qualname__ = _scaled_swiglu_kernel.__qualname__
+    return triton.jit(kernel, do_not_specialize=["M"])
+
+
+def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, int]:
+    """A scale as a flat fp32 vector and the stride that reads row i's scale (0: one for all)."""
+    flat = scale.reshape(-1)
+    if flat.numel() == 1:
+        return flat, 0
+    if flat.numel() != rows:
+        raise ValueError(f"swiglu_scaled_triton: {name} has {flat.numel()} elements; expected 1 or {rows}")
+    return flat, flat.stride(0)
+
+
+def check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
+    if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
+        raise ValueError("swiglu_scaled_triton: x must be [..., K] and the weights [N, K]")
+    if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
+        raise ValueError(f"swiglu_scaled_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
+                         f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
+    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
+        if t.dtype != FP8:
+            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float8_e4m3fn")
+    for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float32")
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"swiglu_scaled_triton: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+    if len({t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}) != 1:
+        raise ValueError("swiglu_scaled_triton: all inputs must be on one device")
+    if out is not None:
+        M, N = math.prod(x.shape[:-1]), w_gate.shape[0]
+        if tuple(out.shape) != (M, N) or out.dtype != out_dtype or out.device != x.device or not out.is_contiguous():
+            raise ValueError(f"swiglu_scaled_triton: out must be a contiguous [{M}, {N}] {out_dtype} tensor")
+
+
+def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                         activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
+                         config: ScaledConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The fused FP8 gated projection (module docstring); returns ``[..., N]`` of ``out_dtype``.
+
+    Operands with unit stride along K are read in place (row slices included), others copied once;
+    ``config=None`` takes ``default_config(M)``; ``out`` (contiguous ``[M, N]``) lets tests poison
+    the output first.  ValueError/TypeError for inconsistent inputs, RuntimeError where the kernel
+    cannot run (``available()``).
+    """
+    check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out)
+    act_id = activations.activation_id(activation)
+    K, N = x.shape[-1], w_gate.shape[0]
+    M = math.prod(x.shape[:-1])
+    x2 = x.reshape(M, K)   # not (-1, K): K may be 0
+    if out is None:
+        out = torch.empty((M, N), dtype=out_dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out.view(*x.shape[:-1], N)
+    if K == 0:   # no products: act(0) * 0
+        return out.zero_().view(*x.shape[:-1], N)
+    ok, why = available(x.device if x.is_cuda else None)
+    if not ok:
+        raise RuntimeError(f"swiglu_scaled_triton: {why}")
+    interpret = triton_swiglu.interpreting()
+    if not interpret and not x.is_cuda:
+        raise ValueError(f"swiglu_scaled_triton: x is on {x.device}; the kernel takes CUDA tensors "
+                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    x2 = x2 if x2.stride(1) == 1 else x2.contiguous()
+    w_gate = w_gate if w_gate.stride(1) == 1 else w_gate.contiguous()
+    w_up = w_up if w_up.stride(1) == 1 else w_up.contiguous()
+    xs, sxs = _per_row(x_scale, M, "x_scale")
+    wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
+    wus, swus = _per_row(w_up_scale, N, "w_up_scale")
+    config = config or default_config(M)
+
+    grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
+    args = (x2, xs, w_gate, wgs, w_up, wus, out, M, N, K,
+            x2.stride(0), sxs, w_gate.stride(0), swgs, w_up.stride(0), swus, out.stride(0))
+    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+                SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
+                PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K),
+                num_warps=config.num_warps, num_stages=config.num_stages)
+    launch = _kernel(interpret)[grid]
+    if x.is_cuda:
+        with torch.cuda.device(x.device):   # Triton launches on the current device
+            launch(*args, **meta)
+    else:
+        launch(*args, **meta)
+    return out.view(*x.shape[:-1], N)

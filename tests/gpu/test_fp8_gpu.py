@@ -1,0 +1,142 @@
+"""FP8 gated projections on a GPU with fp8 tensor cores: the fused Triton kernel in every
+configuration against the fp32 reference of the dequantized operands, odd shapes, CUDA-graph
+replay with new inputs, the op's dispatch and its fallback, and a torchao float8 model compiled
+with the backend (rewritten, the fused kernel run, eager's numbers)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_swiglu
+from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.ops import triton_scaled_swiglu as tss
+from inductor_swiglu.testing.numerics import error_stats
+
+pytestmark = [pytest.mark.gpu]
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) or not tss.available()[0]:
+    pytest.skip("needs a GPU with fp8 tensor cores (sm_89+) and Triton", allow_module_level=True)
+
+FP8 = torch.float8_e4m3fn
+
+
+def quantize(t, per_row=True):
+    amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1)
+    scale = (amax.float() / 448.0).clamp(min=1e-12)
+    return (t / scale.reshape(-1, 1) if per_row else t / scale).clamp(-448, 448).to(FP8), scale
+
+
+def operands(M, N, K, per_row=True, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x, xs = quantize(torch.randn(M, K, device="cuda", generator=g), per_row)
+    wg, sg = quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5, per_row)
+    wu, su = quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5, per_row)
+    return x, xs, wg, sg.reshape(-1), wu, su.reshape(1, -1)
+
+
+def check(got, ops, activation="silu"):
+    ref = op.swiglu_scaled_reference(*ops, activation=activation, out_dtype=torch.float32)
+    err = error_stats(got.reshape(ref.shape).float(), ref)
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0 and err["normwise"] < 4e-3, err
+
+
+@pytest.mark.parametrize("config", tss.CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("M", [1, 16, 64, 300])
+def test_every_configuration(config, M):
+    if not config.serves(M) and M != 300:
+        pytest.skip("the sweep never tries this configuration at this M")
+    ops = operands(M, 896, 1024, seed=M)
+    out = torch.full((M, 896), float("nan"), device="cuda", dtype=torch.bfloat16)
+    check(tss.swiglu_scaled_triton(*ops, config=config, out=out), ops)
+
+
+@pytest.mark.parametrize("config", [tss.default_config(1), tss.default_config(64), tss.default_config(4096)],
+                         ids=lambda c: c.name)
+@pytest.mark.parametrize("M,N,K", [(3, 200, 176), (77, 136, 4000), (1000, 1000, 96)])
+@pytest.mark.parametrize("per_row", [True, False])
+def test_odd_shapes_and_scales(config, M, N, K, per_row):
+    ops = operands(M, N, K, per_row, seed=N)
+    check(tss.swiglu_scaled_triton(*ops, config=config), ops)
+
+
+@pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
+def test_geglu(activation):
+    ops = operands(40, 512, 768)
+    check(tss.swiglu_scaled_triton(*ops, activation=activation), ops, activation)
+
+
+@pytest.mark.parametrize("M", [1, 2048])
+def test_cuda_graph_replay_with_new_inputs(M):
+    ops = operands(M, 1024, 2048, seed=1)
+    static = [t.clone() for t in ops]
+    with inductor_swiglu.force_kernel("triton"):
+        op.swiglu_scaled(*static)   # compiles before the capture
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = op.swiglu_scaled(*static)
+        for seed in (2, 3):
+            fresh = operands(M, 1024, 2048, seed=seed)
+            for s, f in zip(static, fresh):
+                s.copy_(f)
+            out.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            check(out, fresh)
+
+
+def test_the_op_runs_the_planned_implementation_and_falls_back():
+    ops = operands(16, 896, 1024)
+    plan = scaled_plans.scaled_plan(scaled_plans_device(), "silu", 16, 896, 1024)
+    for forced, impl in ((None, impl_stats.SCALED_TRITON if plan.fused else impl_stats.FALLBACK_CUDA),
+                         ("triton", impl_stats.SCALED_TRITON), ("unfused", impl_stats.FALLBACK_CUDA),
+                         ("interleaved_gemm", impl_stats.FALLBACK_CUDA)):
+        inductor_swiglu.reset_op_stats()
+        with inductor_swiglu.force_kernel(forced):
+            got = op.swiglu_scaled(*ops)
+        assert inductor_swiglu.op_stats()["calls"].get(impl) == 1, (forced, inductor_swiglu.op_stats())
+        if impl == impl_stats.SCALED_TRITON:
+            check(got, ops)
+        else:   # the unfused path rounds gate and up to bf16 first, as stock does
+            ref = op.swiglu_scaled_reference(*ops, out_dtype=torch.float32)
+            assert error_stats(got.float(), ref)["normwise"] < 1e-2
+
+
+def scaled_plans_device():
+    from inductor_swiglu.ops import cuda_impl
+    return cuda_impl.device_kind(torch.device("cuda"))
+
+
+class GatedProjection(torch.nn.Module):
+    def __init__(self, K, N):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(K, N, bias=False)
+        self.up_proj = torch.nn.Linear(K, N, bias=False)
+
+    def forward(self, x):
+        return F.silu(self.gate_proj(x)) * self.up_proj(x)
+
+
+@pytest.mark.parametrize("granularity", ["row", "tensor"])
+@pytest.mark.parametrize("M", [1, 512])
+def test_torchao_float8_model_compiled(granularity, M):
+    torchao = pytest.importorskip("torchao")  # noqa: F841
+    from torch._dynamo.utils import counters
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+
+    torch.manual_seed(0)
+    model = GatedProjection(1024, 2816).cuda().to(torch.bfloat16)
+    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row"
+                                                               else PerTensor()))
+    x = torch.randn(M, 1024, device="cuda", dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    counters.clear()
+    inductor_swiglu.reset_op_stats()
+    with torch.no_grad(), inductor_swiglu.force_kernel("triton"):
+        got = torch.compile(model, backend="inductor_swiglu")(x)
+        want = model(x)
+    assert counters["inductor"]["scaled_swiglu_fusion"] == 1
+    assert inductor_swiglu.op_stats()["calls"].get(impl_stats.SCALED_TRITON, 0) >= 1
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # eager rounds gate and up to bf16 before the product; the fused kernel does not
+    assert ((got.float() - want.float()).norm() / want.float().norm()).item() < 1e-2

@@ -1,0 +1,105 @@
+"""The fused FP8 Triton kernel on CPU, under Triton's interpreter (see test_triton_swiglu.py for
+why the interpreter is switched on per module): both tilings, the M/N/K tails, per-row and
+single scales, every activation and output dtype, against the fp32 reference of the dequantized
+operands.  GPU lowering and speed are tested on the device (tests/gpu/test_fp8_gpu.py)."""
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+import torch  # noqa: E402
+
+from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
+from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+SWAP = tss.ScaledConfig(16, 32, 32, 4, 2, swap_ab=True)
+ROWS = tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _interpreter():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
+def operands(M, N, K, seed, per_row=True):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, K, generator=g).to(FP8)
+    wg = torch.randn(N, K, generator=g).to(FP8)
+    wu = torch.randn(N, K, generator=g).to(FP8)
+    if per_row:
+        xs = torch.rand(M, 1, generator=g) + 0.5
+        sg = (torch.rand(N, generator=g) + 0.5) / K**0.5
+        su = (torch.rand(1, N, generator=g) + 0.5) / K**0.5
+    else:
+        xs, sg, su = torch.tensor(0.75), torch.tensor([0.5 / K**0.5]), torch.tensor(1.5 / K**0.5)
+    return x, xs, wg, sg, wu, su
+
+
+@pytest.mark.parametrize("config", [SWAP, ROWS], ids=lambda c: c.name)
+@pytest.mark.parametrize("M,N,K", [(1, 24, 64), (5, 40, 96), (17, 33, 128), (33, 16, 200)])
+def test_matches_the_dequantized_reference(config, M, N, K):
+    ops = operands(M, N, K, seed=M * 1000 + N)
+    out = torch.full((M, N), float("nan"), dtype=torch.bfloat16)
+    got = tss.swiglu_scaled_triton(*ops, config=config, out=out)
+    assert got.data_ptr() == out.data_ptr()
+    ref = swiglu_scaled_reference(*ops, out_dtype=torch.float32)
+    err = error_stats(got, ref)
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_activations_and_output_dtypes(activation, out_dtype):
+    ops = operands(7, 32, 64, seed=3, per_row=False)
+    got = tss.swiglu_scaled_triton(*ops, activation=activation, out_dtype=out_dtype, config=SWAP)
+    ref = swiglu_scaled_reference(*ops, activation=activation, out_dtype=torch.float32)
+    assert got.dtype == out_dtype
+    tol = 1e-5 if out_dtype == torch.float32 else 1e-2
+    assert error_stats(got, ref)["normwise"] < tol
+
+
+def test_leading_dims_strided_rows_and_default_config():
+    x, xs, wg, sg, wu, su = operands(6, 48, 64, seed=5)
+    wide = torch.zeros(48, 96, dtype=torch.uint8).view(FP8)
+    wide[:, :64] = wg
+    got = tss.swiglu_scaled_triton(x.reshape(2, 3, 64), xs.reshape(2, 3, 1), wide[:, :64], sg, wu, su)
+    assert got.shape == (2, 3, 48)
+    ref = swiglu_scaled_reference(x, xs, wg, sg, wu, su, out_dtype=torch.float32)
+    assert error_stats(got.reshape(6, 48), ref)["frac_over_1pct"] == 0.0
+
+
+def test_empty_problems():
+    x, xs, wg, sg, wu, su = operands(4, 8, 32, seed=1)
+    assert tss.swiglu_scaled_triton(x[:0], xs[:0], wg, sg, wu, su).shape == (0, 8)
+    out = torch.full((4, 8), float("nan"), dtype=torch.bfloat16)
+    got = tss.swiglu_scaled_triton(x[:, :0], xs, wg[:, :0], sg, wu[:, :0], su, out=out)
+    assert torch.equal(got, torch.zeros(4, 8, dtype=torch.bfloat16))
+
+
+def test_bad_inputs_are_refused():
+    x, xs, wg, sg, wu, su = operands(4, 8, 32, seed=1)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        tss.swiglu_scaled_triton(x.to(torch.bfloat16), xs, wg, sg, wu, su)
+    with pytest.raises(TypeError, match="float32"):
+        tss.swiglu_scaled_triton(x, xs.half(), wg, sg, wu, su)
+    with pytest.raises(ValueError, match="w_gate_scale has 3 elements"):
+        tss.swiglu_scaled_triton(x, xs, wg, torch.ones(3), wu, su)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        tss.swiglu_scaled_triton(x, xs, wg[:4], sg, wu, su)
+
+
+def test_configurations_are_valid_and_named_once():
+    assert len(tss.BY_NAME) == len(tss.CONFIGS)
+    smem_h200 = 232448
+    assert all(c.smem_bytes() <= smem_h200 for c in tss.CONFIGS)
+    for M in (1, 16, 64, 128, 2048):
+        assert tss.default_config(M).serves(M)
+        assert any(c.serves(M) for c in tss.CONFIGS)
+    with pytest.raises(ValueError):
+        tss.ScaledConfig(16, 48, 128)
+    with pytest.raises(ValueError):
+        tss.ScaledConfig(16, 64, 16)
