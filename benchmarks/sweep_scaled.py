@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, host_us_per_call, sets_needed  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
@@ -285,6 +285,14 @@ def main(argv=None) -> int:
               f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
               f"{r.get('board_w_median')} W ({time.perf_counter() - t0:.0f} s)", flush=True)
         (args.out / "sweep_scaled.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    if args.op:
+        # Host time per call where the GPU keeps up (default mode, no CUDA graph): the op launches
+        # its Triton kernel from Python; stock launches two cuBLAS GEMMs and one Triton kernel.
+        K, N = MLP_SHAPES["q0.5B"]
+        one = scaled_sets(1, N, K, seed=7)[0]
+        stock = stock_compile()
+        meta["host_us_per_call"] = {"op (M = 1, q0.5B)": host_us_per_call(lambda: the_op(*one)),
+                                    "stock torch.compile (M = 1, q0.5B)": host_us_per_call(lambda: stock(*one))}
     (args.out / "sweep_scaled.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     (args.out / "sweep_scaled.md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))

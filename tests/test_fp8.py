@@ -181,11 +181,18 @@ def fp8_table():
     return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key}, rows)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    scaled_plans.clear_cache()
+    yield
+    scaled_plans.clear_cache()
+
+
 def test_gpu_plans_follow_the_float8_rows(monkeypatch):
     """The FP8 plan comes from the table's float8 rows (never a bf16 row), forced names apply, and
     a GPU whose table has no float8 rows runs the unfused path with that reason."""
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    monkeypatch.setattr(scaled_plans, "_table", lambda kind: fp8_table() if kind == "h200" else None)
+    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table() if kind == "h200" else None)
     assert scaled_plans.serves(h200, "silu") and scaled_plans.serves(h200, "gelu")
     assert not scaled_plans.serves(h200, "gelu_tanh")
     p = scaled_plans.scaled_plan(h200, "silu", 8, 48, 64)
@@ -212,12 +219,13 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
     from inductor_swiglu.ops import cuda_impl
 
     monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
-    monkeypatch.setattr(scaled_plans, "_table", lambda kind: fp8_table())
+    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
     assert scaled_swiglu_fusion.gpu_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
     assert "unfused path is the plan" in scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
     with inductor_swiglu.force_kernel("triton"):
         assert scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu") == ""
-    monkeypatch.setattr(scaled_plans, "_table", lambda kind: None)
+    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: None)
+    scaled_plans.clear_cache()
     assert "no float8 rows" in scaled_swiglu_fusion.gpu_reason(_Meta((8, 64)), 48, 64, "silu")
 
 

@@ -55,19 +55,29 @@ class ScaledPlan:
 
 
 @functools.cache
-def _table(kind: str | None) -> Table | None:
+def table_for(kind: str | None) -> Table | None:
+    """The shipped table of a device kind (None where there is none)."""
     return shipped().get(kind) if kind else None
+
+
+def clear_cache() -> None:
+    """Forget the plans looked up so far (after a table changed, e.g. in tests)."""
+    _plan.cache_clear()
 
 
 def serves(device: DeviceKind, activation: str) -> bool:
     """Whether the device's table has FP8 rows for this activation (a fused kernel may run)."""
-    table = _table(device.table)
+    table = table_for(device.table)
     return table is not None and table.source_of(Key(FP8_DTYPE, activation)) is not None
 
 
 def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int) -> ScaledPlan:
     """What an FP8 call of this size runs (the module docstring has the rules)."""
-    name = forced_kernel()
+    return _plan(device, activation, M, N, K, forced_kernel())
+
+
+@functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
+def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, name: str | None) -> ScaledPlan:
     if name == "triton":
         return ScaledPlan(FUSED, tss.default_config(M).name, "forced")
     if name == "unfused":
@@ -75,7 +85,7 @@ def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int) -> 
     if name is not None:
         return ScaledPlan(UNFUSED, "", "forced_cutlass", name)
     key = Key(FP8_DTYPE, activation)
-    table = _table(device.table)
+    table = table_for(device.table)
     rows = table.rows_for(key) if table is not None else ()
     if not rows:
         return ScaledPlan(UNFUSED, "", "no_table", f"{key.text} on {device.name}")
