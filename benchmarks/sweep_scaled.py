@@ -25,7 +25,10 @@ own CUDA graph, all replayed round-robin in one run, SM clock and board power lo
 the baselines are also burst-timed (first replay after idle); a candidate is scored by the worse
 of its two figures (``dispatch.choice``).  Every candidate's output is checked first against the
 fp32 reference of the dequantized operands (``swiglu_scaled_reference``, NaN-poisoned output,
-fresh inputs): any element off by more than 1% and it is never chosen.  Writes sweep_scaled.json
+fresh inputs; the elements above the fp32 accumulation noise, ``testing.numerics``): a
+configuration that widens to bf16 for the MMA may have no such element off by more than 1%; one on
+fp8 MMAs at most ``FP8_MMA_OVER_1PCT_BOUND`` of them (what cuBLAS's fp8 GEMMs measure), and the
+unfused path's own share is recorded beside it; else it is never chosen.  Writes sweep_scaled.json
 and sweep_scaled.md; ``--install`` replaces the float8 rows of the device's table.
 """
 
@@ -52,7 +55,7 @@ from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import scaled_swiglu_op, triton_scaled_swiglu  # noqa: E402
-from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 KEY = tables.Key(scaled_plans.FP8_DTYPE, "silu")
@@ -121,13 +124,14 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     K, N = MLP_SHAPES[model]
     sets = scaled_sets(M, N, K, seed=1000 * M + N)
     x, xs, wg, sg, wu, su = sets[0][:6]
-    ref = scaled_swiglu_op.swiglu_scaled_reference(x, xs, wg, sg, wu, su, "silu", torch.float32)
+    ref = scaled_reference_fp64(x, xs, wg, sg, wu, su, with_noise=True)
     row = {"model": model, "M": M, "K": K, "N": N, "input_sets": len(sets), "candidates": {}, "references": {}}
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
                                 if c.serves(M) and c.smem_bytes() <= smem]
-    timed.append(("op", the_op) if args.op else (scaled_plans.UNFUSED, unfused))
+    timed.insert(0, ("op", the_op) if args.op else (scaled_plans.UNFUSED, unfused))
+    stock_err = error_stats(unfused(x, xs, wg, sg, wu, su, None, None, None).reshape(M, N), ref)
     for name, fn in timed:
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         try:
@@ -137,11 +141,20 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
             row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"[:500]}
             continue
         err = error_stats(got.reshape(M, N), ref)
-        # The unfused path rounds gate and up to bf16 first, as stock does: held to stock's norm-wise bound.
-        exact = name != scaled_plans.UNFUSED
-        ok = err["nonfinite"] == 0 and ((err["frac_over_1pct"] == 0.0 and err["normwise"] < 4e-3) if exact
-                                        else err["normwise"] < 1e-2)
-        row["candidates"][name] = {"numerics": err, "numerics_ok": ok}
+        # Widened to bf16 for the MMA: fp32 sums, no element may be off by 1%.  On fp8 MMAs (Hopper's
+        # narrower accumulator, MMA_NOTE in ops/triton_scaled_swiglu.py): no worse than cuBLAS's fp8
+        # GEMMs on the same operands (the unfused path, which also rounds gate and up to bf16 first
+        # and is held to stock's norm-wise bound).
+        config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
+        if name in (scaled_plans.UNFUSED, "op"):
+            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
+        elif config is not None and config.bf16_mma:
+            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+        else:
+            ok = (err["nonfinite"] == 0 and err["normwise"] < 4e-3
+                  and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
+        row["candidates"][name] = {"numerics": err, "numerics_ok": ok, "unfused_frac_over_1pct": stock_err["frac_over_1pct"],
+                                   "unfused_frac_over_1pct_resolved": stock_err["frac_over_1pct_resolved"]}
         if ok:
             bench.add(name, fn)
         else:
@@ -268,7 +281,8 @@ def main(argv=None) -> int:
             "kernels": {k: v for k, v in inductor_swiglu.kernel_status().items() if k != "configs"}}
     args.out.mkdir(parents=True, exist_ok=True)
     clock = GpuSensors(torch.cuda.current_device())
-    todo = [(m, M) for m in args.models.split(",") for M in map(int, args.ms.split(","))]
+    # M-major: a sweep cut short by --budget-s has measured every shape at the first sizes
+    todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]
     rows = []
     t0 = time.perf_counter()
     for i, (model, M) in enumerate(todo, 1):

@@ -89,7 +89,7 @@ def test_cpp_plan_matches_python_plan_everywhere(forced):
 def test_table_names_configs_the_library_has():
     lib = kl.get_library()
     for e in tables.shipped()["h200"].entries:
-        if e.impl != "unfused":
+        if e.impl in kl.IDS and e.impl != "unfused":   # scaled_triton: Triton configurations (test_fp8.py)
             assert e.config in lib.configs(kl.IDS[e.impl]), e
 
 

@@ -153,7 +153,8 @@ def table_from_sweep(rows: list[dict], meta: dict, previous: Table | None, devic
     serves[key] = key
     method = (f"benchmarks/sweep_dispatch.py: the fastest correct candidate per (K, N, M bucket), "
               f"{key.text}, every candidate interleaved with the others under CUDA-graph replay, weights from "
-              f"HBM, sustained and burst figures at M >= 2048 (the worse counts), a {100 * margin:.0f}% margin "
+              f"HBM, sustained and burst figures at M >= 2048 (scored by the regret in the worse of the two), a "
+              f"{100 * margin:.0f}% margin "
               "over the incumbent"
               + (f", each candidate scored by its worst standing over the sweeps of {meta['other_machines']}"
                  if meta.get("other_machines") else "")

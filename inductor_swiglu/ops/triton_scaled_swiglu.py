@@ -44,11 +44,19 @@ else:
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
-# Hopper's fp8 MMAs accumulate with a narrower significand than fp32 (Triton's default on sm_90
-# keeps that accumulator for the whole K loop: 2.9% of the outputs off by more than 1% at K = 1024,
-# measured on an H200 on 2026-12-03).  Adding the MMA results into the fp32 accumulator every 128
-# elements of K, as CUTLASS's and DeepSeek's fp8 GEMMs do, keeps the products fp32-accurate.
+# MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
+# fp32.  Measured on an H200 (2026-12-03, M = 16, N = 896, K = 1024, against the fp32 sums of the
+# dequantized operands): with Triton's default (that accumulator for the whole K loop) 2.9% of the
+# outputs were off by more than 1%, with the partial sums added into fp32 every 128 elements of K
+# (what CUTLASS's and DeepSeek's fp8 GEMMs do) 1.35%: the elements whose gate or up nearly cancels.
+# fp8 converts exactly to bf16, whose MMAs accumulate in fp32, so configurations with `bf16_mma`
+# give fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
 PROMOTE_EVERY_K = 128
+# What the fp8-MMA configurations are held to: the share of outputs (above the fp32 accumulation
+# noise) off by more than 1%.  Measured on the 42 Qwen2.5 points (H200, 2026-12-03): 0.9-1.7%, and
+# 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
+# promotion above, which this bound catches.
+FP8_MMA_OVER_1PCT_BOUND = 0.02
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class ScaledConfig:
     num_stages: int = 3
     swap_ab: bool = False
     group_m: int = 8
+    bf16_mma: bool = False   # widen the fp8 tiles to bf16 for the MMA: fp32-exact sums (see MMA_NOTE)
 
     def __post_init__(self):
         for name in ("block_m", "block_n", "block_k"):
@@ -74,10 +83,11 @@ class ScaledConfig:
     @property
     def name(self) -> str:
         return (f"fp8_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}")
+                f"_w{self.num_warps}_s{self.num_stages}{'_bf16mma' if self.bf16_mma else ''}")
 
     def smem_bytes(self) -> int:
-        """Shared memory of the pipelined tiles (x and both weights, one byte each): an upper bound."""
+        """Shared memory of the pipelined tiles (x and both weights, one byte each): an upper bound
+        (the bf16-widening configurations measured below it too)."""
         return self.num_stages * (self.block_m + 2 * self.block_n) * self.block_k
 
     def serves(self, M: int) -> bool:
@@ -89,16 +99,19 @@ class ScaledConfig:
 
 
 CONFIGS: tuple[ScaledConfig, ...] = (
-    # Decode: weight-streaming; the sweep trades weight rows per program against K depth.
-    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
+    # Decode: weight-streaming; the sweep trades weight rows per program against K depth.  The MMA
+    # rate is not what bounds these, so they widen to bf16 for exact sums (MMA_NOTE).
+    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True, bf16_mma=True),
+    ScaledConfig(16, 64, 256, 8, 4, swap_ab=True, bf16_mma=True),
+    ScaledConfig(16, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
+    ScaledConfig(32, 64, 256, 8, 4, swap_ab=True, bf16_mma=True),
+    ScaledConfig(32, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
+    ScaledConfig(64, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
     ScaledConfig(16, 64, 256, 4, 4, swap_ab=True),
-    ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
-    ScaledConfig(16, 128, 256, 4, 3, swap_ab=True),
-    ScaledConfig(32, 64, 256, 4, 4, swap_ab=True),
-    ScaledConfig(32, 128, 128, 4, 4, swap_ab=True),
     ScaledConfig(64, 128, 128, 8, 4, swap_ab=True),
-    # Prefill: compute bound; larger tiles reuse each load more.  (Two fp32 accumulators and
-    # their per-128-K partial sums: 4 warps spill beyond 64 x 128; 128-row tiles take 8 warps.)
+    # Prefill: compute bound, fp8 MMAs; larger tiles reuse each load more.  (Two fp32 accumulators
+    # and their per-128-K partial sums: 4 warps spill beyond 64 x 128; 128-row tiles take 8 warps.)
+    ScaledConfig(64, 64, 128, 4, 4, bf16_mma=True),
     ScaledConfig(64, 64, 128, 4, 4),
     ScaledConfig(64, 128, 128, 4, 4),
     ScaledConfig(64, 256, 128, 8, 3),
@@ -113,9 +126,9 @@ BY_NAME = {c.name: c for c in CONFIGS}
 def default_config(M: int) -> ScaledConfig:
     """Where no measurement chose one: swapped tiles for decode, 128-row tiles for prefill."""
     if M <= 16:
-        return BY_NAME["fp8_swap_m16_n64_k256_w4_s4"]
+        return BY_NAME["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
     if M <= 64:
-        return BY_NAME["fp8_swap_m64_n128_k128_w8_s4"]
+        return BY_NAME["fp8_swap_m64_n128_k128_w8_s4_bf16mma"]
     return BY_NAME["fp8_m128_n128_k128_w8_s3"]
 
 
@@ -156,6 +169,7 @@ def _scaled_swiglu_kernel(
     stride_xm, stride_xs, stride_wg, stride_wgs, stride_wu, stride_wus, stride_om,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr, PROMOTE_K: tl.constexpr,
+    BF16_MMA: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -193,22 +207,30 @@ def _scaled_swiglu_kernel(
         acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
 
     for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-        if EVEN_K:
-            mask_k = offs_k < BLOCK_K
-        else:
-            mask_k = offs_k < K - k0 * BLOCK_K   # zeros past the K tail add nothing
+        # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
+        mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
         if SWAP_AB:
             x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
             wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
             wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
-            acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            if BF16_MMA:
+                x = x.to(tl.bfloat16)
+                acc_g = tl.dot(wg.to(tl.bfloat16), x, acc_g)
+                acc_u = tl.dot(wu.to(tl.bfloat16), x, acc_u)
+            else:
+                acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
+                acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
         else:
             x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
             wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
             wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
-            acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            if BF16_MMA:
+                x = x.to(tl.bfloat16)
+                acc_g = tl.dot(x, wg.to(tl.bfloat16), acc_g)
+                acc_u = tl.dot(x, wu.to(tl.bfloat16), acc_u)
+            else:
+                acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
+                acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
         x_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
@@ -318,7 +340,7 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
             x2.stride(0), sxs, w_gate.stride(0), swgs, w_up.stride(0), swus, out.stride(0))
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
-                PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K),
+                PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     launch = _kernel(interpret)[grid]
     if x.is_cuda:

@@ -80,3 +80,19 @@ def error_stats(out: torch.Tensor, ref) -> dict[str, float]:
         "max_abs": float(err.max()) if err.numel() else 0.0,
         "nonfinite": nonfinite,
     }
+
+
+def scaled_reference_fp64(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, *, with_noise: bool = False,
+                          activation: str = activations.SILU):
+    """``reference_fp64`` of the dequantized operands of an FP8 projection (x times its scale per row
+    or one for all; each weight row times its own or the one scale): what the FP8 kernels are held to."""
+    K = x.shape[-1]
+    xf = x.reshape(-1, K).double() * x_scale.double().reshape(-1, 1)
+    wg = w_gate.double() * w_gate_scale.double().reshape(-1, 1)
+    wu = w_up.double() * w_up_scale.double().reshape(-1, 1)
+    ref = reference_fp64(xf, wg, wu, with_noise=with_noise, activation=activation)
+    shape = (*x.shape[:-1], w_gate.shape[0])
+    if isinstance(ref, Reference):
+        return Reference(ref.value.reshape(shape), ref.noise.reshape(shape))
+    return ref.reshape(shape)
+

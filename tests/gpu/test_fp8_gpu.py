@@ -12,7 +12,7 @@ from inductor_swiglu.dispatch import scaled_plans
 from inductor_swiglu.ops import impl_stats
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
-from inductor_swiglu.testing.numerics import error_stats
+from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
 pytestmark = [pytest.mark.gpu]
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) or not tss.available()[0]:
@@ -35,10 +35,17 @@ def operands(M, N, K, per_row=True, seed=0):
     return x, xs, wg, sg.reshape(-1), wu, su.reshape(1, -1)
 
 
-def check(got, ops, activation="silu"):
-    ref = op.swiglu_scaled_reference(*ops, activation=activation, out_dtype=torch.float32)
-    err = error_stats(got.reshape(ref.shape).float(), ref)
-    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0 and err["normwise"] < 4e-3, err
+def check(got, ops, activation="silu", config=None):
+    """Against the fp64 reference of the dequantized operands, counting the elements above the fp32
+    accumulation noise (``testing.numerics``).  Configurations that widen to bf16 for the MMA sum
+    in fp32: none of those elements off by 1%.  Those on fp8 MMAs sum with the narrower accumulator
+    of Hopper's fp8 tensor cores (MMA_NOTE in ops/triton_scaled_swiglu.py): at most
+    FP8_MMA_OVER_1PCT_BOUND of them (what cuBLAS's fp8 GEMMs measured on the same operands)."""
+    ref = scaled_reference_fp64(*ops, with_noise=True, activation=activation)
+    err = error_stats(got.reshape(ref.value.shape).float(), ref)
+    assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
+    bound = 0.0 if config is None or config.bf16_mma else tss.FP8_MMA_OVER_1PCT_BOUND
+    assert err["frac_over_1pct_resolved"] <= bound, err
 
 
 @pytest.mark.parametrize("config", tss.CONFIGS, ids=lambda c: c.name)
@@ -48,7 +55,7 @@ def test_every_configuration(config, M):
         pytest.skip("the sweep never tries this configuration at this M")
     ops = operands(M, 896, 1024, seed=M)
     out = torch.full((M, 896), float("nan"), device="cuda", dtype=torch.bfloat16)
-    check(tss.swiglu_scaled_triton(*ops, config=config, out=out), ops)
+    check(tss.swiglu_scaled_triton(*ops, config=config, out=out), ops, config=config)
 
 
 @pytest.mark.parametrize("config", [tss.default_config(1), tss.default_config(64), tss.default_config(4096)],
@@ -57,13 +64,13 @@ def test_every_configuration(config, M):
 @pytest.mark.parametrize("per_row", [True, False])
 def test_odd_shapes_and_scales(config, M, N, K, per_row):
     ops = operands(M, N, K, per_row, seed=N)
-    check(tss.swiglu_scaled_triton(*ops, config=config), ops)
+    check(tss.swiglu_scaled_triton(*ops, config=config), ops, config=config)
 
 
 @pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
 def test_geglu(activation):
     ops = operands(40, 512, 768)
-    check(tss.swiglu_scaled_triton(*ops, activation=activation), ops, activation)
+    check(tss.swiglu_scaled_triton(*ops, activation=activation), ops, activation, tss.default_config(40))
 
 
 @pytest.mark.parametrize("M", [1, 2048])
@@ -82,23 +89,25 @@ def test_cuda_graph_replay_with_new_inputs(M):
             out.fill_(float("nan"))
             g.replay()
             torch.cuda.synchronize()
-            check(out, fresh)
+            check(out, fresh, config=tss.default_config(M))
 
 
 def test_the_op_runs_the_planned_implementation_and_falls_back():
     ops = operands(16, 896, 1024)
     plan = scaled_plans.scaled_plan(scaled_plans_device(), "silu", 16, 896, 1024)
-    for forced, impl in ((None, impl_stats.SCALED_TRITON if plan.fused else impl_stats.FALLBACK_CUDA),
-                         ("triton", impl_stats.SCALED_TRITON), ("unfused", impl_stats.FALLBACK_CUDA),
-                         ("interleaved_gemm", impl_stats.FALLBACK_CUDA)):
+    for forced, impl, config in ((None, impl_stats.SCALED_TRITON if plan.fused else impl_stats.FALLBACK_CUDA,
+                                  plan.kernel_config),
+                                 ("triton", impl_stats.SCALED_TRITON, tss.default_config(16)),
+                                 ("unfused", impl_stats.FALLBACK_CUDA, None),
+                                 ("interleaved_gemm", impl_stats.FALLBACK_CUDA, None)):
         inductor_swiglu.reset_op_stats()
         with inductor_swiglu.force_kernel(forced):
             got = op.swiglu_scaled(*ops)
         assert inductor_swiglu.op_stats()["calls"].get(impl) == 1, (forced, inductor_swiglu.op_stats())
         if impl == impl_stats.SCALED_TRITON:
-            check(got, ops)
+            check(got, ops, config=config)
         else:   # the unfused path rounds gate and up to bf16 first, as stock does
-            ref = op.swiglu_scaled_reference(*ops, out_dtype=torch.float32)
+            ref = scaled_reference_fp64(*ops)
             assert error_stats(got.float(), ref)["normwise"] < 1e-2
 
 
@@ -134,9 +143,13 @@ def test_torchao_float8_model_compiled(granularity, M):
     inductor_swiglu.reset_op_stats()
     with torch.no_grad(), inductor_swiglu.force_kernel("triton"):
         got = torch.compile(model, backend="inductor_swiglu")(x)
-        want = model(x)
     assert counters["inductor"]["scaled_swiglu_fusion"] == 1
     assert inductor_swiglu.op_stats()["calls"].get(impl_stats.SCALED_TRITON, 0) >= 1
+    torch._dynamo.reset()
+    with torch.no_grad():
+        want = torch.compile(model)(x)
     assert got.dtype == want.dtype and got.shape == want.shape
-    # eager rounds gate and up to bf16 before the product; the fused kernel does not
+    # against stock torch.compile of the same model: torchao's eager quantization of x differs from its
+    # compiled one by 1.6-2.1% (H200, 2026-12-03; 1.5% on the CPU, tests/test_fp8.py); stock rounds gate
+    # and up to bf16 before the product, the fused kernel does not
     assert ((got.float() - want.float()).norm() / want.float().norm()).item() < 1e-2
