@@ -8,7 +8,9 @@
 * ``choice``: how a sweep's timings become a table (torch-free, shared by the sweep and its tests);
 * ``forced``: ``INDUCTOR_SWIGLU_FORCE_KERNEL``, parsed once;
 * ``plan``: the answer per (device, dtype, activation, M, N, K), and the same answers as the
-  rows the C++ op looks up per call.
+  rows the C++ op looks up per call;
+* ``scaled_plans``: the FP8 op's answer, from the table's float8 rows (the fused Triton kernel or
+  the unfused path).
 """
 
 from __future__ import annotations
