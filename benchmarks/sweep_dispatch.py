@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, eager_swiglu, stock_compile, swiglu_sets  # noqa: E402
+from timing import GpuSensors, Interleaved, eager_swiglu, file_timings, stock_compile, swiglu_sets  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice  # noqa: E402
@@ -158,15 +158,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors, incumbent: str | No
         keep = [incumbent] if incumbent in timings and incumbent not in fastest else []   # it must be able to stay
         for name, us in bench.burst(list(dict.fromkeys([*fastest, *keep, "cublas_2N", "stock_compile", "unfused"]))).items():
             timings[name].burst_us = us
-    for name, t in timings.items():
-        entry = {"us": round(t.us, 3), "us_p25": round(t.us_p25, 3), "us_p75": round(t.us_p75, 3)}
-        if t.burst_us is not None:
-            entry["burst_us"] = round(t.burst_us, 3)
-        target = row["candidates"] if name in row["candidates"] else row["references"]
-        target.setdefault(name, {}).update(entry)
-    for name, err in bench.errors.items():
-        target = row["candidates"] if name in row["candidates"] else row["references"]
-        target.setdefault(name, {})["error"] = err
+    file_timings(row, timings, bench.errors)
     row.update(bench.clock_summary())
     spreads = [(t.us_p75 - t.us_p25) / t.us for t in timings.values() if t.us > 0]
     row["spread_median"] = round(sorted(spreads)[len(spreads) // 2], 4) if spreads else None

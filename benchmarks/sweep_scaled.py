@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, host_us_per_call, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, file_timings, host_us_per_call, sets_needed  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
@@ -170,13 +170,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
         for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, "scaled_mm_2N", "stock"]))).items():
             timings[name].burst_us = us
-    for name, t in timings.items():
-        entry = {"us": round(t.us, 3), "us_p25": round(t.us_p25, 3), "us_p75": round(t.us_p75, 3)}
-        if t.burst_us is not None:
-            entry["burst_us"] = round(t.burst_us, 3)
-        (row["candidates"] if name in row["candidates"] else row["references"]).setdefault(name, {}).update(entry)
-    for name, e in bench.errors.items():
-        (row["candidates"] if name in row["candidates"] else row["references"]).setdefault(name, {})["error"] = e[:500]
+    file_timings(row, timings, bench.errors, max_error_chars=500)
     row.update(bench.clock_summary())
     del sets, bench
     torch.cuda.empty_cache()

@@ -220,6 +220,20 @@ class Interleaved:
         return out
 
 
+def file_timings(row: dict, timings: dict[str, Timing], errors: dict[str, str], max_error_chars: int | None = None) -> None:
+    """Put an Interleaved run's figures into a sweep row: each name's us (and quartiles, and burst
+    where timed) and capture error under row["candidates"] if it is one, else row["references"]."""
+    def target(name: str) -> dict:
+        return (row["candidates"] if name in row["candidates"] else row["references"]).setdefault(name, {})
+
+    for name, t in timings.items():
+        target(name).update({"us": round(t.us, 3), "us_p25": round(t.us_p25, 3), "us_p75": round(t.us_p75, 3)})
+        if t.burst_us is not None:
+            target(name)["burst_us"] = round(t.burst_us, 3)
+    for name, err in errors.items():
+        target(name)["error"] = err[:max_error_chars]
+
+
 def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:
     """Median microseconds per call of fn(*s), over CUDA-graph replays of one call per set."""
     g = capture(fn, sets, warmup)

@@ -24,7 +24,7 @@ def _status() -> int:
     from inductor_swiglu.ops import triton_swiglu
 
     kind = dispatch.device_kind(torch.cuda.current_device()) if torch.cuda.is_available() else None
-    table = tables.shipped().get(kind.table) if kind is not None and kind.table else None
+    table = tables.table_for(kind.table) if kind is not None else None
     info = {
         "inductor_swiglu": inductor_swiglu.__version__,
         "torch": torch.__version__,

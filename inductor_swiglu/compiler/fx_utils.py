@@ -316,6 +316,17 @@ def merged_output_elsewhere(proj, split_src: torch.fx.Node, first: torch.fx.Node
     return found
 
 
+def static_rows(shape) -> int | None:
+    """The number of rows of a [..., K] operand (the product of its leading sizes) where every
+    size is known when compiling, else None."""
+    M = 1
+    for d in shape[:-1]:
+        if not isinstance(d, int):
+            return None
+        M *= d
+    return M
+
+
 def statically_equal(a, b) -> bool:
     """a == b for every value the symbols can take (sizes may be SymInts under dynamic shapes)."""
     try:

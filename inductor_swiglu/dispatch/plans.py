@@ -16,14 +16,13 @@ without any rule of its own.  The rules, in order:
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from ..kernels import library as kl
 from ..ops import triton_swiglu
 from .devices import DeviceKind
 from .forced import forced_kernel
-from .table import M_BUCKETS, Entry, Key, Table, lookup, shipped
+from .table import M_BUCKETS, Entry, Key, lookup, table_for
 
 # Why an implementation ran.  The C++ op counts calls by (implementation, reason index): its own
 # input checks use the first part, in the order of `enum CheckReason` in csrc/op/swiglu_forward.cpp;
@@ -147,7 +146,7 @@ def _unserved(device: DeviceKind, key: Key, M: int) -> Plan | None:
     if not device.hopper:
         tri = triton_default(M)
         return Plan(kl.UNFUSED, -1, NOT_HOPPER, tri, TRITON_NOT_HOPPER)
-    table = _table(device.table)
+    table = table_for(device.table)
     if table is None or table.source_of(key) is None:
         return Plan(kl.UNFUSED, -1, NO_TABLE, detail=f"{key.text} on {device.name}")
     lib = kl.get_library()
@@ -156,11 +155,6 @@ def _unserved(device: DeviceKind, key: Key, M: int) -> Plan | None:
     if key.dtype not in lib.built_dtypes():
         return Plan(kl.UNFUSED, -1, NOT_BUILT, detail=key.dtype)
     return None
-
-
-@functools.cache
-def _table(kind: str | None) -> Table | None:
-    return shipped().get(kind) if kind else None
 
 
 def plan(device: DeviceKind, dtype: str, activation: str, M: int, N: int, K: int) -> Plan:
@@ -172,7 +166,7 @@ def plan(device: DeviceKind, dtype: str, activation: str, M: int, N: int, K: int
     fixed = _unserved(device, key, M)
     if fixed is not None:
         return fixed
-    table = _table(device.table)
+    table = table_for(device.table)
     e = lookup(table.rows_for(key), M, N, K)
     return _entry_plan(e, table.source_of(key), key)
 
@@ -184,7 +178,7 @@ def native_rows(device: DeviceKind) -> list[tuple[int, ...]]:
     no default of its own."""
     rows = []
     name = forced_kernel()
-    table = _table(device.table)
+    table = table_for(device.table)
     for dtype, dt_id in DTYPE_IDS.items():
         for act, act_id in ACTIVATION_IDS.items():
             key_id = dt_id * 4 + act_id

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..ops import triton_scaled_swiglu as tss
 from .devices import DeviceKind
 from .forced import forced_kernel
-from .table import Key, Table, lookup, shipped
+from .table import Key, lookup, table_for
 
 FP8_DTYPE = "float8_e4m3fn"
 FUSED = "scaled_triton"
@@ -52,12 +52,6 @@ class ScaledPlan:
     def describe(self) -> str:
         what = f"{self.impl} {self.config}".strip()
         return f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
-
-
-@functools.cache
-def table_for(kind: str | None) -> Table | None:
-    """The shipped table of a device kind (None where there is none)."""
-    return shipped().get(kind) if kind else None
 
 
 def clear_cache() -> None:

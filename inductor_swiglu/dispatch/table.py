@@ -13,6 +13,7 @@ never runs a bf16 plan.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -155,6 +156,12 @@ def table_path(device: str) -> Path:
 def shipped() -> dict[str, Table]:
     """Every table shipped with the package, by device kind."""
     return {p.stem: load(p) for p in sorted(TABLES_DIR.glob("*.json"))}
+
+
+@functools.cache
+def table_for(kind: str | None) -> Table | None:
+    """The shipped table of a device kind, read once (None where there is none)."""
+    return shipped().get(kind) if kind else None
 
 
 def nearest_shape(shapes, K: int, N: int) -> tuple[int, int]:

@@ -29,11 +29,11 @@ from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import is_call, source_location, statically_equal
+from ..fx_utils import is_call, source_location, static_rows, statically_equal
 from ..inductor_pass import GraphPass
 from ..pass_config import PassConfig
-from ..records import RECORDS, NearMiss, Rewrite
-from .swiglu_fusion import Declined, check_ignored_args
+from ..records import RECORDS, Rewrite
+from .swiglu_fusion import Declined, check_ignored_args, recording_check
 
 aten = torch.ops.aten
 
@@ -44,15 +44,6 @@ def _val(node):
 
 # Why the rewrite waits for CUDA graphs (sweep_scaled.py --op, H200, 2026-12-03).
 HOST_NOTE = "133 us of host time per call against 84 us for stock's three launches (H200, 2026-12-03)"
-
-
-def _static_m(x) -> int | None:
-    M = 1
-    for d in x.shape[:-1]:
-        if not isinstance(d, int):
-            return None
-        M *= d
-    return M
 
 
 def gpu_reason(x, N: int, K: int, activation: str) -> str:
@@ -68,7 +59,7 @@ def gpu_reason(x, N: int, K: int, activation: str) -> str:
     if not scaled_plans.serves(device, activation):
         return ("no fused FP8 kernel serves this GPU (its dispatch table has no float8 rows): left to stock "
                 "Inductor, which runs the same two scaled GEMMs")
-    M = _static_m(x)
+    M = static_rows(x.shape)
     if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
         plan = scaled_plans.scaled_plan(device, activation, M, N, K)
         if not plan.fused:
@@ -145,7 +136,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
 def _dispatch_text(x, N, K, activation: str) -> str:
     if x.device.type != "cuda":
         return "unfused on the CPU: two scaled GEMMs, then act(gate) * up"
-    M = _static_m(x)
+    M = static_rows(x.shape)
     if M is None or not isinstance(N, int) or not isinstance(K, int):
         return "per call by M (dispatch table, float8 rows)"
     return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K).describe()
@@ -178,19 +169,7 @@ class ScaledSwigluFusion(GraphPass):
             self._registered = True
 
     def _make_check(self, spec):
-        def check(match: Match) -> bool:
-            rec = RECORDS.current_graph()
-            try:
-                reason = can_rewrite(match, spec, self.config)
-            except Exception as e:  # a bug in the check must not break compilation
-                reason = f"internal error in the check: {type(e).__name__}: {e}"
-            if reason and rec is not None:
-                out = match.output_node()
-                if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
-                    rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
-            return not reason
-
-        return check
+        return recording_check(lambda match: can_rewrite(match, spec, self.config), "FP8 SwiGLU")
 
     def _make_handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:

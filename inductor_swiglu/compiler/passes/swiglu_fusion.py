@@ -32,7 +32,7 @@ from ... import dispatch
 from ...ops import cuda_impl, impl_stats, native
 from ...ops.swiglu_op import cpu_impl
 from .. import pattern_registry
-from ..fx_utils import as_gelu, source_location, statically_equal
+from ..fx_utils import as_gelu, source_location, static_rows, statically_equal
 from ..inductor_pass import GraphPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, NearMiss, Rewrite
@@ -149,12 +149,30 @@ def _dispatch_for(x, N, K, biased: bool, activation: str) -> str:
         return "unfused: biases are not fused by the kernels"
     device = cuda_impl.device_kind(x.device)
     dtype = str(x.dtype).removeprefix("torch.")
-    numel_leading = 1
-    for s in x.shape[:-1]:
-        numel_leading = numel_leading * s
-    if isinstance(numel_leading, int) and isinstance(N, int) and isinstance(K, int):
-        return dispatch.describe(device, dtype, activation, numel_leading, N, K)
+    M = static_rows(x.shape)
+    if M is not None and isinstance(N, int) and isinstance(K, int):
+        return dispatch.describe(device, dtype, activation, M, N, K)
     return f"chosen per call from M (dynamic shape) by the {device.table or device.name} plans"
+
+
+def recording_check(reason_of, what: str):
+    """A pattern's extra_check from `reason_of(match)` ('' to rewrite, else why not): a declined
+    match is recorded as a near miss of the current graph, once per product and reason."""
+    def check(match: Match) -> bool:
+        rec = RECORDS.current_graph()
+        try:
+            reason = reason_of(match)
+        except Exception as e:  # a bug in the check must not break compilation
+            reason = f"internal error in the check: {type(e).__name__}: {e}"
+            log.exception("inductor_swiglu: error while checking a %s match", what)
+        if reason and rec is not None:
+            out = match.output_node()
+            # several pattern variants can match one product and decline it for one reason
+            if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
+                rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
+        return not reason
+
+    return check
 
 
 class SwigluFusion(GraphPass):
@@ -189,21 +207,7 @@ class SwigluFusion(GraphPass):
             self._registered = True
 
     def _make_check(self, spec):
-        def check(match: Match) -> bool:
-            rec = RECORDS.current_graph()
-            try:
-                reason = can_rewrite(match, spec, self.config)
-            except Exception as e:  # a bug in the check must not break compilation
-                reason = f"internal error in the check: {type(e).__name__}: {e}"
-                log.exception("inductor_swiglu: error while checking a SwiGLU match")
-            if reason and rec is not None:
-                out = match.output_node()
-                # several pattern variants can match one product and decline it for one reason
-                if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
-                    rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
-            return not reason
-
-        return check
+        return recording_check(lambda match: can_rewrite(match, spec, self.config), "SwiGLU")
 
     def _make_handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
