@@ -9,6 +9,7 @@ Public API:
     swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
     swiglu_reference   its fp32 reference
     swiglu_scaled      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
+    grouped_swiglu     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
     kernel_status      whether the kernels and the C++ op are built and loadable, and why not
@@ -32,6 +33,7 @@ from .compiler.decorator import compile
 from .compiler.pass_config import PassConfig
 from .compiler.stats import counters, reset_counters
 from .dispatch.forced import force_kernel
+from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
 from .ops.reference import swiglu_reference
@@ -53,4 +55,5 @@ __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
     "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
+    "grouped_swiglu", "grouped_swiglu_reference",
 ]

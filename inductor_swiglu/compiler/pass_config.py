@@ -30,6 +30,11 @@ class PassConfig:
     quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_scaled, where a fused FP8 kernel
     serves the device (CPU graphs: always, for the tests)."""
 
+    moe: bool = True
+    """Rewrite the routed experts of MoE layers (torch._grouped_mm or transformers' gathered bmm, then
+    act(gate) * up) into torch.ops.inductor_swiglu.grouped_swiglu, where the fused grouped kernel
+    serves the device (CPU graphs: always, for the tests)."""
+
     fuse_on_cpu: bool = True
     """Rewrite graphs on CPU too (the op runs its fp32 reference there).  On by
     default so CPU runs and CI exercise exactly the graph a GPU run gets."""

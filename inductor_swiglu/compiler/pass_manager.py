@@ -30,6 +30,7 @@ from ..version import __version__
 from . import pattern_registry
 from .inductor_pass import GraphPass
 from .pass_config import PassConfig
+from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
 from .passes.merge_equal_copies import MergeEqualCopies
 from .passes.report_near_misses import ReportNearMisses
 from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
@@ -91,6 +92,7 @@ class PostGradPassManager(CustomGraphPass):
             VectorInputAsReshapes(),
             SwigluFusion(self.config),
             *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
+            *([GroupedSwigluFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),
             # last: what is left alone is only known when every rewrite is done

@@ -22,6 +22,7 @@ from torch._inductor.fx_passes.post_grad import view_to_reshape
 from torch._inductor.pattern_matcher import CallFunction, Ignored, PatternExpr, PatternPrettyPrinter, fwd_only, gen_pattern
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
+from ..patterns import grouped_swiglu as grouped_patterns
 from ..patterns import scaled_swiglu as scaled_patterns
 from ..patterns import swiglu as swiglu_patterns
 
@@ -37,7 +38,7 @@ def trace_post_grad_form(fn, args, **kwargs) -> torch.fx.GraphModule:
 
 @dataclass(frozen=True)
 class RegisteredPattern:
-    spec: swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern
+    spec: swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern | grouped_patterns.GroupedPattern
     expr: PatternExpr
 
 
@@ -84,3 +85,10 @@ def build_scaled_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ..
     traced = _trace(scaled_patterns.all_patterns(ranks=ranks), "FP8 SwiGLU")
     return tuple(RegisteredPattern(rp.spec, _with_fast_accum(rp.expr, given))
                  for rp in traced for given in (True, False))
+
+
+@functools.cache
+def build_grouped_patterns(activations: tuple[str, ...]) -> tuple[RegisteredPattern, ...]:
+    """All routed-expert patterns as PatternExprs, for the enabled activation spellings it covers."""
+    enabled = tuple(a for a in activations if a in grouped_patterns.ACTIVATIONS)
+    return _trace(grouped_patterns.all_patterns(activations=enabled), "routed-experts SwiGLU")

@@ -23,8 +23,12 @@ FORMAT = 2
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 
 # The implementations a table may name (the C ABI's ids are in kernels/library.py; scaled_triton is
-# the FP8 Triton kernel, ops/triton_scaled_swiglu.py, which the kernel build does not compile).
-IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton")
+# the FP8 Triton kernel, ops/triton_scaled_swiglu.py, which the kernel build does not compile, as
+# it does not grouped_triton).
+IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton", "grouped_triton")
+# Problem forms besides the dense MLP (Key.form); grouped_triton is the routed experts' Triton kernel
+# (ops/triton_grouped_swiglu.py).
+FORMS = ("grouped",)
 
 # (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets
 # (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.
@@ -45,21 +49,26 @@ def bucket_of(M: int) -> tuple[int, int, int]:
 @dataclass(frozen=True)
 class Key:
     """What must match for two problems to share a plan: the element type (with its scaling, for
-    quantized types) and the gate's activation."""
+    quantized types), the gate's activation, and the problem's form: "" for a dense MLP, "grouped"
+    for routed experts (``[S, K]`` rows sorted by expert against ``[E, K, 2N]`` weights, M = S)."""
 
     dtype: str         # "bfloat16", "float16", "float32", ...
     activation: str    # "silu", "gelu_tanh", "gelu"
+    form: str = ""     # "" (dense) or one of FORMS
 
     @property
     def text(self) -> str:
-        return f"{self.dtype}/{self.activation}"
+        return f"{self.form}/{self.dtype}/{self.activation}" if self.form else f"{self.dtype}/{self.activation}"
 
     @classmethod
     def parse(cls, text: str) -> Key:
-        dtype, sep, activation = text.partition("/")
-        if not sep or not dtype or not activation:
-            raise ValueError(f"table key {text!r} is not '<dtype>/<activation>'")
-        return cls(dtype, activation)
+        parts = text.split("/")
+        if len(parts) == 3 and parts[0] in FORMS and all(parts):
+            return cls(parts[1], parts[2], parts[0])
+        if len(parts) == 2 and all(parts):
+            return cls(parts[0], parts[1])
+        raise ValueError(f"table key {text!r} is not '<dtype>/<activation>' or '<form>/<dtype>/<activation>' "
+                         f"with a form in {FORMS}")
 
 
 @dataclass(frozen=True)
@@ -121,7 +130,8 @@ class Table:
         return out
 
     def dtypes_served(self) -> set[str]:
-        return {k.dtype for k in self.serves}
+        """The element types of the dense keys (the ones the CUTLASS kernels are built for)."""
+        return {k.dtype for k in self.serves if not k.form}
 
     def as_json(self) -> dict:
         return {"format": FORMAT, "device": self.device, "measured_on": self.measured_on, "date": self.date,

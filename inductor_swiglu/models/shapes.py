@@ -26,3 +26,13 @@ MLP_SHAPES: dict[str, tuple[int, int]] = {**QWEN25_MLP, **QWEN25_TP2_MLP}
 
 # Token counts the kernel benchmark reports: decode (1, 16), batched decode (128), prefill.
 REPORT_MS = (1, 16, 128, 512, 2048, 8192)
+
+# Routed experts of MoE models: (experts E, hidden size K, expert intermediate size N, experts per
+# token), from the published configurations.
+MOE_SHAPES: dict[str, tuple[int, int, int, int]] = {
+    "qwen3-30b-a3b": (128, 2048, 768, 8),
+    "mixtral-8x7b": (8, 4096, 14336, 2),
+}
+
+# Token counts the MoE benchmark reports (routed rows S = tokens x experts per token).
+MOE_TOKENS = (1, 8, 64, 512, 4096)

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_swiglu
+from . import activations, triton_helpers, triton_swiglu
+from .triton_helpers import activate
 
 if triton_swiglu.importable():
     import triton
@@ -145,24 +145,6 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
     return True, ""
 
 
-def _activate(g, ACTIVATION: tl.constexpr):
-    # The ids and formulas of triton_swiglu (ops/activations.py): 0 SiLU, 1 GELU (tanh), 2 GELU (erf).
-    if ACTIVATION == 1:
-        u = 0.7978845608028654 * (g + 0.044715 * g * g * g)
-        return g / (1.0 + tl.exp(-2.0 * u))
-    elif ACTIVATION == 2:
-        z = -g * 0.7071067811865476
-        az = tl.abs(z)
-        t = 1.0 / (1.0 + 0.5 * az)
-        poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-                -0.82215223 + t * 0.17087277))))))))
-        erfc_az = t * tl.exp(-az * az + poly)
-        return 0.5 * g * tl.where(z >= 0, erfc_az, 2.0 - erfc_az)
-    else:
-        return g / (1.0 + tl.exp(-g))
-
-
 def _scaled_swiglu_kernel(
     x_ptr, xs_ptr, wg_ptr, wgs_ptr, wu_ptr, wus_ptr, out_ptr,
     M, N, K,
@@ -249,7 +231,7 @@ def _scaled_swiglu_kernel(
         up = acc_u * s_x[:, None] * s_u[None, :]
         out_ptrs = out_ptr + rows_m[:, None] * stride_om + rows_n[None, :]
         mask = mask_m[:, None] & mask_n[None, :]
-    y = _activate(gate, ACTIVATION) * up
+    y = activate(gate, ACTIVATION) * up
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -258,13 +240,7 @@ def _kernel(interpret: bool):
     # Keyed by the mode: triton.jit picks compiled or interpreted when it wraps the function (see
     # triton_swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
     # CUDA graph's bucket without a compile inside the capture.
-    # The kernel calls _activate, which Triton resolves in the kernel's globals at compile time and
-    # which must then be a JIT function of the same mode: each mode's kernel gets its own namespace.
-    namespace = dict(globals(), _activate=triton.jit(_activate))
-    kernel = types.FunctionType(_scaled_swiglu_kernel.__code__, namespace, _scaled_swiglu_kernel.__name__)
-    kernel.__annotations__ = dict(_scaled_swiglu_kernel.__annotations__)   # the tl.constexpr marks
-    kernel.__qualname__ = _scaled_swiglu_kernel.__qualname__
-    return triton.jit(kernel, do_not_specialize=["M"])
+    return triton_helpers.jit_with_helpers(_scaled_swiglu_kernel, do_not_specialize=["M"])
 
 
 def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, int]:

@@ -96,3 +96,21 @@ def scaled_reference_fp64(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, *,
         return Reference(ref.value.reshape(shape), ref.noise.reshape(shape))
     return ref.reshape(shape)
 
+
+
+def grouped_reference_fp64(x, w_gate, w_up, offs, *, with_noise: bool = False, activation: str = activations.SILU):
+    """``reference_fp64`` of routed experts: each expert's rows of x (sorted by expert, group e
+    ending at offs[e]) against its ``[K, N]`` gate and up weights, for the rows before offs[-1]
+    (the ones the op defines).  Reads offs on the host."""
+    parts, start = [], 0
+    for e, end in enumerate(offs.tolist()):
+        if end > start:
+            parts.append(reference_fp64(x[start:end], w_gate[e].T, w_up[e].T, with_noise=with_noise,
+                                        activation=activation))
+        start = max(start, end)
+    if not parts:
+        empty = torch.zeros((0, w_gate.shape[-1]), dtype=torch.float64, device=x.device)
+        return Reference(empty, empty) if with_noise else empty
+    if not with_noise:
+        return torch.cat(parts)
+    return Reference(torch.cat([p.value for p in parts]), torch.cat([p.noise for p in parts]))

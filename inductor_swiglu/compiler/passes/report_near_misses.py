@@ -6,7 +6,9 @@ activation (SiLU or GELU, any spelling) of a projection and whose other operand 
 is a *near miss*, and this module re-derives the reason from the graph: the two projections
 read different inputs, an intermediate has another user (typical of training graphs, which
 save gate and up for the backward), the weights differ in shape, only one side has a bias, a
-form our patterns do not cover.  The graph is not changed.
+form our patterns do not cover.  Routed experts too: a ``torch._grouped_mm`` whose output is cut
+into gate and up and was left alone (gpt-oss's interleaved, clamped SwiGLU; a training graph that
+saves the output).  The graph is not changed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..fx_utils import (
     is_call,
     merged_output_elsewhere,
     operand_sources,
+    slice_bounds,
     source_location,
     strip_reshape,
 )
@@ -161,6 +164,42 @@ def classify(mul: torch.fx.Node) -> str | None:
     return None
 
 
+def _near(nodes, hops: int = 3) -> set:
+    """The nodes within `hops` uses of `nodes`."""
+    found, frontier = set(), set(nodes)
+    for _ in range(hops):
+        frontier = {u for n in frontier for u in n.users} - found
+        found |= frontier
+    return found
+
+
+def classify_grouped(gemm: torch.fx.Node) -> str | None:
+    """The reason a routed experts' grouped GEMM whose output is cut into gate and up was left alone,
+    or None if it is not one (a down projection, or a GEMM whose output is used whole)."""
+    out, biased = gemm, False
+    if len(gemm.users) == 1 and is_call(next(iter(gemm.users)), aten.add.Tensor):
+        out, biased = next(iter(gemm.users)), True    # the experts' bias, added to the GEMM's output
+    parts = [u for u in out.users if is_call(u, aten.split.Tensor, aten.split_with_sizes.default, aten.slice.Tensor)]
+    if not parts:
+        return None
+    bias = ", and the experts have biases, which it does not take" if biased else ""
+    if any(is_call(u, aten.slice.Tensor) and slice_bounds(u)[3] != 1 for u in parts):
+        clamped = any(is_call(n, aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default) for n in _near(parts))
+        return ("the experts' gate and up columns are interleaved (gate_up[..., ::2], gate_up[..., 1::2]: gpt-oss's "
+                "layout), the fused kernel takes the two halves" + bias
+                + (", and the activation is clamped (gpt-oss's SwiGLU with limits), which it does not fuse" if clamped else ""))
+    if biased:
+        return "the experts' gate_up GEMM has a bias, which the fused kernel does not take"
+    halves = equal_halves(out)
+    if halves is None:
+        return "the experts' gate_up output is not cut into two equal halves (gate, up)"
+    others = [u for u in out.users if u not in parts]
+    if others:
+        return f"the experts' gate_up output {_other_use(out, others)}"
+    return ("routed experts' gate/up not followed by act(gate) * up with SiLU or GELU (the forms the patterns "
+            "cover; please report it with the graph dump)")
+
+
 def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
     """Add near misses found in `graph` to `rec` (skipping ones the check already reported)."""
     seen = {m.node for m in rec.near_misses}
@@ -168,6 +207,12 @@ def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
         if node.name in seen:
             continue
         reason = classify(node)
+        if reason:
+            rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
+    for node in graph.find_nodes(op="call_function", target=aten._grouped_mm.default):
+        if node.name in seen:
+            continue
+        reason = classify_grouped(node)
         if reason:
             rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
 

@@ -1,0 +1,194 @@
+"""The routed experts' rewrite: ``torch._grouped_mm`` (or transformers' gathered ``bmm``) of an
+MoE layer's rows and ``act(gate) * up`` become ``torch.ops.inductor_swiglu.grouped_swiglu``
+(patterns in ``patterns/grouped_swiglu.py``).
+
+Why its own pass: the operands are the routed rows, 3-D expert weights and per-expert offsets,
+with checks of their own, and it must rewrite only where the fused grouped kernel serves the
+device.  Where a GPU's table has no routed-expert rows, or measured the unfused path faster at
+the number of routed rows known when compiling, the op would run what stock Inductor runs, so
+the rewrite is declined and recorded as a near miss with that reason (CPU graphs are rewritten,
+so that CI runs the path a GPU gets).  The routing and the down projection stay stock.
+
+Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
+ignored are re-checked: the gate and up halves are the two equal halves of the last axis, the
+activation's constants and casts, the shapes and dtypes of rows, weights and offsets.  Training
+graphs save the GEMM's output for the backward, so their products do not match at all.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+
+from ...dispatch import grouped_plans
+from ...dispatch.forced import forced_kernel
+from ...ops import cuda_impl
+from .. import pattern_registry
+from ..fx_utils import equal_halves, is_call, source_location, statically_equal
+from ..inductor_pass import GraphPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, Rewrite
+from .swiglu_fusion import Declined, check_ignored_args, recording_check
+
+aten = torch.ops.aten
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _shape(shape) -> list:
+    return [int(d) if isinstance(d, int) else str(d) for d in shape]
+
+
+def gpu_reason(x, N, K, E, activation: str) -> str:
+    """'' where the fused grouped kernel serves this GPU problem, else why the rewrite is declined."""
+    device = cuda_impl.device_kind(x.device)
+    dtype = str(x.dtype).removeprefix("torch.")
+    if forced_kernel() == "triton":
+        return ""   # the user asked for the fused kernel
+    if x.dtype not in (torch.bfloat16, torch.float16):
+        return f"routed experts in {x.dtype}: the fused grouped kernel takes bf16 or fp16"
+    if not grouped_plans.serves(device, dtype, activation):
+        return ("no fused grouped kernel serves this GPU and dtype (its dispatch table has no routed-expert rows): "
+                "left to stock Inductor")
+    S = x.shape[0]
+    if all(isinstance(d, int) for d in (S, N, K, E)) and S > 0:
+        plan = grouped_plans.grouped_plan(device, dtype, activation, S, N, K, E)
+        if not plan.fused:
+            return f"at {S} routed rows the unfused path is the plan ({plan.describe()}): left to stock Inductor"
+    return ""
+
+
+def _gemm(match: Match) -> torch.fx.Node | None:
+    return next((n for n in match.nodes if is_call(n, aten._grouped_mm.default, aten.bmm.default)), None)
+
+
+def _problem(match: Match, spec) -> tuple:
+    """(x, E, K, N, weight description) of a match, from its operands' metadata."""
+    kw = match.kwargs
+    x = _val(kw["x"])
+    if spec.form == "grouped_pair":
+        w, wu = _val(kw["w_gate"]), _val(kw["w_up"])
+        if w is None or wu is None or w.dim() != 3 or tuple(w.shape) != tuple(wu.shape):
+            raise Declined("the gate and up expert weights are not both [E, K, N]")
+        E, K, N = w.shape
+        return x, E, K, N, w
+    w = _val(kw["w"])
+    if w is None or w.dim() != 3:
+        raise Declined("the expert weights are not 3-D [E, ., .]")
+    if spec.form == "grouped" or spec.weights_in_out:
+        E, K, width = w.shape
+    else:
+        E, width, K = w.shape
+    return x, E, K, width // 2 if isinstance(width, int) else width, w
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by grouped_swiglu is exact, else the reason it is not."""
+    x = _val(match.kwargs["x"])
+    if x is None:
+        return "tensor metadata missing on the matched nodes"
+    try:
+        check_ignored_args(match, x.dtype, spec.op_activation)
+        x, E, K, N, w = _problem(match, spec)
+    except Declined as e:
+        return str(e)
+    if x.dim() != 2:
+        return f"the routed rows are {x.dim()}-D, not [S, K]"
+    if x.dtype not in DTYPES or w.dtype != x.dtype:
+        return f"rows {x.dtype} and expert weights {w.dtype}: the op takes bf16, fp16 or fp32, both alike"
+    if not statically_equal(x.shape[1], K):
+        return f"the rows have {x.shape[1]} features, the expert weights expect {K}"
+    gemm = _gemm(match)
+    if spec.form != "grouped_pair":
+        halves = equal_halves(gemm if spec.form == "grouped" else next(iter(gemm.users)))
+        if halves is None:
+            return "gate and up are not the two equal halves of the experts' merged gate_up output"
+        if not statically_equal(2 * halves[2], 2 * N) or not statically_equal(w.shape[2 if spec.form == "grouped" or spec.weights_in_out else 1], 2 * N):
+            return f"the halves ({halves[2]}) do not split the merged weights {list(w.shape)} in the middle"
+    if spec.form == "batched":
+        ids = _val(match.kwargs["expert_ids"])
+        if ids is None or ids.dim() != 1 or ids.dtype not in (torch.int64, torch.int32) or not statically_equal(ids.shape[0], x.shape[0]):
+            return "the expert ids are not one integer per routed row"
+    else:
+        offs = _val(match.kwargs["offs"])
+        if offs is None or offs.dim() != 1 or offs.dtype != torch.int32 or not statically_equal(offs.shape[0], E):
+            return "the group offsets are not [E] int32"
+    out = _val(match.output_node())
+    if out is None or out.dtype != x.dtype or len(out.shape) != 2 or not statically_equal(out.shape[1], N):
+        return f"the product is not [S, {N}] of the rows' dtype"
+    if len({t.device for t in (x, w)}) != 1:
+        return "inputs on different devices"
+    if x.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if x.device.type == "cuda":
+        reason = gpu_reason(x, N, K, E, spec.op_activation)
+        if reason:
+            return reason
+    elif x.device.type != "cpu":
+        return f"device {x.device.type} is not supported"
+    return ""
+
+
+def _dispatch_text(x, N, K, E, activation: str) -> str:
+    if x.device.type != "cuda":
+        return "unfused on the CPU: torch._grouped_mm, then act(gate) * up"
+    S = x.shape[0]
+    if not all(isinstance(d, int) for d in (S, N, K, E)):
+        return "per call by the number of routed rows (dispatch table, routed-expert rows)"
+    dtype = str(x.dtype).removeprefix("torch.")
+    return grouped_plans.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E).describe()
+
+
+class GroupedSwigluFusion(GraphPass):
+    """Post-grad pattern pass: MoE routed experts' gate/up + activation -> grouped_swiglu."""
+
+    name = "grouped_swiglu_fusion"
+
+    def __init__(self, config: PassConfig | None = None) -> None:
+        self.config = config or PassConfig()
+        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_grouped_fusion")
+        self._registered = False
+        self._register_lock = threading.Lock()
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        if not (graph.find_nodes(op="call_function", target=aten._grouped_mm.default)
+                or graph.find_nodes(op="call_function", target=aten.bmm.default)):
+            return 0   # no grouped or batched GEMM: the patterns need not even be traced
+        self._register()
+        return self.pm.apply(graph)
+
+    def _register(self) -> None:
+        with self._register_lock:
+            if self._registered:
+                return
+            for rp in pattern_registry.build_grouped_patterns(self.config.activations):
+                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
+                    self._make_handler(rp.spec))
+            self._registered = True
+
+    def _make_check(self, spec):
+        return recording_check(lambda match: can_rewrite(match, spec, self.config), "routed-experts SwiGLU")
+
+    def _make_handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            x, E, K, N, _ = _problem(match, spec)
+            location = source_location(match.output_node())
+            names = {"grouped": ("x", "w", "offs"), "grouped_pair": ("x", "w_gate", "w_up", "offs"),
+                     "batched": ("x", "w", "expert_ids")}[spec.form]
+            match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
+            counters["inductor"]["grouped_swiglu_fusion"] += 1
+            if rec is not None:
+                rec.rewrites.append(Rewrite(
+                    pattern=spec.name, location=location, x_shape=_shape(x.shape),
+                    n=int(N) if isinstance(N, int) else str(N), k=int(K) if isinstance(K, int) else str(K),
+                    dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
+                    dispatch=f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}"))
+
+        return handler

@@ -1,0 +1,98 @@
+"""The plan for one call of the routed experts' op (``grouped_swiglu``): the fused grouped Triton
+kernel and its configuration, or the unfused path (``torch._grouped_mm`` and one elementwise pass).
+
+The same authority as ``plans`` for the dense op, keyed ``"grouped/<dtype>/<activation>"`` in the
+device's table (M is S, the routed rows: tokens x experts per token).  The rules, in order:
+
+1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused kernel (its default configuration
+   for the rows per expert), ``unfused`` the unfused path; a CUTLASS kernel's name forces the
+   unfused path, since no CUTLASS grouped kernel exists.
+2. The device's table: the entry for the shape (nearest measured (K, N), then the S bucket).
+3. No table entry: the unfused path, with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..ops import triton_grouped_swiglu as tgs
+from .devices import DeviceKind
+from .forced import forced_kernel
+from .table import Key, lookup, table_for
+
+FORM = "grouped"
+FUSED = "grouped_triton"
+UNFUSED = "unfused"
+
+REASONS = {
+    "measured": "measured fastest at this shape (dispatch table)",
+    "measured_unfused": "the unfused path measured faster at this shape (dispatch table)",
+    "forced": "forced by INDUCTOR_SWIGLU_FORCE_KERNEL",
+    "forced_cutlass": "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes routed experts, so unfused",
+    "no_table": "no dispatch table serves routed experts of this dtype on this GPU",
+}
+
+
+@dataclass(frozen=True)
+class GroupedPlan:
+    impl: str                  # FUSED or UNFUSED
+    config: str                # the fused kernel's configuration name ("" for unfused)
+    reason: str                # a key of REASONS
+    detail: str = ""
+
+    @property
+    def fused(self) -> bool:
+        return self.impl == FUSED
+
+    @property
+    def kernel_config(self) -> tgs.GroupedConfig | None:
+        return tgs.BY_NAME.get(self.config)
+
+    def describe(self) -> str:
+        what = f"{self.impl} {self.config}".strip()
+        return f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
+
+
+def key(dtype: str, activation: str) -> Key:
+    return Key(dtype, activation, FORM)
+
+
+def clear_cache() -> None:
+    """Forget the plans looked up so far (after a table changed, e.g. in tests)."""
+    _plan.cache_clear()
+
+
+def serves(device: DeviceKind, dtype: str, activation: str) -> bool:
+    """Whether the device's table has routed-expert rows for this dtype and activation."""
+    table = table_for(device.table)
+    return table is not None and table.source_of(key(dtype, activation)) is not None
+
+
+def grouped_plan(device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int, E: int) -> GroupedPlan:
+    """What a call with S routed rows over E experts of [K, N] gate and up weights runs."""
+    return _plan(device, dtype, activation, S, N, K, E, forced_kernel())
+
+
+@functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
+def _plan(device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int, E: int,
+          name: str | None) -> GroupedPlan:
+    if name == "triton":
+        return GroupedPlan(FUSED, tgs.default_config(S, E).name, "forced")
+    if name == "unfused":
+        return GroupedPlan(UNFUSED, "", "forced")
+    if name is not None:
+        return GroupedPlan(UNFUSED, "", "forced_cutlass", name)
+    k = key(dtype, activation)
+    table = table_for(device.table)
+    rows = table.rows_for(k) if table is not None else ()
+    if not rows:
+        return GroupedPlan(UNFUSED, "", "no_table", f"{k.text} on {device.name}")
+    e = lookup(rows, S, N, K)
+    where = f"K={e.K} N={e.N} S in [{e.m_lo}, {e.m_hi}]"
+    if e.impl != FUSED:
+        return GroupedPlan(UNFUSED, "", "measured_unfused", where)
+    if e.config not in tgs.BY_NAME:
+        return GroupedPlan(FUSED, tgs.default_config(S, E).name, "measured",
+                           f"{where}; {e.config} is not a configuration of this version, the default runs")
+    return GroupedPlan(FUSED, e.config, "measured", where)

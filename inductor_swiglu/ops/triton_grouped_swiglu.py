@@ -1,0 +1,281 @@
+"""The routed experts' gate/up projection and activation in one Triton kernel:
+
+    for each expert e and each row r of its group [start_e, end_e) of x (tokens sorted by expert):
+        out[r] = act(x[r] @ w_gate[e]) * (x[r] @ w_up[e])
+
+``w_gate`` and ``w_up`` are ``[E, K, N]`` with any strides (``torch._grouped_mm``'s weight operand:
+transformers passes ``gate_up_proj.transpose(-2, -1)``, whose halves along N are the gate and the
+up weights, read in place), ``offs`` the ``[E]`` int32 end row of each group (cumulative counts,
+as ``torch._grouped_mm`` takes them; group 0 starts at row 0).  Rows at or past ``offs[-1]`` are
+not written, as ``_grouped_mm`` leaves them.
+
+The schedule is read on the device: each program loads ``offs``, computes every expert's number
+of row tiles and their prefix sum, and finds its (expert, row tile) there, so the grid depends
+only on the number of rows S (``S // BLOCK_M + min(E, S)`` row-tile slots bound any routing) and
+a CUDA graph captures one launch that serves every routing.  Slots past the routing's tiles exit
+at once.  Experts that receive no tokens cost nothing and their weights are never read.
+
+Two tilings, per configuration (``GroupedConfig.swap_ab``), as in the FP8 kernel:
+
+* row tiles (prefill, many rows per expert): ``BLOCK_M x BLOCK_N`` of ``out`` per program, two
+  fp32 accumulators; programs walk ``GROUP_M`` row tiles (mostly of one expert) per weight tile,
+  so consecutive programs share that weight tile in L2;
+* swapped (decode, a few rows per expert): the weights are the MMA's M operand (``BLOCK_N``
+  weight columns) and the expert's rows its N (16 or 32), the way cuBLAS runs skinny GEMMs.
+
+bf16 and fp16 (fp32 accumulation, one rounding of the result).  No workspace, no host
+synchronisation.  Under ``TRITON_INTERPRET=1`` it runs on CPU tensors, which the tests use.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from . import activations, triton_helpers, triton_swiglu
+from .triton_helpers import activate, add
+
+if triton_swiglu.importable():
+    import triton
+    import triton.language as tl
+else:
+    triton = tl = None
+
+DTYPES = (torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class GroupedConfig:
+    """One compile-time variant of the kernel (a point of the MoE sweep)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+    swap_ab: bool = False
+    group_m: int = 8
+
+    def __post_init__(self):
+        for name in ("block_m", "block_n", "block_k"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"GroupedConfig.{name}={v}: must be a power of two >= 16")
+
+    @property
+    def name(self) -> str:
+        return (f"grouped_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}")
+
+    def smem_bytes(self, element_size: int = 2) -> int:
+        """Shared memory of the pipelined tiles (x and both weights)."""
+        return self.num_stages * (self.block_m + 2 * self.block_n) * self.block_k * element_size
+
+    def serves(self, rows_per_expert: float) -> bool:
+        """Whether the sweep should try this configuration for experts that get about this many rows:
+        swapped tiles where a group is a handful of rows, row tiles where it fills half of one."""
+        if self.swap_ab:
+            return rows_per_expert <= 2 * self.block_m
+        return rows_per_expert >= self.block_m // 4
+
+
+CONFIGS: tuple[GroupedConfig, ...] = (
+    # Decode: each active expert's weights stream once; the sweep trades columns per program
+    # (programs in flight) against K depth.
+    GroupedConfig(16, 32, 128, 4, 4, swap_ab=True),
+    GroupedConfig(16, 64, 128, 4, 4, swap_ab=True),
+    GroupedConfig(16, 64, 256, 4, 3, swap_ab=True),
+    GroupedConfig(16, 128, 128, 4, 3, swap_ab=True),
+    GroupedConfig(32, 64, 128, 4, 4, swap_ab=True),
+    GroupedConfig(64, 64, 128, 4, 3, swap_ab=True),
+    # Prefill: compute bound; larger tiles reuse each load more (two fp32 accumulators: 128 x 128
+    # takes 8 warps).
+    GroupedConfig(64, 64, 64, 4, 4),
+    GroupedConfig(64, 128, 64, 4, 4),
+    GroupedConfig(64, 128, 64, 8, 4),
+    GroupedConfig(128, 64, 64, 4, 4),
+    GroupedConfig(128, 128, 64, 8, 3),
+    GroupedConfig(128, 128, 64, 8, 4),
+    GroupedConfig(64, 256, 64, 8, 3),
+)
+BY_NAME = {c.name: c for c in CONFIGS}
+
+
+def rows_per_expert(S: int, E: int) -> float:
+    """Rows an active expert gets on average when S rows are routed over E experts."""
+    return S / max(1, min(E, S))
+
+
+def default_config(S: int, E: int) -> GroupedConfig:
+    """Where no measurement chose one: swapped tiles for a few rows per expert, else row tiles."""
+    rows = rows_per_expert(S, E)
+    if rows <= 16:
+        return BY_NAME["grouped_swap_m16_n64_k128_w4_s4"]
+    if rows <= 96:
+        return BY_NAME["grouped_m64_n128_k64_w4_s4"]
+    return BY_NAME["grouped_m128_n128_k64_w8_s3"]
+
+
+def available(device: torch.device | None = None) -> tuple[bool, str]:
+    """(True, "") if the kernel can run here, else (False, why not)."""
+    return triton_swiglu.available()
+
+
+def _grouped_swiglu_kernel(
+    x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr,
+    S, N, K, E, tile_slots,
+    stride_xm, stride_ge, stride_gk, stride_gn, stride_ue, stride_uk, stride_un, stride_om,
+    E_POW2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    tiles_n = (N + BLOCK_N - 1) // BLOCK_N
+    per_group = GROUP_M * tiles_n
+    first_slot = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(tile_slots - first_slot, GROUP_M)
+    slot = first_slot + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    # The routing's schedule, from offs: expert e owns ceil(count_e / BLOCK_M) consecutive slots.
+    # Ends are clamped to S and counts to >= 0, so offsets that are not a valid routing can make
+    # wrong rows but never read or write out of bounds.
+    e_idx = tl.arange(0, E_POW2)
+    in_e = e_idx < E
+    ends = tl.minimum(tl.load(offs_ptr + e_idx, mask=in_e, other=0), S)
+    starts = tl.minimum(tl.load(offs_ptr + e_idx - 1, mask=in_e & (e_idx > 0), other=0), S)
+    counts = tl.where(in_e, tl.maximum(ends - starts, 0), 0)
+    tiles = (counts + BLOCK_M - 1) // BLOCK_M
+    slots_through = tl.associative_scan(tiles, 0, add)
+    if slot >= tl.reduce(tiles, 0, add):
+        return
+    e = tl.reduce((slots_through <= slot).to(tl.int32), 0, add)
+    mine = e_idx == e
+    first = tl.reduce(tl.where(mine, slots_through - tiles, 0), 0, add)
+    row_start = tl.reduce(tl.where(mine, starts, 0), 0, add) + (slot - first) * BLOCK_M
+    row_end = tl.reduce(tl.where(mine, ends, 0), 0, add)
+
+    offs_m = row_start + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < row_end
+    mask_n = offs_n < N
+    rows_m = offs_m.to(tl.int64)
+    wg_base = wg_ptr + e.to(tl.int64) * stride_ge    # E * K * N passes 2^31 elements in large MoEs
+    wu_base = wu_ptr + e.to(tl.int64) * stride_ue
+
+    if SWAP_AB:
+        # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
+        wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
+        wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
+        x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
+        acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+        acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+    else:
+        x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+        wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
+        wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+        acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+        acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+
+    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+        # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
+        mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
+        if SWAP_AB:
+            x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            acc_g = tl.dot(wg, x, acc_g)
+            acc_u = tl.dot(wu, x, acc_u)
+        else:
+            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            acc_g = tl.dot(x, wg, acc_g)
+            acc_u = tl.dot(x, wu, acc_u)
+        x_ptrs += BLOCK_K
+        wg_ptrs += BLOCK_K * stride_gk
+        wu_ptrs += BLOCK_K * stride_uk
+
+    y = activate(acc_g, ACTIVATION) * acc_u
+    if SWAP_AB:
+        out_ptrs = out_ptr + rows_m[None, :] * stride_om + offs_n[:, None]
+        mask = mask_n[:, None] & mask_m[None, :]
+    else:
+        out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
+        mask = mask_m[:, None] & mask_n[None, :]
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.cache
+def _kernel(interpret: bool):
+    # Keyed by the mode (see triton_swiglu._kernel).  S and the slot count are not specialised, so
+    # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
+    return triton_helpers.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
+
+
+def check(x, w_gate, w_up, offs, out=None) -> None:
+    """ValueError/TypeError for inputs the kernel does not define."""
+    if x.dim() != 2 or w_gate.dim() != 3 or w_up.dim() != 3 or offs.dim() != 1:
+        raise ValueError(f"grouped_swiglu_triton: x must be [S, K], the weights [E, K, N] and offs [E]; got x "
+                         f"{tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, "
+                         f"offs {tuple(offs.shape)}")
+    E, K, N = w_gate.shape
+    if tuple(w_up.shape) != (E, K, N) or x.shape[1] != K or offs.shape[0] != E:
+        raise ValueError(f"grouped_swiglu_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
+                         f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, offs {tuple(offs.shape)}")
+    if x.dtype not in DTYPES or w_gate.dtype != x.dtype or w_up.dtype != x.dtype:
+        raise TypeError(f"grouped_swiglu_triton: x {x.dtype}, w_gate {w_gate.dtype}, w_up {w_up.dtype}: the kernel "
+                        "takes bf16 or fp16, all alike")
+    if offs.dtype != torch.int32:
+        raise TypeError(f"grouped_swiglu_triton: offs is {offs.dtype}; expected int32")
+    if len({t.device for t in (x, w_gate, w_up, offs)}) != 1:
+        raise ValueError("grouped_swiglu_triton: all inputs must be on one device")
+    if out is not None and (tuple(out.shape) != (x.shape[0], N) or out.dtype != x.dtype or out.device != x.device
+                            or not out.is_contiguous()):
+        raise ValueError(f"grouped_swiglu_triton: out must be a contiguous [{x.shape[0]}, {N}] {x.dtype} tensor")
+
+
+def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.SILU,
+                          config: GroupedConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The fused grouped gated projection (module docstring); returns ``[S, N]`` in x's dtype.
+
+    ``config=None`` takes ``default_config``; ``out`` (contiguous ``[S, N]``) lets tests poison the
+    output first.  ValueError/TypeError for inconsistent inputs, RuntimeError where the kernel
+    cannot run (``available()``).
+    """
+    check(x, w_gate, w_up, offs, out)
+    act_id = activations.activation_id(activation)
+    S, K = x.shape
+    E, _, N = w_gate.shape
+    if out is None:
+        out = torch.empty((S, N), dtype=x.dtype, device=x.device)
+    if S == 0 or N == 0 or E == 0:
+        return out
+    if K == 0:   # no products: act(0) * 0 in every row of every group
+        return out.zero_()
+    ok, why = available(x.device if x.is_cuda else None)
+    if not ok:
+        raise RuntimeError(f"grouped_swiglu_triton: {why}")
+    interpret = triton_swiglu.interpreting()
+    if not interpret and not x.is_cuda:
+        raise ValueError(f"grouped_swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
+                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    x = x if x.stride(1) == 1 else x.contiguous()
+    config = config or default_config(S, E)
+    tile_slots = S // config.block_m + min(E, S)
+    grid = (tile_slots * triton.cdiv(N, config.block_n),)
+    args = (x, w_gate, w_up, offs, out, S, N, K, E, tile_slots, x.stride(0),
+            *w_gate.stride(), *w_up.stride(), out.stride(0))
+    meta = dict(E_POW2=triton.next_power_of_2(E), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+                BLOCK_K=config.block_k, GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
+                EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
+                num_warps=config.num_warps, num_stages=config.num_stages)
+    launch = _kernel(interpret)[grid]
+    if x.is_cuda:
+        with torch.cuda.device(x.device):   # Triton launches on the current device
+            launch(*args, **meta)
+    else:
+        launch(*args, **meta)
+    return out

@@ -1,0 +1,57 @@
+"""Triton helpers the fused kernels share (the FP8 and the grouped kernel):
+
+* ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``ops/activations.py``
+  (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
+* ``add``: the combine function of sums and prefix sums (``tl.reduce(v, 0, add)``,
+  ``tl.associative_scan(v, 0, add)``).
+
+``jit_with_helpers`` wraps a kernel that calls them: Triton resolves the names in the kernel's
+globals at compile time, and they must then be JIT functions of the same mode (compiled or
+interpreted, picked when ``triton.jit`` wraps a function), so each mode's kernel gets its own
+namespace.  (``tl.sum`` and ``tl.cumsum`` are not used for the same reason: they are JIT functions
+wrapped in whatever mode Triton was imported in, which breaks the interpreter switched on later, as
+the tests do.)
+"""
+
+from __future__ import annotations
+
+import types
+
+from . import triton_swiglu
+
+if triton_swiglu.importable():
+    import triton
+    import triton.language as tl
+else:
+    triton = tl = None
+
+
+def activate(g, ACTIVATION: tl.constexpr):
+    if ACTIVATION == 1:
+        u = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+        return g / (1.0 + tl.exp(-2.0 * u))
+    elif ACTIVATION == 2:
+        # erf through erfc's Chebyshev fit (relative error below 1.2e-7)
+        z = -g * 0.7071067811865476
+        az = tl.abs(z)
+        t = 1.0 / (1.0 + 0.5 * az)
+        poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+                -0.82215223 + t * 0.17087277))))))))
+        erfc_az = t * tl.exp(-az * az + poly)
+        return 0.5 * g * tl.where(z >= 0, erfc_az, 2.0 - erfc_az)
+    else:
+        return g / (1.0 + tl.exp(-g))
+
+
+def add(a, b):
+    return a + b
+
+
+def jit_with_helpers(kernel_fn, **jit_kwargs):
+    """``triton.jit(kernel_fn)`` with the helpers resolved to JIT functions of the current mode."""
+    namespace = dict(kernel_fn.__globals__, activate=triton.jit(activate), add=triton.jit(add))
+    kernel = types.FunctionType(kernel_fn.__code__, namespace, kernel_fn.__name__)
+    kernel.__annotations__ = dict(kernel_fn.__annotations__)   # the tl.constexpr marks
+    kernel.__qualname__ = kernel_fn.__qualname__
+    return triton.jit(kernel, **jit_kwargs)

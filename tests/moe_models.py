@@ -1,0 +1,60 @@
+"""Tiny MoE models for the routed-expert tests: transformers' own Qwen3-MoE and Mixtral (its
+expert code, run through the experts implementation asked for) and a torchtitan-style layer with
+separate gate and up expert weights over ``torch._grouped_mm``."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def use_experts(model, implementation: str):
+    """transformers' experts implementation (set_experts_implementation where this version has it)."""
+    if hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation(implementation)
+    else:
+        model.config._experts_implementation = implementation
+    return model
+
+
+def tiny_qwen3_moe(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2,
+                   num_experts: int = 8, top_k: int = 2, hidden_act: str = "silu"):
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen3MoeConfig(vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=48,
+                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                         num_experts=num_experts, num_experts_per_tok=top_k, decoder_sparse_step=1,
+                         mlp_only_layers=[], hidden_act=hidden_act)
+    with torch.device(device):
+        model = Qwen3MoeForCausalLM(cfg)
+    return use_experts(model.to(dtype).eval(), experts_implementation)
+
+
+def tiny_mixtral(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2):
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    cfg = MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=80, num_hidden_layers=layers,
+                        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
+    with torch.device(device):
+        model = MixtralForCausalLM(cfg)
+    return use_experts(model.to(dtype).eval(), experts_implementation)
+
+
+class PairExperts(torch.nn.Module):
+    """torchtitan's grouped experts: tokens sorted by expert, separate [E, K, N] gate and up weights."""
+
+    def __init__(self, E=4, K=32, N=24, dtype=torch.bfloat16):
+        super().__init__()
+        self.w1 = torch.nn.Parameter(torch.randn(E, K, N, dtype=dtype) / K**0.5)
+        self.w3 = torch.nn.Parameter(torch.randn(E, K, N, dtype=dtype) / K**0.5)
+        self.w2 = torch.nn.Parameter(torch.randn(E, N, K, dtype=dtype) / N**0.5)
+
+    def forward(self, x, offs):
+        h = F.silu(torch._grouped_mm(x, self.w1, offs=offs)) * torch._grouped_mm(x, self.w3, offs=offs)
+        return torch._grouped_mm(h, self.w2, offs=offs)
+
+
+def offsets(counts, device="cpu") -> torch.Tensor:
+    return torch.tensor(counts, device=device).cumsum(0).to(torch.int32)

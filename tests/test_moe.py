@@ -1,0 +1,319 @@
+"""MoE routed experts on the CPU: the op ``grouped_swiglu`` against its reference (experts that
+receive no tokens, one token, every token on one expert), the fused grouped kernel under Triton's
+interpreter, the rewrite of the forms transformers and hand-written MoE code produce (transformers'
+``grouped_mm`` and ``batched_mm`` experts of Qwen3-MoE and Mixtral, torchtitan's separate gate and
+up weights), the near misses (gpt-oss's interleaved, clamped SwiGLU; training graphs), and the
+routed-expert rows of the dispatch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from moe_models import PairExperts, offsets, tiny_mixtral, tiny_qwen3_moe
+from torch._dynamo.utils import counters
+
+import inductor_swiglu
+from inductor_swiglu.compiler.passes import grouped_swiglu_fusion
+from inductor_swiglu.compiler.records import RECORDS
+from inductor_swiglu.dispatch import devices, grouped_plans
+from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
+from inductor_swiglu.ops import grouped_swiglu_op as op
+from inductor_swiglu.ops import triton_grouped_swiglu as tgs
+
+
+def operands(counts, K=32, N=24, dtype=torch.bfloat16, extra_rows=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    E, S = len(counts), sum(counts) + extra_rows
+    x = torch.randn(S, K, generator=g).to(dtype)
+    gate_up = (torch.randn(E, 2 * N, K, generator=g) / K**0.5).to(dtype)
+    return x, gate_up.transpose(-2, -1), offsets(counts)
+
+
+def per_expert(x, w, offs, activation="silu"):
+    """act(gate) * up of each expert's rows, written out with a loop (rows past offs[-1]: none)."""
+    n = w.shape[-1] // 2
+    out, start = [], 0
+    for e, end in enumerate(offs.tolist()):
+        y = x[start:end].float() @ w[e].float()
+        from inductor_swiglu.ops import activations
+        out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
+        start = end
+    return torch.cat(out)
+
+
+# --------------------------------------------------------------------------- #
+# The op                                                                       #
+# --------------------------------------------------------------------------- #
+
+@pytest.mark.parametrize("counts", [[3, 0, 7, 1], [0, 0, 0, 12], [1, 0, 0, 0], [0, 0, 0, 0]],
+                         ids=["spread", "all_on_one", "one_token", "none"])
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
+def test_the_op_computes_each_experts_rows(counts, activation):
+    x, w, offs = operands(counts)
+    got = op.grouped_swiglu(x, w, None, offs, activation)
+    rows = int(offs[-1])
+    assert got.shape == (x.shape[0], 24) and got.dtype == x.dtype
+    want = per_expert(x, w, offs, activation)
+    torch.testing.assert_close(got[:rows].float(), want, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(op.grouped_swiglu_reference(x, w, None, offs, activation)[:rows].float(), want,
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_separate_gate_and_up_weights_equal_the_merged_ones():
+    x, w, offs = operands([4, 2, 0, 5])
+    merged = op.grouped_swiglu(x, w, None, offs)
+    separate = op.grouped_swiglu(x, w[..., :24].contiguous(), w[..., 24:].contiguous(), offs)
+    rows = int(offs[-1])
+    assert torch.equal(merged[:rows], separate[:rows])
+
+
+def test_bad_inputs_get_clear_errors():
+    x, w, offs = operands([2, 2, 2, 2])
+    with pytest.raises(TypeError, match="offs is torch.int64"):
+        op.grouped_swiglu(x, w, None, offs.long())
+    with pytest.raises(TypeError, match="weights are torch.float32"):
+        op.grouped_swiglu(x, w.float(), None, offs)
+    with pytest.raises(ValueError, match="odd last axis"):
+        op.grouped_swiglu(x, w[..., :47], None, offs)
+    with pytest.raises(ValueError, match="do not match"):
+        op.grouped_swiglu(x, w, None, offs[:3])
+    with pytest.raises(ValueError, match="differ in shape"):
+        op.grouped_swiglu(x, w[..., :24], w[..., :20], offs)
+    with pytest.raises(ValueError, match=r"x must be \[S, K\]"):
+        op.grouped_swiglu(x[None], w, None, offs)
+
+
+def test_the_op_traces_with_fake_tensors():
+    x, w, offs = operands([2, 2, 2, 2])
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fx, fw, fo = (mode.from_tensor(t) for t in (x, w, offs))
+        out = torch.ops.inductor_swiglu.grouped_swiglu(fx, fw, None, fo, "silu")
+    assert out.shape == (x.shape[0], 24) and out.dtype == x.dtype
+
+
+# --------------------------------------------------------------------------- #
+# The fused kernel's inputs and configurations (interpreted runs: test_triton_grouped_swiglu.py)
+# --------------------------------------------------------------------------- #
+
+def test_the_fused_kernel_checks_its_inputs():
+    x, w, offs = operands([2, 2])
+    n = w.shape[-1] // 2
+    with pytest.raises(TypeError, match="int32"):
+        tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs.long())
+    with pytest.raises(TypeError, match="bf16 or fp16"):
+        tgs.grouped_swiglu_triton(x.float(), w[..., :n].float(), w[..., n:].float(), offs)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        tgs.grouped_swiglu_triton(x, w[..., :n], w[..., :n - 1], offs)
+
+
+def test_default_configurations_follow_the_rows_per_expert():
+    assert tgs.default_config(8, 128).swap_ab          # decode: 8 rows over 8 experts
+    assert not tgs.default_config(32768, 128).swap_ab  # prefill: 256 rows per expert
+    assert all(c.smem_bytes() <= 227 * 1024 for c in tgs.CONFIGS)
+
+
+# --------------------------------------------------------------------------- #
+# The rewrite                                                                  #
+# --------------------------------------------------------------------------- #
+
+def compile_and_count(model, *inputs, **backend_kwargs):
+    torch._dynamo.reset()
+    inductor_swiglu.reset_counters()
+    inductor_swiglu.reset_op_stats()
+    counters.clear()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend=inductor_swiglu.backend(**backend_kwargs) if backend_kwargs
+                                 else "inductor_swiglu")
+        out = compiled(*inputs)
+        torch._dynamo.reset()
+        stock = torch.compile(model, backend="inductor")(*inputs)
+        eager = model(*inputs)
+    return out, stock, eager, counters["inductor"]["grouped_swiglu_fusion"]
+
+
+def _logits(o):
+    return o.logits if hasattr(o, "logits") else o
+
+
+@pytest.mark.parametrize("implementation", ["grouped_mm", "batched_mm"])
+@pytest.mark.parametrize("build", [tiny_qwen3_moe, tiny_mixtral], ids=["qwen3_moe", "mixtral"])
+def test_transformers_experts_are_rewritten_once_per_moe_layer(build, implementation):
+    model = build(implementation, layers=3)
+    ids = torch.randint(0, 128, (2, 9))
+    out, stock, eager, rewrites = compile_and_count(model, ids)
+    assert rewrites == 3
+    assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu", 0) == 3
+    # the op rounds as stock Inductor does: the same logits up to the order of bf16 sums
+    torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
+    torch.testing.assert_close(_logits(out).float(), _logits(eager).float(), rtol=0.05, atol=0.05)
+
+
+def test_experts_that_receive_no_tokens():
+    # 32 experts, one per token, 3 tokens: at least 29 experts get nothing in every layer
+    model = tiny_qwen3_moe("grouped_mm", num_experts=32, top_k=1)
+    ids = torch.randint(0, 128, (1, 3))
+    out, stock, eager, rewrites = compile_and_count(model, ids)
+    assert rewrites == 2
+    torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
+
+
+def test_geglu_experts_are_rewritten_with_their_activation():
+    model = tiny_qwen3_moe("grouped_mm", hidden_act="gelu_pytorch_tanh")
+    out, stock, _, rewrites = compile_and_count(model, torch.randint(0, 128, (2, 5)))
+    assert rewrites == 2
+    patterns = {r.pattern for g in RECORDS.graphs for r in g.rewrites}
+    assert all("gelu_tanh" in p for p in patterns), patterns
+    torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
+
+
+def test_separate_gate_and_up_expert_weights_are_rewritten():
+    torch.manual_seed(0)
+    model = PairExperts()
+    x = torch.randn(11, 32, dtype=torch.bfloat16)
+    offs = offsets([3, 0, 6, 1])
+    out, stock, _, rewrites = compile_and_count(model, x, offs)
+    assert rewrites == 1
+    rows = int(offs[-1])
+    torch.testing.assert_close(out[:rows].float(), stock[:rows].float(), rtol=0.02, atol=0.02)
+
+
+def test_gpt_oss_clamped_interleaved_experts_are_a_near_miss():
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    torch.manual_seed(0)
+    cfg = GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=48, num_hidden_layers=1,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                       num_experts_per_tok=2, layer_types=["full_attention"])
+    model = GptOssForCausalLM(cfg).to(torch.bfloat16).eval()
+    model.config._experts_implementation = "grouped_mm"
+    out, stock, _, rewrites = compile_and_count(model, torch.randint(0, 128, (2, 5)))
+    reasons = [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    assert rewrites == 0 and any("interleaved" in r and "clamped" in r for r in reasons), reasons
+    torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
+
+
+def test_training_graphs_are_left_alone_and_train_correctly():
+    torch.manual_seed(0)
+    model = PairExperts()
+    x = torch.randn(9, 32, dtype=torch.bfloat16)
+    offs = offsets([2, 3, 0, 4])
+    torch._dynamo.reset()
+    inductor_swiglu.reset_counters()
+    counters.clear()
+    grad = torch.randn(9, 32, dtype=torch.bfloat16)   # dense: _grouped_mm's CPU backward rejects an expanded one
+    compiled = torch.compile(model, backend="inductor_swiglu")
+    compiled(x, offs).backward(grad)
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x, offs).backward(grad)
+    assert counters["inductor"]["grouped_swiglu_fusion"] == 0
+    for a, b in zip(got, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(a.float(), b.float(), rtol=0.02, atol=0.02)
+
+
+def test_moe_rewrite_can_be_switched_off():
+    model = tiny_qwen3_moe("grouped_mm")
+    *_, rewrites = compile_and_count(model, torch.randint(0, 128, (1, 4)), pass_config=inductor_swiglu.PassConfig(moe=False))
+    assert rewrites == 0
+
+
+# --------------------------------------------------------------------------- #
+# Dispatch                                                                     #
+# --------------------------------------------------------------------------- #
+
+def grouped_table():
+    key = Key("bfloat16", "silu", "grouped")
+    rows = (Entry(key, 64, 48, 1, 64, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4"),
+            Entry(key, 64, 48, 65, 1 << 62, "unfused", ""))
+    return Table("h200", "", "", "", "", {key: key, Key("float16", "silu", "grouped"): key}, rows)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    grouped_plans.clear_cache()
+    yield
+    grouped_plans.clear_cache()
+
+
+def test_table_keys_keep_the_form_apart():
+    assert Key.parse("grouped/bfloat16/silu") == Key("bfloat16", "silu", "grouped")
+    assert Key.parse("bfloat16/silu") == Key("bfloat16", "silu")
+    assert Key("bfloat16", "silu", "grouped") != Key("bfloat16", "silu")
+    with pytest.raises(ValueError):
+        Key.parse("ragged/bfloat16/silu")
+    table = grouped_table()
+    assert table.rows_for(Key("bfloat16", "silu")) == ()     # a dense model never runs a routed-expert row
+    assert table.dtypes_served() == set()                     # the CUTLASS build is not asked for them
+
+
+def test_plans_follow_the_routed_expert_rows(monkeypatch):
+    h200 = devices.kind_of("NVIDIA H200", (9, 0))
+    monkeypatch.setattr(grouped_plans, "table_for", lambda kind: grouped_table() if kind == "h200" else None)
+    assert grouped_plans.serves(h200, "bfloat16", "silu") and not grouped_plans.serves(h200, "bfloat16", "gelu")
+    p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 8, 48, 64, 128)
+    assert p.fused and p.kernel_config.swap_ab
+    p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
+    assert not p.fused and p.reason == "measured_unfused"
+    for name, fused, reason in (("triton", True, "forced"), ("unfused", False, "forced"),
+                                ("dual_gemm", False, "forced_cutlass")):
+        with inductor_swiglu.force_kernel(name):
+            p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
+        assert (p.fused, p.reason) == (fused, reason), (name, p)
+    p = grouped_plans.grouped_plan(devices.kind_of("NVIDIA A100", (8, 0)), "bfloat16", "silu", 8, 48, 64, 8)
+    assert not p.fused and p.reason == "no_table"
+
+
+class _Meta:
+    def __init__(self, shape, dtype=torch.bfloat16):
+        self.shape, self.dtype, self.device = shape, dtype, torch.device("cuda")
+
+
+def test_gpu_rewrites_follow_the_plan(monkeypatch):
+    from inductor_swiglu.ops import cuda_impl
+
+    monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
+    monkeypatch.setattr(grouped_plans, "table_for", lambda kind: grouped_table())
+    reason = grouped_swiglu_fusion.gpu_reason
+    assert reason(_Meta((16, 64)), 48, 64, 128, "silu") == ""
+    assert "unfused path is the plan" in reason(_Meta((4096, 64)), 48, 64, 128, "silu")
+    assert "bf16 or fp16" in reason(_Meta((16, 64), torch.float32), 48, 64, 128, "silu")
+    with inductor_swiglu.force_kernel("triton"):
+        assert reason(_Meta((4096, 64)), 48, 64, 128, "silu") == ""
+    assert "no routed-expert rows" in reason(_Meta((16, 64)), 48, 64, 128, "gelu")
+
+
+def test_shipped_routed_expert_rows_name_kernel_configurations():
+    for table in shipped().values():
+        for key in table.serves:
+            rows = table.rows_for(key)
+            if key.form == "grouped":
+                assert rows and all(e.impl in ("grouped_triton", "unfused") for e in rows)
+                assert all(e.config in tgs.BY_NAME for e in rows if e.impl == "grouped_triton")
+            else:
+                assert all(e.impl != "grouped_triton" for e in rows)
+
+
+def test_a_table_with_routed_expert_rows_round_trips(tmp_path):
+    from inductor_swiglu.dispatch.table import save
+
+    save(grouped_table(), tmp_path / "t.json")
+    again = load(tmp_path / "t.json")
+    assert again.entries == grouped_table().entries and again.serves == grouped_table().serves
+
+
+def test_the_rewrite_declines_odd_forms_with_a_reason():
+    class OddSplit(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, 32, 48, dtype=torch.bfloat16))
+
+        def forward(self, x, offs):
+            y = torch._grouped_mm(x, self.w, offs=offs)
+            return F.silu(y[:, :20]) * y[:, 20:40]      # not the two halves
+
+    x, offs = torch.randn(8, 32, dtype=torch.bfloat16), offsets([2, 2, 2, 2])
+    out, stock, _, rewrites = compile_and_count(OddSplit(), x, offs)
+    reasons = [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    assert rewrites == 0 and reasons, reasons
+    torch.testing.assert_close(out.float(), stock.float())

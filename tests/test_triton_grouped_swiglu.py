@@ -1,0 +1,83 @@
+"""The fused routed-experts Triton kernel on CPU, under Triton's interpreter (see
+test_triton_swiglu.py for why the interpreter is switched on per module): both tilings, experts
+that receive no tokens, one token, every token on one expert, K and N tails, rows past offs[-1]
+left unwritten.  fp16 only: the interpreter multiplies bf16 as its bit pattern."""
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+import torch  # noqa: E402
+from moe_models import offsets  # noqa: E402
+
+from inductor_swiglu.ops import activations  # noqa: E402
+from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
+
+SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
+ROWS = tgs.GroupedConfig(16, 32, 32)
+ROWS_32 = tgs.GroupedConfig(32, 16, 64, group_m=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _interpreter():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
+def operands(counts, K, N, extra_rows=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    E, S = len(counts), sum(counts) + extra_rows
+    x = torch.randn(S, K, generator=g).to(torch.float16)
+    gate_up = (torch.randn(E, 2 * N, K, generator=g) / K**0.5).to(torch.float16)
+    return x, gate_up.transpose(-2, -1), offsets(counts)
+
+
+def per_expert(x, w, offs, activation="silu"):
+    n = w.shape[-1] // 2
+    out, start = [], 0
+    for e, end in enumerate(offs.tolist()):
+        y = x[start:end].double() @ w[e].double()
+        out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
+        start = end
+    return torch.cat(out)
+
+
+@pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32], ids=lambda c: c.name)
+@pytest.mark.parametrize("counts", [[3, 0, 17, 1, 0, 9], [0, 0, 0, 0, 0, 30], [1, 0, 0, 0, 0, 0], [0] * 6],
+                         ids=["spread", "all_on_one", "one_token", "none"])
+def test_each_experts_rows(config, counts):
+    x, w, offs = operands(counts, K=72, N=40)
+    n = w.shape[-1] // 2
+    out = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16)
+    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, "silu", config, out)
+    assert got.data_ptr() == out.data_ptr()
+    rows = int(offs[-1])
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
+    assert got[rows:].isnan().all(), "rows past offs[-1] are not written"
+
+
+@pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
+def test_geglu(activation):
+    x, w, offs = operands([5, 0, 9], K=64, N=24, seed=1)
+    n = w.shape[-1] // 2
+    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, activation, ROWS)
+    rows = int(offs[-1])
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs, activation), rtol=2e-3, atol=2e-3)
+
+
+def test_separate_weights_with_n_the_unit_stride():
+    x, w, offs = operands([4, 6, 0, 2], K=48, N=24, seed=2)
+    n = w.shape[-1] // 2
+    wg, wu = w[..., :n].contiguous(), w[..., n:].contiguous()
+    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", SWAP)
+    rows = int(offs[-1])
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
+
+
+def test_offsets_past_the_rows_are_clamped_not_read():
+    # offs[-1] beyond S is not a routing torch._grouped_mm accepts; the kernel must still stay in bounds
+    x, w, _ = operands([2, 2], K=32, N=16, extra_rows=0)
+    n = w.shape[-1] // 2
+    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], torch.tensor([2, 9], dtype=torch.int32), "silu", ROWS)
+    torch.testing.assert_close(got.double(), per_expert(x, w, offsets([2, 2])), rtol=2e-3, atol=2e-3)
