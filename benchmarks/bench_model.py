@@ -1,6 +1,7 @@
-"""Whole-model benchmark: Qwen2.5-0.5B or -7B shapes, random bf16 weights, every variant in one run.
+"""Whole-model benchmark: Qwen2.5-0.5B or -7B shapes, or Qwen3-30B-A3B's (MoE), random bf16 weights,
+every variant in one run.
 
-    python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b] [--layers N] [--tokens 256] [--record]
+    python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b|qwen3-30b-a3b] [--layers N] [--tokens 256] [--record]
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--layers N` runs the first N layers of the model (default: all of them); every layer has the
@@ -100,10 +101,24 @@ def _small(args) -> dict:
     return {} if args.device == "cuda" else {"vocab_size": 1024}
 
 
-def _build(args, dtype: torch.dtype):
-    from inductor_swiglu.models.qwen2 import build_qwen25
+def _models():
+    """Every model the benchmark builds: {name: (configuration, display name, builder)}."""
+    from inductor_swiglu.models import qwen2, qwen3_moe
 
-    return build_qwen25(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
+    out = {k: (qwen2.CONFIGS[k], qwen2.NAMES[k], qwen2.build_qwen25) for k in qwen2.CONFIGS}
+    out.update({k: (qwen3_moe.CONFIGS[k], qwen3_moe.NAMES[k], qwen3_moe.build_qwen3_moe) for k in qwen3_moe.CONFIGS})
+    return out
+
+
+def _config(args) -> dict:
+    cfg = dict(_models()[args.model][0], **_small(args))
+    cfg["num_hidden_layers"] = args.layers
+    return cfg
+
+
+def _build(args, dtype: torch.dtype):
+    build = _models()[args.model][2]
+    return build(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
 
 
 @torch.no_grad()
@@ -228,7 +243,9 @@ def _shapes(meta: dict) -> str:
     c = meta.get("config", QWEN25_05B)
     full = meta.get("model_layers", meta["layers"])
     layers = f"{meta['layers']} layers" if meta["layers"] == full else f"{meta['layers']} of its {full} layers"
-    return (f"{meta.get('model', 'Qwen2.5-0.5B')} shapes ({layers}, hidden {c['hidden_size']}, FFN {c['intermediate_size']}, "
+    ffn = (f"{c['num_experts']} experts of FFN {c['moe_intermediate_size']}, {c['num_experts_per_tok']} per token"
+           if "num_experts" in c else f"FFN {c['intermediate_size']}")
+    return (f"{meta.get('model', 'Qwen2.5-0.5B')} shapes ({layers}, hidden {c['hidden_size']}, {ffn}, "
             f"{c['num_attention_heads']} heads / {c['num_key_value_heads']} KV heads, vocab {c['vocab_size']})")
 
 
@@ -284,7 +301,8 @@ def report(rows: list[dict], meta: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
-    ap.add_argument("--model", choices=("0.5b", "7b"), default="0.5b", help="Qwen2.5 configuration to build")
+    ap.add_argument("--model", choices=("0.5b", "7b", "qwen3-30b-a3b"), default="0.5b",
+                    help="Qwen2.5 size, or Qwen3-30B-A3B (MoE: its routed experts by transformers' grouped_mm)")
     ap.add_argument("--layers", type=int, default=None, help="run the first N layers (default: all of the model's)")
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--reps", type=int, default=20, help="prefill repetitions")
@@ -301,8 +319,7 @@ def main(argv=None) -> int:
     ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
                     help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")
     args = ap.parse_args(argv)
-    from inductor_swiglu.models.qwen2 import CONFIGS, NAMES, qwen25_config
-
+    models = _models()
     names = [v for v in args.variants.split(",") if v]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
@@ -312,7 +329,7 @@ def main(argv=None) -> int:
     if args.tokens < 2:
         ap.error("--tokens must be at least 2 (decode speed is measured over tokens 2..N)")
     if args.layers is None:
-        args.layers = CONFIGS[args.model]["num_hidden_layers"]
+        args.layers = models[args.model][0]["num_hidden_layers"]
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_model.py needs a CUDA GPU (or --device cpu for a smoke test)", file=sys.stderr)
         return 1
@@ -331,8 +348,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (smoke test, not a measurement)"
     meta = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
-            "model": NAMES[args.model], "model_layers": CONFIGS[args.model]["num_hidden_layers"], "layers": args.layers,
-            "config": qwen25_config(args.model, args.layers, **_small(args)), "tokens": args.tokens,
+            "model": models[args.model][1], "model_layers": models[args.model][0]["num_hidden_layers"],
+            "layers": args.layers, "config": _config(args), "tokens": args.tokens,
             "reps_decode": args.reps_decode, "reps_prefill": args.reps, "method": "variants interleaved",
             "inductor_cache": args.inductor_cache,
             "kernels": inductor_swiglu.kernel_status()["available"]}

@@ -7,6 +7,10 @@ The forms an MoE layer's experts reach the post-grad graph in:
   the merged ``gate_up_proj`` (``[E, 2N, K]``, passed transposed; or ``[E, K, 2N]`` where the model
   stores it so), its output chunked into the gate and up halves (``split`` in the graph; sliced,
   written by hand), then ``act(gate) * up``;
+* ``grouped`` with the sentinel mask: transformers 5.x before 5.24 zero the GEMM's rows of
+  routing sentinels (expert-parallel placeholders) with ``masked_fill(mask, 0)`` before the
+  gating, on every call; act(0) * 0 = 0 for SiLU and GELU, so the replacement masks the op's
+  output instead, the same values;
 * ``grouped_pair``: separate gate and up weights, two ``torch._grouped_mm`` of the same rows and
   offsets (torchtitan's and hand-written MoE code);
 * ``batched``: transformers' ``batched_mm`` experts: each routed row gathers its expert's weights
@@ -45,6 +49,13 @@ ACTIVATIONS: dict[str, Callable] = {k: DENSE_ACTIVATIONS[k] for k in ("silu", "g
 def grouped_replacement(activation: str) -> Callable:
     def replacement(x, w, offs):
         return torch.ops.inductor_swiglu.grouped_swiglu(x, w, None, offs, activation)
+
+    return replacement
+
+
+def grouped_masked_replacement(activation: str) -> Callable:
+    def replacement(x, w, offs, mask):
+        return torch.ops.inductor_swiglu.grouped_swiglu(x, w, None, offs, activation).masked_fill(mask, 0.0)
 
     return replacement
 
@@ -99,6 +110,7 @@ class GroupedPattern:
     product: str
     halves: str = ""             # how gate and up are cut from a merged output ("" for grouped_pair)
     weights_in_out: bool = False  # batched: weights stored [E, K, 2N] (bmm(x, w)) instead of [E, 2N, K]
+    masked: bool = False         # grouped: the GEMM's output passes masked_fill(mask, 0) first
 
     @property
     def op_activation(self) -> str:
@@ -112,8 +124,9 @@ class GroupedPattern:
             ws = [torch.empty((E, K, N), dtype=torch.bfloat16, device=device) for _ in range(2)]
             return [x, *ws, torch.empty((E,), dtype=torch.int32, device=device)]
         if self.form == "grouped":
+            mask = [torch.empty((S, 1), dtype=torch.bool, device=device)] if self.masked else []
             return [x, torch.empty((E, K, 2 * N), dtype=torch.bfloat16, device=device),
-                    torch.empty((E,), dtype=torch.int32, device=device)]
+                    torch.empty((E,), dtype=torch.int32, device=device), *mask]
         shape = (E, K, 2 * N) if self.weights_in_out else (E, 2 * N, K)
         return [x, torch.empty(shape, dtype=torch.bfloat16, device=device),
                 torch.empty((S,), dtype=torch.int64, device=device)]
@@ -122,6 +135,14 @@ class GroupedPattern:
 def _grouped_search(act, product, halves):
     def search(x, w, offs):
         gate, up = halves(torch._grouped_mm(x, w, offs=offs))
+        return product(act(gate), up)
+
+    return search
+
+
+def _grouped_masked_search(act, product, halves):
+    def search(x, w, offs, mask):
+        gate, up = halves(torch._grouped_mm(x, w, offs=offs).masked_fill(mask, 0.0))
         return product(act(gate), up)
 
     return search
@@ -160,11 +181,14 @@ def all_patterns(activations=tuple(ACTIVATIONS)) -> list[GroupedPattern]:
             out.append(GroupedPattern(f"grouped_mm.{halves}.{act}.{prod}", "grouped",
                                       _grouped_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves]),
                                       grouped_replacement(op_act), act, prod, halves))
+            out.append(GroupedPattern(f"grouped_mm.masked.{halves}.{act}.{prod}", "grouped",
+                                      _grouped_masked_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves]),
+                                      grouped_masked_replacement(op_act), act, prod, halves, masked=True))
             for in_out in (False, True):
                 out.append(GroupedPattern(
                     f"batched_mm.{'kn' if in_out else 'nk'}.{halves}.{act}.{prod}", "batched",
                     _batched_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves], in_out),
-                    batched_replacement(op_act, in_out), act, prod, halves, in_out))
+                    batched_replacement(op_act, in_out), act, prod, halves, weights_in_out=in_out))
         out.append(GroupedPattern(f"grouped_mm_pair.{act}.{prod}", "grouped_pair",
                                   _grouped_pair_search(ACTIVATIONS[act], PRODUCTS[prod]),
                                   grouped_pair_replacement(op_act), act, prod))

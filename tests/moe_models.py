@@ -56,5 +56,21 @@ class PairExperts(torch.nn.Module):
         return torch._grouped_mm(h, self.w2, offs=offs)
 
 
+class MaskedExperts(torch.nn.Module):
+    """transformers' grouped_mm experts before 5.24: the routing sentinels' rows (expert ids >= E,
+    expert-parallel placeholders) zeroed after each grouped GEMM, on every call."""
+
+    def __init__(self, E=4, K=32, N=24, fill=0.0, dtype=torch.bfloat16):
+        super().__init__()
+        self.E, self.fill = E, fill
+        self.gate_up_proj = torch.nn.Parameter(torch.randn(E, 2 * N, K, dtype=dtype) / K**0.5)
+
+    def forward(self, x, expert_ids, offs):
+        mask = (expert_ids >= self.E).unsqueeze(-1)
+        y = torch._grouped_mm(x, self.gate_up_proj.transpose(-2, -1), offs=offs).masked_fill(mask, self.fill)
+        gate, up = y.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+
 def offsets(counts, device="cpu") -> torch.Tensor:
     return torch.tensor(counts, device=device).cumsum(0).to(torch.int32)

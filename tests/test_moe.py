@@ -8,7 +8,7 @@ routed-expert rows of the dispatch."""
 import pytest
 import torch
 import torch.nn.functional as F
-from moe_models import PairExperts, offsets, tiny_mixtral, tiny_qwen3_moe
+from moe_models import MaskedExperts, PairExperts, offsets, tiny_mixtral, tiny_qwen3_moe
 from torch._dynamo.utils import counters
 
 import inductor_swiglu
@@ -176,6 +176,22 @@ def test_separate_gate_and_up_expert_weights_are_rewritten():
     assert rewrites == 1
     rows = int(offs[-1])
     torch.testing.assert_close(out[:rows].float(), stock[:rows].float(), rtol=0.02, atol=0.02)
+
+
+def test_transformers_sentinel_mask_before_the_gating_is_rewritten():
+    """transformers before 5.24 zero the sentinels' rows between the GEMM and the gating: the op's
+    output is masked instead (act(0) * 0 = 0), the same values; a nonzero fill is declined."""
+    torch.manual_seed(0)
+    x = torch.randn(10, 32, dtype=torch.bfloat16)
+    ids = torch.tensor([0, 0, 1, 2, 2, 2, 3, 4, 4, 4])        # the last three rows: sentinels (E = 4)
+    offs = offsets([2, 1, 3, 1])
+    out, stock, _, rewrites = compile_and_count(MaskedExperts(), x, ids, offs)
+    assert rewrites == 1
+    torch.testing.assert_close(out.float(), stock.float(), rtol=0.02, atol=0.02)
+    assert (out[7:] == 0).all()
+    out, stock, _, rewrites = compile_and_count(MaskedExperts(fill=1.0), x, ids, offs)
+    reasons = [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    assert rewrites == 0 and any("other than 0" in r for r in reasons), reasons
 
 
 def test_gpt_oss_clamped_interleaved_experts_are_a_near_miss():

@@ -87,8 +87,24 @@ def build_scaled_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ..
                  for rp in traced for given in (True, False))
 
 
+def _any_fill(expr: PatternExpr, memo: dict | None = None) -> PatternExpr:
+    """The pattern with every ``where``'s fill value ignored: traced, masked_fill's 0 is a
+    ``scalar_tensor`` node, which Inductor has turned into ``full`` by the post-grad graph (the pass
+    checks the value)."""
+    memo = {} if memo is None else memo
+    if not isinstance(expr, CallFunction):
+        return expr
+    if id(expr) not in memo:
+        args = [_any_fill(a, memo) for a in expr.args]
+        if torch.ops.aten.where.self in expr.fns and len(args) == 3:
+            args[1] = Ignored()
+        memo[id(expr)] = CallFunction(expr.fns, *args, _users=expr.users, **expr.kwargs)
+    return memo[id(expr)]
+
+
 @functools.cache
 def build_grouped_patterns(activations: tuple[str, ...]) -> tuple[RegisteredPattern, ...]:
     """All routed-expert patterns as PatternExprs, for the enabled activation spellings it covers."""
     enabled = tuple(a for a in activations if a in grouped_patterns.ACTIVATIONS)
-    return _trace(grouped_patterns.all_patterns(activations=enabled), "routed-experts SwiGLU")
+    traced = _trace(grouped_patterns.all_patterns(activations=enabled), "routed-experts SwiGLU")
+    return tuple(RegisteredPattern(rp.spec, _any_fill(rp.expr)) for rp in traced)

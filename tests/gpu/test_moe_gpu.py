@@ -82,7 +82,8 @@ def test_cuda_graph_replay_with_another_routing():
         with torch.cuda.graph(graph):
             out = op.grouped_swiglu(static_x, w, None, static_offs)
     for counts in ([0, 0, 48, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 41], [6] * 8):
-        new_x, _, new_offs = operands(counts, 512, 128, seed=sum(c * i for i, c in enumerate(counts)), extra_rows=0)
+        new_x, _, new_offs = operands(counts, 512, 128, seed=sum(c * i for i, c in enumerate(counts)),
+                                      extra_rows=static_x.shape[0] - sum(counts))
         static_x.copy_(new_x)
         static_offs.copy_(new_offs)
         graph.replay()

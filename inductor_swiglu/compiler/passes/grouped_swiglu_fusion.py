@@ -11,7 +11,8 @@ so that CI runs the path a GPU gets).  The routing and the down projection stay 
 
 Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
 ignored are re-checked: the gate and up halves are the two equal halves of the last axis, the
-activation's constants and casts, the shapes and dtypes of rows, weights and offsets.  Training
+activation's constants and casts, the shapes and dtypes of rows, weights and offsets, and a mask
+between the GEMM and the gating (transformers before 5.24) that fills zeros.  Training
 graphs save the GEMM's output for the backward, so their products do not match at all.
 """
 
@@ -68,6 +69,19 @@ def _gemm(match: Match) -> torch.fx.Node | None:
     return next((n for n in match.nodes if is_call(n, aten._grouped_mm.default, aten.bmm.default)), None)
 
 
+def _fills_zero(where: torch.fx.Node) -> bool:
+    """`where` is masked_fill(y, mask, 0) as Inductor decomposes it: where(mask, full([], 0), y)
+    (or scalar_tensor(0) before Inductor's constant folding)."""
+    if not is_call(where, aten.where.self) or len(where.args) != 3:
+        return False
+    fill = where.args[1]
+    if is_call(fill, aten.full.default):
+        return fill.args[1] == 0
+    if is_call(fill, aten.scalar_tensor.default):
+        return fill.args[0] == 0
+    return not isinstance(fill, torch.fx.Node) and fill == 0
+
+
 def _problem(match: Match, spec) -> tuple:
     """(x, E, K, N, weight description) of a match, from its operands' metadata."""
     kw = match.kwargs
@@ -106,11 +120,18 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"the rows have {x.shape[1]} features, the expert weights expect {K}"
     gemm = _gemm(match)
     if spec.form != "grouped_pair":
-        halves = equal_halves(gemm if spec.form == "grouped" else next(iter(gemm.users)))
+        cut = next(iter(gemm.users)) if spec.form == "batched" or spec.masked else gemm
+        if spec.masked and not _fills_zero(cut):
+            return "the experts' gate_up output is masked with a value other than 0 before the gating"
+        halves = equal_halves(cut)
         if halves is None:
             return "gate and up are not the two equal halves of the experts' merged gate_up output"
         if not statically_equal(2 * halves[2], 2 * N) or not statically_equal(w.shape[2 if spec.form == "grouped" or spec.weights_in_out else 1], 2 * N):
             return f"the halves ({halves[2]}) do not split the merged weights {list(w.shape)} in the middle"
+    if spec.masked:
+        mask = _val(match.kwargs["mask"])
+        if mask is None or mask.dtype != torch.bool or mask.dim() != 2 or not statically_equal(mask.shape[1], 1):
+            return "the mask before the gating is not one flag per routed row"
     if spec.form == "batched":
         ids = _val(match.kwargs["expert_ids"])
         if ids is None or ids.dim() != 1 or ids.dtype not in (torch.int64, torch.int32) or not statically_equal(ids.shape[0], x.shape[0]):
@@ -180,8 +201,8 @@ class GroupedSwigluFusion(GraphPass):
             rec = RECORDS.current_graph()
             x, E, K, N, _ = _problem(match, spec)
             location = source_location(match.output_node())
-            names = {"grouped": ("x", "w", "offs"), "grouped_pair": ("x", "w_gate", "w_up", "offs"),
-                     "batched": ("x", "w", "expert_ids")}[spec.form]
+            names = {"grouped": ("x", "w", "offs", *(("mask",) if spec.masked else ())),
+                     "grouped_pair": ("x", "w_gate", "w_up", "offs"), "batched": ("x", "w", "expert_ids")}[spec.form]
             match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
             counters["inductor"]["grouped_swiglu_fusion"] += 1
             if rec is not None:

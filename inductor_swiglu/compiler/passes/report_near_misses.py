@@ -179,6 +179,8 @@ def classify_grouped(gemm: torch.fx.Node) -> str | None:
     out, biased = gemm, False
     if len(gemm.users) == 1 and is_call(next(iter(gemm.users)), aten.add.Tensor):
         out, biased = next(iter(gemm.users)), True    # the experts' bias, added to the GEMM's output
+    if len(out.users) == 1 and is_call(next(iter(out.users)), aten.where.self):
+        out = next(iter(out.users))                   # transformers' sentinel mask
     parts = [u for u in out.users if is_call(u, aten.split.Tensor, aten.split_with_sizes.default, aten.slice.Tensor)]
     if not parts:
         return None
