@@ -168,7 +168,7 @@ def chosen_entry(row: dict) -> tables.Entry | None:
         return None
     best = min(times, key=times.get)
     impl, _, config = best.partition(":")
-    lo, hi, _ = tables.bucket_of(row["M"])
+    lo, hi, _ = grouped_plans.bucket_of(row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "E": row["E"], "tokens": row["tokens"], "us": round(times[best], 3),
@@ -176,13 +176,14 @@ def chosen_entry(row: dict) -> tables.Entry | None:
 
 
 def install(rows: list[dict], meta: dict, device: str) -> Path:
-    """Replace the routed-expert rows of the device's table by this sweep's choices (points it did
-    not measure keep theirs); bf16 rows serve fp16 and the GeGLUs too (same kernel, same tiles)."""
+    """Replace the routed-expert rows of the shapes this sweep measured by its choices (other shapes
+    keep theirs); bf16 rows serve fp16 and the GeGLUs too (same kernel, same tiles)."""
     path = tables.table_path(device)
     previous = tables.load(path)
     measured = [e for e in map(chosen_entry, rows) if e is not None]
-    points = {(e.K, e.N, e.m_lo) for e in measured}
-    kept = [e for e in previous.entries if e.key != KEY or (e.K, e.N, e.m_lo) not in points]
+    shapes = {(e.K, e.N) for e in measured}
+    # a measured shape's rows are replaced whole (the buckets may have changed); other shapes keep theirs
+    kept = [e for e in previous.entries if e.key != KEY or (e.K, e.N) not in shapes]
     serves = dict(previous.serves)
     for dtype in ("bfloat16", "float16"):
         for act in ("silu", "gelu_tanh", "gelu"):

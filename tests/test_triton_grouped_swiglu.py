@@ -16,6 +16,7 @@ from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
 SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
 ROWS = tgs.GroupedConfig(16, 32, 32)
 ROWS_32 = tgs.GroupedConfig(32, 16, 64, group_m=2)
+TMA = tgs.GroupedConfig(16, 16, 32, tma=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -43,7 +44,7 @@ def per_expert(x, w, offs, activation="silu"):
     return torch.cat(out)
 
 
-@pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32], ids=lambda c: c.name)
+@pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32, TMA], ids=lambda c: c.name)
 @pytest.mark.parametrize("counts", [[3, 0, 17, 1, 0, 9], [0, 0, 0, 0, 0, 30], [1, 0, 0, 0, 0, 0], [0] * 6],
                          ids=["spread", "all_on_one", "one_token", "none"])
 def test_each_experts_rows(config, counts):
@@ -64,6 +65,29 @@ def test_geglu(activation):
     got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, activation, ROWS)
     rows = int(offs[-1])
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs, activation), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("config", [SWAP, TMA], ids=lambda c: c.name)
+def test_separate_weights(config):
+    # [E, K, N] views of contiguous [E, N, K] tensors (TMA descriptors of their own), and N the unit
+    # stride (pointer loads: the TMA configuration falls back to them)
+    x, w, offs = operands([4, 6, 0, 2], K=48, N=24, seed=3)
+    n = w.shape[-1] // 2
+    wg, wu = w[..., :n].transpose(-2, -1).contiguous().transpose(-2, -1), w[..., n:].transpose(-2, -1).contiguous().transpose(-2, -1)
+    assert tgs._descriptors(x, wg, wu, TMA) is not None
+    rows = int(offs[-1])
+    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", config)
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
+    wg, wu = w[..., :n].contiguous(), w[..., n:].contiguous()
+    assert tgs._descriptors(x, wg, wu, TMA) is None
+    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", config)
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
+
+
+def test_merged_weights_take_one_descriptor():
+    x, w, _ = operands([4, 6], K=48, N=24)
+    descs, w_rows, up_row0 = tgs._descriptors(x, w[..., :24], w[..., 24:], TMA)
+    assert descs[1] is descs[2] and (w_rows, up_row0) == (48, 24)
 
 
 def test_separate_weights_with_n_the_unit_stride():

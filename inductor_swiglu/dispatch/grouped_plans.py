@@ -19,11 +19,21 @@ from dataclasses import dataclass
 from ..ops import triton_grouped_swiglu as tgs
 from .devices import DeviceKind
 from .forced import forced_kernel
-from .table import Key, lookup, table_for
+from .table import M_BUCKETS, Key, lookup, table_for
 
 FORM = "grouped"
 FUSED = "grouped_triton"
 UNFUSED = "unfused"
+
+# The routed-row buckets the sweep measures: the dense M buckets, the last one split, since a
+# prefill routes tokens x experts-per-token rows (2048 tokens of Qwen3-30B-A3B: 16384).
+S_BUCKETS: tuple[tuple[int, int, int], ...] = (*M_BUCKETS[:-1], (4097, 16384, 16384), (16385, 1 << 62, 32768))
+
+
+def bucket_of(S: int) -> tuple[int, int, int]:
+    """The bucket (lo, hi, representative S) that holds S (S >= 1)."""
+    return next(b for b in S_BUCKETS if b[0] <= S <= b[1])
+
 
 REASONS = {
     "measured": "measured fastest at this shape (dispatch table)",

@@ -35,4 +35,4 @@ MOE_SHAPES: dict[str, tuple[int, int, int, int]] = {
 }
 
 # Token counts the MoE benchmark reports (routed rows S = tokens x experts per token).
-MOE_TOKENS = (1, 8, 64, 512, 4096)
+MOE_TOKENS = (1, 8, 64, 512, 2048, 4096)

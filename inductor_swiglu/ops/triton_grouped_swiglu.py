@@ -23,6 +23,9 @@ Two tilings, per configuration (``GroupedConfig.swap_ab``), as in the FP8 kernel
 * swapped (decode, a few rows per expert): the weights are the MMA's M operand (``BLOCK_N``
   weight columns) and the expert's rows its N (16 or 32), the way cuBLAS runs skinny GEMMs.
 
+Row-tile configurations with ``tma`` load x and the weights through TMA descriptors where the
+operands are laid out for it (``_descriptors``), else through pointers, the same tiles.
+
 bf16 and fp16 (fp32 accumulation, one rounding of the result).  No workspace, no host
 synchronisation.  Under ``TRITON_INTERPRET=1`` it runs on CPU tensors, which the tests use.
 """
@@ -57,17 +60,20 @@ class GroupedConfig:
     num_stages: int = 3
     swap_ab: bool = False
     group_m: int = 8
+    tma: bool = False        # row tiles loaded by TMA (tensor descriptors), where the operands allow
 
     def __post_init__(self):
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"GroupedConfig.{name}={v}: must be a power of two >= 16")
+        if self.tma and self.swap_ab:
+            raise ValueError("GroupedConfig: TMA loads are for row tiles, not swapped ones")
 
     @property
     def name(self) -> str:
         return (f"grouped_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}")
+                f"_w{self.num_warps}_s{self.num_stages}{'_tma' if self.tma else ''}")
 
     def smem_bytes(self, element_size: int = 2) -> int:
         """Shared memory of the pipelined tiles (x and both weights)."""
@@ -99,6 +105,12 @@ CONFIGS: tuple[GroupedConfig, ...] = (
     GroupedConfig(128, 128, 64, 8, 3),
     GroupedConfig(128, 128, 64, 8, 4),
     GroupedConfig(64, 256, 64, 8, 3),
+    # The same tiles with TMA loads (Hopper): the copy engine fetches each tile, no address math.
+    GroupedConfig(64, 128, 64, 4, 4, tma=True),
+    GroupedConfig(128, 64, 64, 4, 4, tma=True),
+    GroupedConfig(128, 128, 64, 8, 3, tma=True),
+    GroupedConfig(128, 128, 64, 8, 4, tma=True),
+    GroupedConfig(64, 256, 64, 8, 3, tma=True),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -124,11 +136,12 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
 
 
 def _grouped_swiglu_kernel(
-    x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr,
-    S, N, K, E, tile_slots,
+    x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr, x_desc, wg_desc, wu_desc,
+    S, N, K, E, tile_slots, w_rows, up_row0,
     stride_xm, stride_ge, stride_gk, stride_gn, stride_ue, stride_uk, stride_un, stride_om,
     E_POW2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr,
+    USE_TMA: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
@@ -165,38 +178,52 @@ def _grouped_swiglu_kernel(
     wg_base = wg_ptr + e.to(tl.int64) * stride_ge    # E * K * N passes 2^31 elements in large MoEs
     wu_base = wu_ptr + e.to(tl.int64) * stride_ue
 
-    if SWAP_AB:
-        # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
-        wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
-        wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
-        x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
-        acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-        acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-    else:
-        x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
-        wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
-        wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+    if USE_TMA:
+        # Descriptors over x [S, K] and the weights as rows [E * w_rows, K]: expert e's gate rows
+        # start at e * w_rows, its up rows up_row0 later.  A tile reaching past the expert's rows
+        # reads the next expert's (or zeros past the end): those results are never stored.
+        g_row = e * w_rows + pid_n * BLOCK_N
         acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
         acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-
-    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-        # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
-        mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
+        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+            x = x_desc.load([row_start, k0 * BLOCK_K])
+            wg = wg_desc.load([g_row, k0 * BLOCK_K])
+            wu = wu_desc.load([g_row + up_row0, k0 * BLOCK_K])
+            acc_g = tl.dot(x, wg.T, acc_g)
+            acc_u = tl.dot(x, wu.T, acc_u)
+    else:
         if SWAP_AB:
-            x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
-            wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            acc_g = tl.dot(wg, x, acc_g)
-            acc_u = tl.dot(wu, x, acc_u)
+            # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
+            wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
+            wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
+            x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
+            acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+            acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
         else:
-            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            acc_g = tl.dot(x, wg, acc_g)
-            acc_u = tl.dot(x, wu, acc_u)
-        x_ptrs += BLOCK_K
-        wg_ptrs += BLOCK_K * stride_gk
-        wu_ptrs += BLOCK_K * stride_uk
+            x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+            wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
+            wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+            acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+            acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+
+        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+            # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
+            mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
+            if SWAP_AB:
+                x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+                wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+                wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+                acc_g = tl.dot(wg, x, acc_g)
+                acc_u = tl.dot(wu, x, acc_u)
+            else:
+                x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+                wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+                wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+                acc_g = tl.dot(x, wg, acc_g)
+                acc_u = tl.dot(x, wu, acc_u)
+            x_ptrs += BLOCK_K
+            wg_ptrs += BLOCK_K * stride_gk
+            wu_ptrs += BLOCK_K * stride_uk
 
     y = activate(acc_g, ACTIVATION) * acc_u
     if SWAP_AB:
@@ -213,6 +240,34 @@ def _kernel(interpret: bool):
     # Keyed by the mode (see triton_swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
     return triton_helpers.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
+
+
+def _descriptors(x, w_gate, w_up, config: GroupedConfig):
+    """TMA descriptors of x and the weights, with the weights' rows per expert and the up rows'
+    offset, or None where the operands do not allow TMA (then the kernel loads through pointers,
+    the same tiles): each weight must be rows of K unit-stride elements, [E, N, K] in memory
+    (transformers' [E, 2N, K] gate_up_proj, whose halves the merged form reads, or separate [E, N, K]
+    tensors), 16-byte aligned, as must x's rows."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    E, K, N = w_gate.shape
+    size = x.element_size()
+    if (K * size) % 16 or x.stride(1) != 1 or (x.stride(0) * size) % 16 or x.data_ptr() % 16:
+        return None
+    if w_gate.stride(1) != 1 or w_gate.stride(2) != K or w_up.stride() != w_gate.stride():
+        return None
+    w_rows = w_gate.stride(0) // K
+    merged = w_up.data_ptr() == w_gate.data_ptr() + N * K * size and w_gate.stride(0) == 2 * N * K
+    separate = w_gate.stride(0) == N * K
+    if not (merged or separate) or w_gate.data_ptr() % 16 or w_up.data_ptr() % 16:
+        return None
+    rows = E * w_rows
+    x_desc = TensorDescriptor(x, [x.shape[0], K], [x.stride(0), 1], [config.block_m, config.block_k])
+    wg_desc = TensorDescriptor(w_gate, [rows, K], [K, 1], [config.block_n, config.block_k])
+    if merged:   # one descriptor over gate_up: up rows N further
+        return (x_desc, wg_desc, wg_desc), w_rows, N
+    wu_desc = TensorDescriptor(w_up, [rows, K], [K, 1], [config.block_n, config.block_k])
+    return (x_desc, wg_desc, wu_desc), w_rows, 0
 
 
 def check(x, w_gate, w_up, offs, out=None) -> None:
@@ -266,11 +321,13 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
     config = config or default_config(S, E)
     tile_slots = S // config.block_m + min(E, S)
     grid = (tile_slots * triton.cdiv(N, config.block_n),)
-    args = (x, w_gate, w_up, offs, out, S, N, K, E, tile_slots, x.stride(0),
+    tma = _descriptors(x, w_gate, w_up, config) if config.tma else None
+    descs, w_rows, up_row0 = tma if tma is not None else ((x, w_gate, w_up), 0, 0)
+    args = (x, w_gate, w_up, offs, out, *descs, S, N, K, E, tile_slots, w_rows, up_row0, x.stride(0),
             *w_gate.stride(), *w_up.stride(), out.stride(0))
     meta = dict(E_POW2=triton.next_power_of_2(E), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
                 BLOCK_K=config.block_k, GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
-                EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
+                EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     launch = _kernel(interpret)[grid]
     if x.is_cuda:
