@@ -170,9 +170,11 @@ def chosen_entry(row: dict) -> tables.Entry | None:
     impl, _, config = best.partition(":")
     lo, hi, _ = grouped_plans.bucket_of(row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
+    stock = row["references"].get("stock", {}).get("us")
     return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "E": row["E"], "tokens": row["tokens"], "us": round(times[best], 3),
-        "why": "fastest (regret in the worse of burst and sustained where both timed)", "runner_up": runner_up})
+        "why": "fastest (regret in the worse of burst and sustained where both timed)", "runner_up": runner_up,
+        **({"stock_us": stock} if stock is not None else {})})
 
 
 def install(rows: list[dict], meta: dict, device: str) -> Path:

@@ -240,7 +240,8 @@ def test_moe_rewrite_can_be_switched_off():
 
 def grouped_table():
     key = Key("bfloat16", "silu", "grouped")
-    rows = (Entry(key, 64, 48, 1, 64, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4"),
+    rows = (Entry(key, 64, 48, 1, 8, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 30.0}),
+            Entry(key, 64, 48, 9, 64, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 120.0}),
             Entry(key, 64, 48, 65, 1 << 62, "unfused", ""))
     return Table("h200", "", "", "", "", {key: key, Key("float16", "silu", "grouped"): key}, rows)
 
@@ -292,6 +293,10 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
     monkeypatch.setattr(grouped_plans, "table_for", lambda kind: grouped_table())
     reason = grouped_swiglu_fusion.gpu_reason
     assert reason(_Meta((16, 64)), 48, 64, 128, "silu") == ""
+    # default mode: where stock's kernels take less than the op's host time, the op would be slower
+    assert "not compiled for CUDA graphs" in reason(_Meta((8, 64)), 48, 64, 128, "silu")
+    with torch._inductor.config.patch({"triton.cudagraphs": True}):   # mode="reduce-overhead"
+        assert reason(_Meta((8, 64)), 48, 64, 128, "silu") == ""
     assert "unfused path is the plan" in reason(_Meta((4096, 64)), 48, 64, 128, "silu")
     assert "bf16 or fp16" in reason(_Meta((16, 64), torch.float32), 48, 64, 128, "silu")
     with inductor_swiglu.force_kernel("triton"):

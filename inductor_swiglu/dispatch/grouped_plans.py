@@ -50,6 +50,7 @@ class GroupedPlan:
     config: str                # the fused kernel's configuration name ("" for unfused)
     reason: str                # a key of REASONS
     detail: str = ""
+    stock_us: float | None = None   # stock torch.compile's GPU time at the measured point, if recorded
 
     @property
     def fused(self) -> bool:
@@ -105,4 +106,4 @@ def _plan(device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: in
     if e.config not in tgs.BY_NAME:
         return GroupedPlan(FUSED, tgs.default_config(S, E).name, "measured",
                            f"{where}; {e.config} is not a configuration of this version, the default runs")
-    return GroupedPlan(FUSED, e.config, "measured", where)
+    return GroupedPlan(FUSED, e.config, "measured", where, e.record.get("stock_us"))

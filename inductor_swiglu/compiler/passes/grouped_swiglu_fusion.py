@@ -22,6 +22,7 @@ import threading
 
 import torch
 from torch._dynamo.utils import counters
+from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 
 from ...dispatch import grouped_plans
@@ -46,8 +47,17 @@ def _shape(shape) -> list:
     return [int(d) if isinstance(d, int) else str(d) for d in shape]
 
 
+# The op's host time per call (Python: checks, the plan, the Triton launch) against stock's
+# (sweep_moe.py --op, H200, 2026-12-03, Qwen3-30B-A3B, 1 token).
+OP_HOST_US, STOCK_HOST_US = 86.4, 66.2
+
+
 def gpu_reason(x, N, K, E, activation: str) -> str:
-    """'' where the fused grouped kernel serves this GPU problem, else why the rewrite is declined."""
+    """'' where the fused grouped kernel serves this GPU problem, else why the rewrite is declined.
+
+    Without CUDA graphs (default mode) a call also costs its host time: where stock's GPU time at
+    the measured point is below the op's host time, the layer waits on the host either way and the
+    op's longer launch would make it slower, so the rewrite is declined there."""
     device = cuda_impl.device_kind(x.device)
     dtype = str(x.dtype).removeprefix("torch.")
     if forced_kernel() == "triton":
@@ -62,6 +72,10 @@ def gpu_reason(x, N, K, E, activation: str) -> str:
         plan = grouped_plans.grouped_plan(device, dtype, activation, S, N, K, E)
         if not plan.fused:
             return f"at {S} routed rows the unfused path is the plan ({plan.describe()}): left to stock Inductor"
+        if (not inductor_config.triton.cudagraphs and plan.stock_us is not None and plan.stock_us < OP_HOST_US):
+            return (f"not compiled for CUDA graphs, and at {S} routed rows stock's kernels take {plan.stock_us:.0f} us, "
+                    f"less than the op's {OP_HOST_US:.0f} us of host time per call (stock's: {STOCK_HOST_US:.0f} us): "
+                    "mode=\"reduce-overhead\" rewrites it")
     return ""
 
 
