@@ -74,3 +74,26 @@ class MaskedExperts(torch.nn.Module):
 
 def offsets(counts, device="cpu") -> torch.Tensor:
     return torch.tensor(counts, device=device).cumsum(0).to(torch.int32)
+
+
+def grouped_operands(counts, K, N, dtype=torch.bfloat16, extra_rows=2, seed=0, device="cpu"):
+    """Rows sorted by expert (`counts` per expert, then `extra_rows` past the last group), merged
+    [E, 2N, K] weights seen as [E, K, 2N] (what transformers passes to _grouped_mm), the offsets."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    E, S = len(counts), sum(counts) + extra_rows
+    x = torch.randn(S, K, generator=g, device=device).to(dtype)
+    gate_up = (torch.randn(E, 2 * N, K, generator=g, device=device) / K**0.5).to(dtype)
+    return x, gate_up.transpose(-2, -1), offsets(counts, device)
+
+
+def per_expert(x, w, offs, activation="silu"):
+    """act(gate) * up of each expert's rows in fp64, written out with a loop (rows before offs[-1])."""
+    from inductor_swiglu.ops import activations
+
+    n = w.shape[-1] // 2
+    out, start = [], 0
+    for e, end in enumerate(offs.tolist()):
+        y = x[start:end].double() @ w[e].double()
+        out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
+        start = end
+    return torch.cat(out)

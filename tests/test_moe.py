@@ -8,7 +8,7 @@ routed-expert rows of the dispatch."""
 import pytest
 import torch
 import torch.nn.functional as F
-from moe_models import MaskedExperts, PairExperts, offsets, tiny_mixtral, tiny_qwen3_moe
+from moe_models import MaskedExperts, PairExperts, grouped_operands, offsets, per_expert, tiny_mixtral, tiny_qwen3_moe
 from torch._dynamo.utils import counters
 
 import inductor_swiglu
@@ -20,24 +20,8 @@ from inductor_swiglu.ops import grouped_swiglu_op as op
 from inductor_swiglu.ops import triton_grouped_swiglu as tgs
 
 
-def operands(counts, K=32, N=24, dtype=torch.bfloat16, extra_rows=2, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    E, S = len(counts), sum(counts) + extra_rows
-    x = torch.randn(S, K, generator=g).to(dtype)
-    gate_up = (torch.randn(E, 2 * N, K, generator=g) / K**0.5).to(dtype)
-    return x, gate_up.transpose(-2, -1), offsets(counts)
-
-
-def per_expert(x, w, offs, activation="silu"):
-    """act(gate) * up of each expert's rows, written out with a loop (rows past offs[-1]: none)."""
-    n = w.shape[-1] // 2
-    out, start = [], 0
-    for e, end in enumerate(offs.tolist()):
-        y = x[start:end].float() @ w[e].float()
-        from inductor_swiglu.ops import activations
-        out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
-        start = end
-    return torch.cat(out)
+def operands(counts, K=32, N=24, dtype=torch.bfloat16):
+    return grouped_operands(counts, K, N, dtype)
 
 
 # --------------------------------------------------------------------------- #
@@ -52,7 +36,7 @@ def test_the_op_computes_each_experts_rows(counts, activation):
     got = op.grouped_swiglu(x, w, None, offs, activation)
     rows = int(offs[-1])
     assert got.shape == (x.shape[0], 24) and got.dtype == x.dtype
-    want = per_expert(x, w, offs, activation)
+    want = per_expert(x, w, offs, activation).float()
     torch.testing.assert_close(got[:rows].float(), want, rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(op.grouped_swiglu_reference(x, w, None, offs, activation)[:rows].float(), want,
                                rtol=2e-2, atol=2e-2)

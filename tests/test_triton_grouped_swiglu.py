@@ -8,9 +8,8 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
-from moe_models import offsets  # noqa: E402
+from moe_models import grouped_operands, offsets, per_expert  # noqa: E402
 
-from inductor_swiglu.ops import activations  # noqa: E402
 from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
 
 SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
@@ -27,21 +26,7 @@ def _interpreter():
 
 
 def operands(counts, K, N, extra_rows=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    E, S = len(counts), sum(counts) + extra_rows
-    x = torch.randn(S, K, generator=g).to(torch.float16)
-    gate_up = (torch.randn(E, 2 * N, K, generator=g) / K**0.5).to(torch.float16)
-    return x, gate_up.transpose(-2, -1), offsets(counts)
-
-
-def per_expert(x, w, offs, activation="silu"):
-    n = w.shape[-1] // 2
-    out, start = [], 0
-    for e, end in enumerate(offs.tolist()):
-        y = x[start:end].double() @ w[e].double()
-        out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
-        start = end
-    return torch.cat(out)
+    return grouped_operands(counts, K, N, torch.float16, extra_rows, seed)
 
 
 @pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32, TMA], ids=lambda c: c.name)

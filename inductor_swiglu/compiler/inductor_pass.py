@@ -4,15 +4,28 @@ A pass is called with the post-grad ``torch.fx.Graph`` and returns how many chan
 (rewrites, nodes merged, projections split), so that the pass manager can record, time and
 dump each step on its own (vLLM's ``InductorPass``).  A pass is not installed in Inductor by
 itself: the pass manager is the one ``CustomGraphPass``, and its ``uuid()`` includes each pass's.
+
+``PatternPass`` is the base of the rewrites (dense, FP8, routed experts): Inductor's
+``PatternMatcherPass`` with the patterns registered once, on first use, each with a check that
+records what it declines as a near miss (``recording_check``).
 """
 
 from __future__ import annotations
 
 import abc
 import inspect
+import logging
+import threading
+from collections.abc import Callable, Iterable
 
 import torch
 from torch._inductor.custom_graph_pass import get_hash_for_files
+from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+
+from .fx_utils import source_location
+from .records import RECORDS, NearMiss
+
+log = logging.getLogger("inductor_swiglu.pass")
 
 
 class GraphPass(abc.ABC):
@@ -31,3 +44,68 @@ class GraphPass(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def recording_check(reason_of: Callable[[Match], str], what: str) -> Callable[[Match], bool]:
+    """A pattern's extra_check from `reason_of(match)` ('' to rewrite, else why not): a declined
+    match is recorded as a near miss of the current graph, once per product and reason."""
+    def check(match: Match) -> bool:
+        rec = RECORDS.current_graph()
+        try:
+            reason = reason_of(match)
+        except Exception as e:  # a bug in the check must not break compilation
+            reason = f"internal error in the check: {type(e).__name__}: {e}"
+            log.exception("inductor_swiglu: error while checking a %s match", what)
+        if reason and rec is not None:
+            out = match.output_node()
+            # several pattern variants can match one product and decline it for one reason
+            if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
+                rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
+        return not reason
+
+    return check
+
+
+class PatternPass(GraphPass):
+    """A rewrite by registered patterns.  Subclasses set ``name``, ``what`` (the rewrite in words,
+    for the logs) and implement ``patterns()`` (the ``RegisteredPattern``s to register),
+    ``can_rewrite(match, spec)`` ('' or the reason not to) and ``handler(spec)``; ``applies(graph)``
+    may skip graphs without the ops the patterns start from."""
+
+    what: str = ""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.pm = PatternMatcherPass(pass_name=f"inductor_swiglu_{self.name}")
+        self._registered = False
+        self._register_lock = threading.Lock()
+
+    @abc.abstractmethod
+    def patterns(self) -> Iterable:
+        """The patterns to register (``pattern_registry.RegisteredPattern``)."""
+
+    @abc.abstractmethod
+    def can_rewrite(self, match: Match, spec) -> str:
+        """'' when replacing `match` is exact and worth it, else the reason it is not."""
+
+    @abc.abstractmethod
+    def handler(self, spec) -> Callable:
+        """The replacement handler of one pattern."""
+
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        return True
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        if not self.applies(graph):
+            return 0   # none of the patterns' first ops: they need not even be traced
+        self._register()
+        return self.pm.apply(graph)
+
+    def _register(self) -> None:
+        with self._register_lock:
+            if self._registered:
+                return
+            for rp in self.patterns():
+                check = recording_check(lambda match, spec=rp.spec: self.can_rewrite(match, spec), self.what)
+                register_graph_pattern(rp.expr, extra_check=check, pass_dict=self.pm)(self.handler(rp.spec))
+            self._registered = True

@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 
-from ..ops import swiglu_op
+from ..dispatch import table
+from ..ops import grouped_swiglu_op, scaled_swiglu_op, swiglu_op
 from ..version import __version__
 from . import pattern_registry
 from .inductor_pass import GraphPass
@@ -48,12 +49,15 @@ log = logging.getLogger("inductor_swiglu.pass")
 
 def uuid_sources() -> tuple[str, ...]:
     """Every file whose content can change what the passes do: all of compiler/ (passes/
-    included) and patterns/, and the op's schema module.  Hashed by content into uuid(), so
-    there is no list to keep."""
+    included) and patterns/, the ops' schema modules, and the dispatch tables (the FP8 and
+    routed-expert rewrites are declined where a table chose the unfused path).  Hashed by content
+    into uuid(), so there is no list to keep."""
     compiler = Path(__file__).resolve().parent
     patterns = Path(pattern_registry.swiglu_patterns.__file__).resolve().parent
-    files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py"))})
-    return (*files, str(Path(swiglu_op.__file__).resolve()))
+    tables = Path(table.TABLES_DIR)
+    files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")), *map(str, tables.glob("*.json"))})
+    ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__)
+    return (*files, *(str(Path(f).resolve()) for f in ops))
 
 
 def current_compile_id() -> str:

@@ -10,7 +10,8 @@
 * ``plan``: the answer per (device, dtype, activation, M, N, K), and the same answers as the
   rows the C++ op looks up per call;
 * ``scaled_plans``: the FP8 op's answer, from the table's float8 rows (the fused Triton kernel or
-  the unfused path).
+  the unfused path); ``grouped_plans``: the routed experts' op's, from the ``grouped/`` rows; the
+  rules both share: ``triton_rules``.
 """
 
 from __future__ import annotations

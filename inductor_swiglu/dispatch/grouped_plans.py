@@ -2,13 +2,8 @@
 kernel and its configuration, or the unfused path (``torch._grouped_mm`` and one elementwise pass).
 
 The same authority as ``plans`` for the dense op, keyed ``"grouped/<dtype>/<activation>"`` in the
-device's table (M is S, the routed rows: tokens x experts per token).  The rules, in order:
-
-1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused kernel (its default configuration
-   for the rows per expert), ``unfused`` the unfused path; a CUTLASS kernel's name forces the
-   unfused path, since no CUTLASS grouped kernel exists.
-2. The device's table: the entry for the shape (nearest measured (K, N), then the S bucket).
-3. No table entry: the unfused path, with the reason.
+device's table (M is S, the routed rows: tokens x experts per token); the rules are
+``triton_rules``' (forced names, the table's entry, the unfused path where the table has no rows).
 """
 
 from __future__ import annotations
@@ -17,9 +12,10 @@ import functools
 from dataclasses import dataclass
 
 from ..ops import triton_grouped_swiglu as tgs
+from . import triton_rules
 from .devices import DeviceKind
 from .forced import forced_kernel
-from .table import M_BUCKETS, Key, lookup, table_for
+from .table import M_BUCKETS, Key, table_for
 
 FORM = "grouped"
 FUSED = "grouped_triton"
@@ -88,22 +84,10 @@ def grouped_plan(device: DeviceKind, dtype: str, activation: str, S: int, N: int
 @functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
 def _plan(device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int, E: int,
           name: str | None) -> GroupedPlan:
-    if name == "triton":
-        return GroupedPlan(FUSED, tgs.default_config(S, E).name, "forced")
-    if name == "unfused":
-        return GroupedPlan(UNFUSED, "", "forced")
-    if name is not None:
-        return GroupedPlan(UNFUSED, "", "forced_cutlass", name)
     k = key(dtype, activation)
     table = table_for(device.table)
     rows = table.rows_for(k) if table is not None else ()
-    if not rows:
-        return GroupedPlan(UNFUSED, "", "no_table", f"{k.text} on {device.name}")
-    e = lookup(rows, S, N, K)
-    where = f"K={e.K} N={e.N} S in [{e.m_lo}, {e.m_hi}]"
-    if e.impl != FUSED:
-        return GroupedPlan(UNFUSED, "", "measured_unfused", where)
-    if e.config not in tgs.BY_NAME:
-        return GroupedPlan(FUSED, tgs.default_config(S, E).name, "measured",
-                           f"{where}; {e.config} is not a configuration of this version, the default runs")
-    return GroupedPlan(FUSED, e.config, "measured", where, e.record.get("stock_us"))
+    c = triton_rules.choose(FUSED, rows, S, N, K, name, tgs.BY_NAME, tgs.default_config(S, E).name,
+                            f"{k.text} on {device.name}")
+    stock_us = c.entry.record.get("stock_us") if c.entry is not None and c.impl == FUSED else None
+    return GroupedPlan(c.impl, c.config, c.reason, c.detail, stock_us)

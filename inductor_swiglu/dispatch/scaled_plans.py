@@ -2,13 +2,8 @@
 configuration, or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
-device's table, so an fp8 model never runs a bf16 row.  The rules, in order:
-
-1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused FP8 kernel (its default
-   configuration for M), ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused
-   path, since no CUTLASS FP8 kernel exists.
-2. The device's table: the entry for the shape (nearest measured (K, N), then the M bucket).
-3. No table entry: the unfused path, with the reason.
+device's table, so an fp8 model never runs a bf16 row; the rules are ``triton_rules``' (forced
+names, the table's entry, the unfused path where the table has no rows).
 """
 
 from __future__ import annotations
@@ -17,9 +12,10 @@ import functools
 from dataclasses import dataclass
 
 from ..ops import triton_scaled_swiglu as tss
+from . import triton_rules
 from .devices import DeviceKind
 from .forced import forced_kernel
-from .table import Key, lookup, table_for
+from .table import Key, table_for
 
 FP8_DTYPE = "float8_e4m3fn"
 FUSED = "scaled_triton"
@@ -72,22 +68,9 @@ def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int) -> 
 
 @functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
 def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, name: str | None) -> ScaledPlan:
-    if name == "triton":
-        return ScaledPlan(FUSED, tss.default_config(M).name, "forced")
-    if name == "unfused":
-        return ScaledPlan(UNFUSED, "", "forced")
-    if name is not None:
-        return ScaledPlan(UNFUSED, "", "forced_cutlass", name)
     key = Key(FP8_DTYPE, activation)
     table = table_for(device.table)
     rows = table.rows_for(key) if table is not None else ()
-    if not rows:
-        return ScaledPlan(UNFUSED, "", "no_table", f"{key.text} on {device.name}")
-    e = lookup(rows, M, N, K)
-    where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]"
-    if e.impl != FUSED:
-        return ScaledPlan(UNFUSED, "", "measured_unfused", where)
-    if e.config not in tss.BY_NAME:
-        return ScaledPlan(FUSED, tss.default_config(M).name, "measured",
-                          f"{where}; {e.config} is not a configuration of this version, the default runs")
-    return ScaledPlan(FUSED, e.config, "measured", where)
+    c = triton_rules.choose(FUSED, rows, M, N, K, name, tss.BY_NAME, tss.default_config(M).name,
+                            f"{key.text} on {device.name}")
+    return ScaledPlan(c.impl, c.config, c.reason, c.detail)

@@ -5,7 +5,7 @@ backend (rewritten, the fused kernel run, stock's numbers)."""
 
 import pytest
 import torch
-from moe_models import offsets, tiny_mixtral, tiny_qwen3_moe
+from moe_models import grouped_operands, tiny_mixtral, tiny_qwen3_moe
 
 import inductor_swiglu
 from inductor_swiglu.ops import grouped_swiglu_op as op
@@ -19,11 +19,7 @@ if not torch.cuda.is_available() or not tgs.available()[0]:
 
 
 def operands(counts, K, N, dtype=torch.bfloat16, extra_rows=3, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    E, S = len(counts), sum(counts) + extra_rows
-    x = torch.randn(S, K, device="cuda", generator=g).to(dtype)
-    gate_up = (torch.randn(E, 2 * N, K, device="cuda", generator=g) / K**0.5).to(dtype)
-    return x, gate_up.transpose(-2, -1), offsets(counts, "cuda")
+    return grouped_operands(counts, K, N, dtype, extra_rows, seed, device="cuda")
 
 
 def check(got, x, w, offs, activation="silu"):

@@ -18,22 +18,20 @@ graphs save the GEMM's output for the backward, so their products do not match a
 
 from __future__ import annotations
 
-import threading
-
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor import config as inductor_config
-from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+from torch._inductor.pattern_matcher import Match
 
 from ...dispatch import grouped_plans
 from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from .. import pattern_registry
 from ..fx_utils import equal_halves, is_call, source_location, statically_equal
-from ..inductor_pass import GraphPass
+from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
-from .swiglu_fusion import Declined, check_ignored_args, recording_check
+from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -180,37 +178,26 @@ def _dispatch_text(x, N, K, E, activation: str) -> str:
     return grouped_plans.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E).describe()
 
 
-class GroupedSwigluFusion(GraphPass):
+class GroupedSwigluFusion(PatternPass):
     """Post-grad pattern pass: MoE routed experts' gate/up + activation -> grouped_swiglu."""
 
     name = "grouped_swiglu_fusion"
+    what = "routed-experts SwiGLU"
 
     def __init__(self, config: PassConfig | None = None) -> None:
-        self.config = config or PassConfig()
-        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_grouped_fusion")
-        self._registered = False
-        self._register_lock = threading.Lock()
+        super().__init__(config or PassConfig())
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        if not (graph.find_nodes(op="call_function", target=aten._grouped_mm.default)
-                or graph.find_nodes(op="call_function", target=aten.bmm.default)):
-            return 0   # no grouped or batched GEMM: the patterns need not even be traced
-        self._register()
-        return self.pm.apply(graph)
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        return bool(graph.find_nodes(op="call_function", target=aten._grouped_mm.default)
+                    or graph.find_nodes(op="call_function", target=aten.bmm.default))
 
-    def _register(self) -> None:
-        with self._register_lock:
-            if self._registered:
-                return
-            for rp in pattern_registry.build_grouped_patterns(self.config.activations):
-                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
-                    self._make_handler(rp.spec))
-            self._registered = True
+    def patterns(self):
+        return pattern_registry.build_grouped_patterns(self.config.activations)
 
-    def _make_check(self, spec):
-        return recording_check(lambda match: can_rewrite(match, spec, self.config), "routed-experts SwiGLU")
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
 
-    def _make_handler(self, spec):
+    def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
             x, E, K, N, _ = _problem(match, spec)

@@ -17,12 +17,10 @@ re-checked, and the operands' dtypes and scale shapes must be what the op takes.
 
 from __future__ import annotations
 
-import threading
-
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor import config as inductor_config
-from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+from torch._inductor.pattern_matcher import Match
 
 from ...dispatch import scaled_plans
 from ...dispatch.forced import forced_kernel
@@ -30,10 +28,10 @@ from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
 from ..fx_utils import is_call, source_location, static_rows, statically_equal
-from ..inductor_pass import GraphPass
+from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
-from .swiglu_fusion import Declined, check_ignored_args, recording_check
+from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
 
@@ -142,36 +140,25 @@ def _dispatch_text(x, N, K, activation: str) -> str:
     return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K).describe()
 
 
-class ScaledSwigluFusion(GraphPass):
+class ScaledSwigluFusion(PatternPass):
     """Post-grad pattern pass: FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_scaled."""
 
     name = "scaled_swiglu_fusion"
+    what = "FP8 SwiGLU"
 
     def __init__(self, config: PassConfig | None = None) -> None:
-        self.config = config or PassConfig()
-        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_scaled_fusion")
-        self._registered = False
-        self._register_lock = threading.Lock()
+        super().__init__(config or PassConfig())
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        if not graph.find_nodes(op="call_function", target=aten._scaled_mm.default):
-            return 0   # no FP8 GEMM: the patterns need not even be traced
-        self._register()
-        return self.pm.apply(graph)
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        return bool(graph.find_nodes(op="call_function", target=aten._scaled_mm.default))
 
-    def _register(self) -> None:
-        with self._register_lock:
-            if self._registered:
-                return
-            for rp in pattern_registry.build_scaled_patterns(self.config.ranks):
-                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
-                    self._make_handler(rp.spec))
-            self._registered = True
+    def patterns(self):
+        return pattern_registry.build_scaled_patterns(self.config.ranks)
 
-    def _make_check(self, spec):
-        return recording_check(lambda match: can_rewrite(match, spec, self.config), "FP8 SwiGLU")
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
 
-    def _make_handler(self, spec):
+    def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
             out = match.output_node()

@@ -21,21 +21,20 @@ the compiler asks the op layer what will run).
 from __future__ import annotations
 
 import logging
-import threading
 
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import get_hash_for_files
-from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
+from torch._inductor.pattern_matcher import Match
 
 from ... import dispatch
 from ...ops import cuda_impl, impl_stats, native
 from ...ops.swiglu_op import cpu_impl
 from .. import pattern_registry
 from ..fx_utils import as_gelu, source_location, static_rows, statically_equal
-from ..inductor_pass import GraphPass
+from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
-from ..records import RECORDS, NearMiss, Rewrite
+from ..records import RECORDS, Rewrite
 
 log = logging.getLogger("inductor_swiglu.pass")
 aten = torch.ops.aten
@@ -155,61 +154,27 @@ def _dispatch_for(x, N, K, biased: bool, activation: str) -> str:
     return f"chosen per call from M (dynamic shape) by the {device.table or device.name} plans"
 
 
-def recording_check(reason_of, what: str):
-    """A pattern's extra_check from `reason_of(match)` ('' to rewrite, else why not): a declined
-    match is recorded as a near miss of the current graph, once per product and reason."""
-    def check(match: Match) -> bool:
-        rec = RECORDS.current_graph()
-        try:
-            reason = reason_of(match)
-        except Exception as e:  # a bug in the check must not break compilation
-            reason = f"internal error in the check: {type(e).__name__}: {e}"
-            log.exception("inductor_swiglu: error while checking a %s match", what)
-        if reason and rec is not None:
-            out = match.output_node()
-            # several pattern variants can match one product and decline it for one reason
-            if not any(m.node == out.name and m.reason == reason for m in rec.near_misses):
-                rec.near_misses.append(NearMiss(source_location(out), reason, out.name))
-        return not reason
-
-    return check
-
-
-class SwigluFusion(GraphPass):
+class SwigluFusion(PatternPass):
     """Post-grad pattern pass: SwiGLU/GeGLU MLP -> torch.ops.inductor_swiglu.swiglu."""
 
     name = "swiglu_fusion"
+    what = "SwiGLU"
 
     def __init__(self, config: PassConfig | None = None) -> None:
-        self.config = config or PassConfig()
-        self.pm = PatternMatcherPass(pass_name="inductor_swiglu_fusion")
-        self._registered = False
-        self._register_lock = threading.Lock()
-
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        self._register()
-        return self.pm.apply(graph)
+        super().__init__(config or PassConfig())
 
     def uuid(self) -> str:
         # whether the C++ op library loaded: it decides the dispatch recorded per rewrite and,
         # through use_native_op, which op the rewrite calls
         return get_hash_for_files((__file__,), "native" if native.enabled() else "python").hex()
 
-    # -- registration, once ------------------------------------------------- #
-    def _register(self) -> None:
-        with self._register_lock:
-            if self._registered:
-                return
-            for rp in pattern_registry.build_patterns(self.config.variant_key()):
-                register_graph_pattern(rp.expr, extra_check=self._make_check(rp.spec), pass_dict=self.pm)(
-                    self._make_handler(rp.spec)
-                )
-            self._registered = True
+    def patterns(self):
+        return pattern_registry.build_patterns(self.config.variant_key())
 
-    def _make_check(self, spec):
-        return recording_check(lambda match: can_rewrite(match, spec, self.config), "SwiGLU")
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
 
-    def _make_handler(self, spec):
+    def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
             out = match.output_node()

@@ -1,0 +1,52 @@
+"""The plan rules the Triton-kernel ops share (FP8: ``scaled_plans``; routed experts:
+``grouped_plans``), in order:
+
+1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused kernel (its default configuration),
+   ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused path (no CUTLASS kernel
+   takes these forms).
+2. The device's table: the entry for the shape (nearest measured (K, N), then the M bucket); a
+   configuration this version does not have runs the default, said in the detail.
+3. No table rows: the unfused path, with the reason.
+
+Torch-free: the op modules turn the answer into their plan objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .table import Entry, lookup
+
+UNFUSED = "unfused"
+
+
+@dataclass(frozen=True)
+class Choice:
+    impl: str                  # the fused implementation's name or UNFUSED
+    config: str                # the fused kernel's configuration name ("" for unfused)
+    reason: str                # "forced", "forced_cutlass", "measured", "measured_unfused" or "no_table"
+    detail: str = ""
+    entry: Entry | None = None  # the table entry it came from
+
+
+def choose(fused: str, rows: tuple[Entry, ...], M: int, N: int, K: int, forced: str | None,
+           configs: set[str] | dict, default: str, no_table: str) -> Choice:
+    """The choice for one call: `fused` is the kernel's implementation name, `rows` the table's rows
+    for the key (possibly none), `configs` the configuration names this version has, `default` the
+    configuration for this size where none was measured, `no_table` the detail of rule 3."""
+    if forced == "triton":
+        return Choice(fused, default, "forced")
+    if forced == UNFUSED:
+        return Choice(UNFUSED, "", "forced")
+    if forced is not None:
+        return Choice(UNFUSED, "", "forced_cutlass", forced)
+    if not rows:
+        return Choice(UNFUSED, "", "no_table", no_table)
+    e = lookup(rows, M, N, K)
+    where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]"
+    if e.impl != fused:
+        return Choice(UNFUSED, "", "measured_unfused", where, e)
+    if e.config not in configs:
+        return Choice(fused, default, "measured", f"{where}; {e.config} is not a configuration of this version, "
+                      "the default runs", e)
+    return Choice(fused, e.config, "measured", where, e)
