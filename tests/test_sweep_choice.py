@@ -159,3 +159,18 @@ def test_triton_becomes_the_graph_choice_only_beyond_the_margin():
     ch = choice.choose(row(decode_gemm__a=75.0, decode_gemm__b=70.0, triton__tr_a=69.5), inc("tr_a"))
     assert ch["config"] == "b" and "triton" not in ch
     assert choice.choose(row(decode_gemm__a=75.0, decode_gemm__b=70.0, triton__tr_a=68.0), inc("tr_a"))["triton"] == "tr_a"
+
+
+def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
+    # every grouped/ entry of the H200 table is sweep_moe.py's choice from the stored sweep
+    # (benchmarks/data/sweeps/h200/README.md), bucket, configuration and time alike
+    sweep_moe = benchmark_module("sweep_moe")
+    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03_sweep_moe.json").read_text())["rows"]
+    table = tables.load(tables.table_path("h200"))
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_moe.KEY}
+    chosen = [sweep_moe.chosen_entry(r) for r in rows]
+    assert len(chosen) == len(shipped) == 12
+    for e in chosen:
+        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
+        assert (s.impl, s.config, s.record["us"], s.record["stock_us"]) == (e.impl, e.config, e.record["us"],
+                                                                            e.record["stock_us"])
