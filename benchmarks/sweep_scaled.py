@@ -3,6 +3,7 @@ baselines, choose per (K, N, M bucket), and write the float8 rows of the dispatc
 
     python benchmarks/sweep_scaled.py --out /tmp/run [--models q0.5B,q7B] [--ms 1,16,2048] [--install]
     python benchmarks/sweep_scaled.py --out /tmp/run --op      # time the installed op instead
+    python benchmarks/sweep_scaled.py --out /tmp/run --blockwise [--peer-fp8 DIR] [--install]
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
 them: x and the weights float8_e4m3fn, one fp32 scale per row of x and one per weight row, bf16
@@ -30,6 +31,16 @@ configuration that widens to bf16 for the MMA may have no such element off by mo
 fp8 MMAs at most ``FP8_MMA_OVER_1PCT_BOUND`` of them (what cuBLAS's fp8 GEMMs measure), and the
 unfused path's own share is recorded beside it; else it is never chosen.  Writes sweep_scaled.json
 and sweep_scaled.md; ``--install`` replaces the float8 rows of the device's table.
+
+``--blockwise``: operands as an FP8 checkpoint holds them (DeepSeek-V3 / Qwen3-FP8: weights e4m3
+with one scale per 128 x 128 block, bf16 x quantized per row and 128 elements on every call), the
+op ``swiglu_block_fp8`` and its rows (``float8_e4m3fn_block128``).  Candidates: the fused kernel's
+configurations that take block scales (x quantized inside) and the unfused path (x quantized in
+torch, two block-scaled cuBLAS GEMMs, one elementwise kernel); baselines: one block-scaled
+``_scaled_mm`` [M, 2N, K] on x quantized beforehand (the bare GEMM), stock torch.compile of the
+torch form, and, with ``--peer-fp8 DIR`` (a folder holding the ``finegrained_fp8`` package of
+huggingface/kernels-community, the kernel transformers loads from the hub for these models),
+``transformers``: that kernel's two linears (each quantizing x) and one elementwise kernel.
 """
 
 from __future__ import annotations
@@ -54,11 +65,12 @@ import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
-from inductor_swiglu.ops import scaled_swiglu_op, triton_scaled_swiglu  # noqa: E402
-from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64  # noqa: E402
+from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, scaled_swiglu_op, triton_fp8_quantize, triton_scaled_swiglu  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled_reference_fp64  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
-KEY = tables.Key(scaled_plans.FP8_DTYPE, "silu")
+KEY = scaled_plans.key_of("silu")
+BLOCK_KEY = scaled_plans.key_of("silu", blockwise=True)
 SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
 
 
@@ -177,7 +189,180 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     return row
 
 
-def chosen_entry(row: dict) -> tables.Entry | None:
+# --- block-scaled (FP8 checkpoints) ---------------------------------------------------------------
+
+def block_quantize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N, K] as e4m3 with one fp32 scale per 128 x 128 block (amax / 448), as checkpoints hold it."""
+    N, K = w.shape
+    nb, kb = -(-N // 128), -(-K // 128)
+    wp = F.pad(w.float(), (0, kb * 128 - K, 0, nb * 128 - N)).reshape(nb, 128, kb, 128)
+    s = (wp.abs().amax(dim=(1, 3)) / 448.0).clamp_min(1e-12)
+    return (wp / s[:, None, :, None]).to(FP8).reshape(nb * 128, kb * 128)[:N, :K].contiguous(), s
+
+
+def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
+    """(x bf16, w_gate, its block scales, w_up, its block scales, w_cat, its scales, x quantized, x's
+    scales, out) sets; w_cat = [w_gate; w_up] (N is a multiple of 128 at every swept shape)."""
+    assert N % 128 == 0, N
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n_sets = sets_needed(3 * M * K + 4 * N * K + 2 * 3 * M * N)
+
+    def one():
+        x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
+        wg, sg = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        wu, su = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        xq, xs = block_fp8_swiglu_op.quantize_blocks(x, block_fp8_swiglu_op.CUBLAS_ROWS)
+        return (x, wg, sg, wu, su, torch.cat([wg, wu]), torch.cat([sg, su]), xq, xs,
+                torch.empty(M, N, device="cuda", dtype=torch.bfloat16))
+
+    return [one() for _ in range(n_sets)]
+
+
+def block_reference(x, wg, sg, wu, su):
+    """fp64 of x quantized as the op does and the dequantized weights, with the accumulation noise."""
+    xq, xs = triton_fp8_quantize.quantize_blocks_reference(x)
+    xd = xq.double() * block_fp8_swiglu_op.expand_blocks(xs, *xq.shape, rows_per=1).double()
+    return reference_fp64(xd, block_fp8_swiglu_op.dequantize_weight(wg, sg).double(),
+                          block_fp8_swiglu_op.dequantize_weight(wu, su).double(), with_noise=True)
+
+
+def block_unfused(x, wg, sg, wu, su, *_):
+    return block_fp8_swiglu_op.unfused(x, wg, sg, wu, su, "silu")[0]
+
+
+def block_fused(cfg):
+    def fn(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):   # as the op runs it: quantize, then the kernel
+        xq, xs = triton_fp8_quantize.quantize_blocks(x)
+        return triton_scaled_swiglu.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, "silu", torch.bfloat16, cfg, out)
+    return fn
+
+
+def block_op(x, wg, sg, wu, su, *_):
+    return torch.ops.inductor_swiglu.swiglu_block_fp8(x, wg, sg, wu, su, "silu")
+
+
+def block_scaled_mm_2n(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):
+    return block_fp8_swiglu_op.scaled_mm_blockwise(xq, xs, w_cat, s_cat, torch.bfloat16)
+
+
+def block_stock_compile():
+    """Stock torch.compile of the torch form: x quantized per row and 128 elements, two block-scaled
+    _scaled_mm (the scales in the layouts cuBLAS reads correctly, block_fp8_swiglu_op), the gated
+    product.  Rows padded to 16 as the unfused path does (cuBLAS refuses one)."""
+    torch._dynamo.reset()
+
+    def scales_t(ws):
+        nb, kb = ws.shape
+        return F.pad(ws, (0, -(-kb // 4) * 4 - kb))[:, :kb].t()
+
+    def mlp(x, wg, sg, wu, su):
+        M, K = x.shape
+        rows = -(-M // 16) * 16
+        xb = F.pad(x.float(), (0, 0, 0, rows - M)).reshape(rows, K // 128, 128)
+        xs = xb.abs().amax(dim=-1) / 448.0
+        xq = (xb / xs.clamp_min(1e-12).unsqueeze(-1)).to(FP8).reshape(rows, K)
+        sa = xs.t().contiguous().t()
+        gate = torch._scaled_mm(xq, wg.t(), scale_a=sa, scale_b=scales_t(sg), out_dtype=torch.bfloat16)[:M]
+        up = torch._scaled_mm(xq, wu.t(), scale_a=sa, scale_b=scales_t(su), out_dtype=torch.bfloat16)[:M]
+        return F.silu(gate) * up
+
+    compiled = torch.compile(mlp, backend="inductor")
+    return lambda x, wg, sg, wu, su, *_: compiled(x, wg, sg, wu, su)
+
+
+def transformers_path(peer):
+    """What transformers runs for an FP8 checkpoint's MLP without DeepGEMM: the hub kernel's linear
+    for gate and for up (each quantizing x), then act * up (one elementwise kernel, as compiled)."""
+    def fn(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):
+        gate = peer.matmul_2d(x, wg, sg, [128, 128], torch.bfloat16)
+        up = peer.matmul_2d(x, wu, su, [128, 128], torch.bfloat16)
+        cuda_impl.gated_mul(gate, up, out, "silu")
+        return out
+    return fn
+
+
+def load_peer(folder: Path | None):
+    if folder is None:
+        return None, "not run (no --peer-fp8)"
+    sys.path.insert(0, str(folder))
+    try:
+        import finegrained_fp8
+    except Exception as e:  # noqa: BLE001  (a peer that does not load is reported, not fatal)
+        return None, f"not run: {type(e).__name__}: {e}"[:300]
+    return finegrained_fp8, "kernels-community finegrained_fp8 (transformers' hub kernel) from " + str(folder)
+
+
+def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict:
+    K, N = MLP_SHAPES[model]
+    sets = block_sets(M, N, K, seed=1000 * M + N)
+    first = sets[0]
+    ref = block_reference(*first[:5])
+    row = {"model": model, "M": M, "K": K, "N": N, "input_sets": len(sets), "candidates": {}, "references": {},
+           "recipe": "block128"}
+    bench = Interleaved(sets, clock)
+    smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+    timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
+                                if c.blockwise and c.serves(M) and c.smem_bytes() <= smem]
+    timed.insert(0, ("op", block_op) if args.op else (scaled_plans.UNFUSED, block_unfused))
+    refs = [("scaled_mm_2N", block_scaled_mm_2n)]
+    if peer is not None:
+        refs.append(("transformers", transformers_path(peer)))
+    for name, fn in timed + refs:
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        args_ = (*first[:9], out)
+        try:
+            got = fn(*args_)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001  (a configuration the compiler or the GPU refuses)
+            where = row["candidates"] if (name, fn) in timed else row["references"]
+            where[name] = {"error": f"{type(e).__name__}: {e}"[:500]}
+            continue
+        if name == "scaled_mm_2N":
+            # a bare GEMM: its gate half against fp64 says whether cuBLAS took the block scales right
+            xq, xs = triton_fp8_quantize.quantize_blocks_reference(first[0])
+            xd = xq.double() * block_fp8_swiglu_op.expand_blocks(xs, M, K, rows_per=1).double()
+            gate = xd @ block_fp8_swiglu_op.dequantize_weight(first[1], first[2]).double().T
+            normwise = float((got[:M, :N].double() - gate).norm() / gate.norm())
+            row["references"][name] = {"gate_normwise": normwise}
+            if normwise < 1e-2:
+                bench.add(name, fn)
+            else:
+                print(f"  WRONG NUMBERS {model} M={M} scaled_mm_2N: gate normwise {normwise:.3g}", flush=True)
+            continue
+        err = error_stats(got.reshape(M, N), ref)
+        config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
+        if name in (scaled_plans.UNFUSED, "op", "transformers"):
+            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
+        elif config is not None and config.bf16_mma:
+            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+        else:
+            ok = (err["nonfinite"] == 0 and err["normwise"] < 4e-3
+                  and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
+        where = row["candidates"] if (name, fn) in timed else row["references"]
+        where[name] = {"numerics": err, "numerics_ok": ok}
+        if ok:
+            bench.add(name, fn)
+        else:
+            print(f"  WRONG NUMBERS {model} M={M} {name}: {err}", flush=True)
+    if not args.no_compile:
+        bench.add("stock", block_stock_compile())
+    if M <= 16:
+        bench.add("weight_read", lambda x, wg, sg, wu, su, *_: weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16)))
+    large = M >= args.sustained_from
+    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
+    if large:
+        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
+        for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, "scaled_mm_2N", "stock",
+                                                        *(["transformers"] if peer is not None else [])]))).items():
+            timings[name].burst_us = us
+    file_timings(row, timings, bench.errors, max_error_chars=500)
+    row.update(bench.clock_summary())
+    del sets, bench
+    torch.cuda.empty_cache()
+    return row
+
+
+def chosen_entry(row: dict, key: tables.Key = KEY) -> tables.Entry | None:
     """The table entry of one point: the fastest candidate by the worse of its figures."""
     times = choice.ok_times(row)
     if not times:
@@ -186,24 +371,24 @@ def chosen_entry(row: dict) -> tables.Entry | None:
     impl, _, config = best.partition(":")
     lo, hi = next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
-    return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
+    return tables.Entry(key, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "us": round(times[best], 3), "why": "fastest (worse of burst and sustained where both timed)",
         "runner_up": runner_up})
 
 
-def install(rows: list[dict], meta: dict, device: str) -> Path:
-    """Replace the float8 rows of the device's table by this sweep's choices (the points it did not
+def install(rows: list[dict], meta: dict, device: str, key: tables.Key = KEY) -> Path:
+    """Replace the rows of `key` in the device's table by this sweep's choices (the points it did not
     measure keep their entries) and serve the FP8 GeGLUs by SiLU's rows."""
     path = tables.table_path(device)
     previous = tables.load(path)
-    measured = [e for e in map(chosen_entry, rows) if e is not None]
+    measured = [e for e in (chosen_entry(r, key) for r in rows) if e is not None]
     points = {(e.K, e.N, e.m_lo) for e in measured}
-    kept = [e for e in previous.entries if e.key != KEY or (e.K, e.N, e.m_lo) not in points]
+    kept = [e for e in previous.entries if e.key != key or (e.K, e.N, e.m_lo) not in points]
     serves = dict(previous.serves)
     for act in ("silu", "gelu_tanh", "gelu"):
-        serves[tables.Key(KEY.dtype, act)] = KEY
+        serves[tables.Key(key.dtype, act)] = key
     table = tables.Table(previous.device, previous.measured_on, previous.date, previous.torch,
-                         previous.method + f"; float8 rows: benchmarks/sweep_scaled.py, {meta['date']}, "
+                         previous.method + f"; {key.dtype} rows: benchmarks/sweep_scaled.py, {meta['date']}, "
                          f"{meta['device']}, torch {meta['torch']}", serves,
                          tuple(sorted(kept + measured, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
     tables.save(table, path)
@@ -211,17 +396,18 @@ def install(rows: list[dict], meta: dict, device: str) -> Path:
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    lines = [f"FP8 (e4m3, per-row scales, bf16 out) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
+    scales = "128 x 128 block scales, bf16 x quantized per call" if meta.get("blockwise") else "per-row scales"
+    lines = [f"FP8 (e4m3, {scales}, bf16 out) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
              "GPU us per call, CUDA-graph replays interleaved, weights from HBM; sustained from M >= "
              f"{meta['sustained_from']} (burst in parentheses).", "",
-             "| model | M | best | us | vs scaled_mm 2N | vs stock | vs unfused | weight read | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model | M | best | us | vs scaled_mm 2N | vs stock | vs unfused | vs transformers | weight read | SM MHz |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cand = {n: c for n, c in r["candidates"].items() if "us" in c}
         refs = r["references"]
         best = min(cand, key=lambda n: cand[n]["us"]) if cand else None
         if best is None:
-            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | |")
+            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | | |")
             continue
 
         def fig(c):
@@ -238,10 +424,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
         wr = refs.get("weight_read", {}).get("us")
         lines.append(f"| {r['model']} | {r['M']} | {best} | {fig(cand[best])} | {ratio('scaled_mm_2N')} | {ratio('stock')} | "
-                     f"{ratio(scaled_plans.UNFUSED)} | {f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
+                     f"{ratio(scaled_plans.UNFUSED)} | {ratio('transformers')} | {f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     ratios = {ref: [((r['references'].get(ref) or {}).get('us', 0) / min(c['us'] for c in r['candidates'].values() if 'us' in c))
                     for r in rows if any('us' in c for c in r['candidates'].values())
-                    and 'us' in (r['references'].get(ref) or {})] for ref in ("scaled_mm_2N", "stock")}
+                    and 'us' in (r['references'].get(ref) or {})] for ref in ("scaled_mm_2N", "stock", "transformers")}
     for ref, xs in ratios.items():
         if xs:
             lines.append(f"\n{ref}: geomean {statistics.geometric_mean(xs):.3f}x, at or faster on "
@@ -260,6 +446,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--op", action="store_true", help="time the installed op, not the candidates")
     ap.add_argument("--install", action="store_true", help="write the float8 rows into the device's table")
+    ap.add_argument("--blockwise", action="store_true", help="128 x 128 block-scaled operands (FP8 checkpoints)")
+    ap.add_argument("--peer-fp8", type=Path, default=None, metavar="DIR",
+                    help="with --blockwise: a folder holding kernels-community's finegrained_fp8 package")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new points after this many seconds")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -272,7 +461,10 @@ def main(argv=None) -> int:
     kind = devices.device_kind(torch.cuda.current_device())
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
             "torch": torch.__version__, "sustained_from": args.sustained_from, "device_kind": kind.name,
-            "kernels": {k: v for k, v in inductor_swiglu.kernel_status().items() if k != "configs"}}
+            "kernels": {k: v for k, v in inductor_swiglu.kernel_status().items() if k != "configs"},
+            "blockwise": args.blockwise}
+    peer, meta["transformers_path"] = load_peer(args.peer_fp8) if args.blockwise else (None, "")
+    stem = "sweep_block_fp8" if args.blockwise else "sweep_scaled"
     args.out.mkdir(parents=True, exist_ok=True)
     clock = GpuSensors(torch.cuda.current_device())
     # M-major: a sweep cut short by --budget-s has measured every shape at the first sizes
@@ -283,17 +475,18 @@ def main(argv=None) -> int:
         if time.perf_counter() - t0 > args.budget_s:
             print(f"budget reached: {len(todo) - i + 1} points not measured", flush=True)
             break
-        r = bench_point(model, M, args, clock)
+        r = bench_block_point(model, M, args, clock, peer) if args.blockwise else bench_point(model, M, args, clock)
         rows.append(r)
         cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
         best = min(cand, key=cand.get) if cand else "-"
         refs = {n: c.get("us") for n, c in r["references"].items()}
         print(f"[{i}/{len(todo)}] {model} M={M}: best {best} {cand.get(best, float('nan')):.1f} us; "
-              f"scaled_mm_2N {refs.get('scaled_mm_2N')} stock {refs.get('stock')} unfused "
+              f"scaled_mm_2N {refs.get('scaled_mm_2N')} stock {refs.get('stock')} transformers "
+              f"{refs.get('transformers')} unfused "
               f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
               f"{r.get('board_w_median')} W ({time.perf_counter() - t0:.0f} s)", flush=True)
-        (args.out / "sweep_scaled.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
-    if args.op:
+        (args.out / f"{stem}.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    if args.op and not args.blockwise:
         # Host time per call where the GPU keeps up (default mode, no CUDA graph): the op launches
         # its Triton kernel from Python; stock launches two cuBLAS GEMMs and one Triton kernel.
         K, N = MLP_SHAPES["q0.5B"]
@@ -301,14 +494,14 @@ def main(argv=None) -> int:
         stock = stock_compile()
         meta["host_us_per_call"] = {"op (M = 1, q0.5B)": host_us_per_call(lambda: the_op(*one)),
                                     "stock torch.compile (M = 1, q0.5B)": host_us_per_call(lambda: stock(*one))}
-    (args.out / "sweep_scaled.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    (args.out / "sweep_scaled.md").write_text(markdown(rows, meta))
+    (args.out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (args.out / f"{stem}.md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))
     if args.install and not args.op:
         if kind.table is None:
             print(f"no table for {kind.name}: nothing installed", file=sys.stderr)
             return 1
-        print(f"installed {install(rows, meta, kind.table)}")
+        print(f"installed {install(rows, meta, kind.table, BLOCK_KEY if args.blockwise else KEY)}")
     return 0
 
 

@@ -174,3 +174,19 @@ def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
         s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
         assert (s.impl, s.config, s.record["us"], s.record["stock_us"]) == (e.impl, e.config, e.record["us"],
                                                                             e.record["stock_us"])
+
+
+def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweep():
+    # every float8_e4m3fn_block128 entry of the H200 table is sweep_scaled.py --blockwise's choice
+    # from the stored sweep (benchmarks/data/sweeps/h200/README.md); M >= 4097 has no row (the lookup
+    # takes the M = 2048 bucket's)
+    sweep_scaled = benchmark_module("sweep_scaled")
+    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03_sweep_block_fp8.json")
+                      .read_text())["rows"]
+    table = tables.load(tables.table_path("h200"))
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_scaled.BLOCK_KEY}
+    chosen = [sweep_scaled.chosen_entry(r, sweep_scaled.BLOCK_KEY) for r in rows]
+    assert len(chosen) == len(shipped) == 35
+    for e in chosen:
+        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
+        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])

@@ -12,7 +12,13 @@ triton = pytest.importorskip("triton")
 import torch  # noqa: E402
 
 from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks  # noqa: E402
 from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
+from inductor_swiglu.ops.triton_fp8_quantize import (  # noqa: E402
+    quantize_blocks,
+    quantize_blocks_reference,
+    scale_buffer,
+)
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -105,3 +111,86 @@ def test_configurations_are_valid_and_named_once():
         tss.ScaledConfig(16, 48, 128)
     with pytest.raises(ValueError):
         tss.ScaledConfig(16, 64, 16)
+
+
+# Block-scaled operands (FP8 checkpoints): one scale per 128 x 128 weight block, x quantized per row
+# and 128 elements of K by triton_fp8_quantize.
+SWAP_B = tss.ScaledConfig(16, 32, 128, 4, 2, swap_ab=True)
+ROWS_B = tss.ScaledConfig(16, 16, 128, 4, 2, group_m=2)
+
+
+def block_operands(M, N, K, seed):
+    g = torch.Generator().manual_seed(seed)
+    xq, xs = quantize_blocks_reference(torch.randn(M, K, generator=g) * torch.rand(M, 1, generator=g))
+    xs[0, -1] = 0.0   # an all-zero block of x
+    xq[0, (K - 1) // 128 * 128:] = 0.0
+    wg, wu = (torch.randn(N, K, generator=g).to(FP8) for _ in range(2))
+    shape = tss.block_scale_shape(N, K)
+    sg, su = ((torch.rand(shape, generator=g) + 0.5) / K**0.5 for _ in range(2))
+    return xq, xs, wg, sg, wu, su
+
+
+def block_reference(xq, xs, wg, sg, wu, su):
+    xd = xq.float() * expand_blocks(xs, *xq.shape, rows_per=1)
+    gate, up = xd @ dequantize_weight(wg, sg).T, xd @ dequantize_weight(wu, su).T
+    return torch.nn.functional.silu(gate) * up
+
+
+@pytest.mark.parametrize("config", [SWAP_B, ROWS_B], ids=lambda c: c.name)
+@pytest.mark.parametrize("M,N,K", [(1, 24, 128), (5, 200, 256), (17, 40, 300), (3, 136, 520)])
+def test_block_scaled_operands(config, M, N, K):
+    ops = block_operands(M, N, K, seed=M + N)
+    out = torch.full((M, N), float("nan"), dtype=torch.float32)
+    got = tss.swiglu_block_fp8_triton(*ops, out_dtype=torch.float32, config=config, out=out)
+    assert got.data_ptr() == out.data_ptr()
+    err = error_stats(got, block_reference(*ops))
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0 and err["normwise"] < 1e-5, err
+    # the scales in the M-major layout the quantize kernel writes
+    xq, xs = ops[0], ops[1]
+    m_major = scale_buffer(M, xs.shape[1], "cpu")
+    m_major.copy_(xs)
+    assert m_major.stride(0) == 1
+    torch.testing.assert_close(tss.swiglu_block_fp8_triton(xq, m_major, *ops[2:], out_dtype=torch.float32, config=config),
+                               got, rtol=0, atol=0)
+
+
+def test_block_scaled_bf16_out_and_leading_dims():
+    xq, xs, wg, sg, wu, su = block_operands(6, 130, 260, seed=9)
+    got = tss.swiglu_block_fp8_triton(xq.reshape(2, 3, 260), xs.reshape(2, 3, -1), wg, sg, wu, su, config=ROWS_B)
+    assert got.dtype == torch.bfloat16 and got.shape == (2, 3, 130)
+    assert error_stats(got.reshape(6, 130), block_reference(xq, xs, wg, sg, wu, su))["normwise"] < 5e-3
+
+
+def test_block_scaled_inputs_are_checked():
+    xq, xs, wg, sg, wu, su = block_operands(4, 40, 256, seed=1)
+    with pytest.raises(ValueError, match="does not take block scales"):
+        tss.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(16, 32, 64, swap_ab=True))
+    with pytest.raises(ValueError, match="does not take block scales"):
+        tss.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(64, 256, 128))
+    with pytest.raises(ValueError, match=r"take \(1, 2\)"):
+        tss.swiglu_block_fp8_triton(xq, xs, wg, sg[:, :1], wu, su)
+    with pytest.raises(TypeError, match="quantizes a bf16 x"):
+        tss.swiglu_block_fp8_triton(xq.float().bfloat16(), xs, wg, sg, wu, su)
+    with pytest.raises(ValueError, match=r"takes fp32 scales \[4, 2\]"):
+        tss.swiglu_block_fp8_triton(xq, xs[:, :1], wg, sg, wu, su)
+    for M in (1, 16, 64, 128, 2048):
+        assert tss.default_config(M, blockwise=True).blockwise and tss.default_config(M, blockwise=True).serves(M)
+
+
+def test_the_quantize_kernel():
+    # The interpreter rounds fp32 -> e4m3 wrongly where rounding up crosses a power of two (126.2
+    # becomes 64, not 128; the GPU rounds right), so x here quantizes exactly: e4m3 values times a
+    # power of two per row, each block holding a 448 (random x is quantized on the GPU in
+    # gpu/test_fp8_block_gpu.py).
+    g = torch.Generator().manual_seed(4)
+    M, K = 19, 300
+    q = torch.randn(M, K, generator=g).to(FP8).float()
+    q[:, ::128] = 448.0
+    x = (q * 2.0 ** torch.randint(-3, 3, (M, 1), generator=g)).to(torch.bfloat16)
+    x[2] = 0.0
+    want_q, want_s = quantize_blocks_reference(x)
+    got_q, got_s = quantize_blocks(x, pad_rows=16)
+    assert got_q.shape == (32, K) and got_s.shape == (32, 3) and got_s.stride(0) == 1
+    assert torch.equal(got_q[:M].float(), want_q.float()) and torch.equal(got_s[:M], want_s)
+    assert got_q[M:].float().abs().sum() == 0 and got_s[M:].abs().sum() == 0   # the padding rows
+    assert torch.equal(got_q[2].float(), torch.zeros(K))   # an all-zero row: no 0/0

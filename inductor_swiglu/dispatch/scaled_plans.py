@@ -2,8 +2,10 @@
 configuration, or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
-device's table, so an fp8 model never runs a bf16 row; the rules are ``triton_rules``' (forced
-names, the table's entry, the unfused path where the table has no rows).
+device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3fn_block128/
+<activation>"`` (128 x 128 block scales: ``swiglu_block_fp8``), so an fp8 model never runs a bf16
+row nor a block-scaled one a per-row row; the rules are ``triton_rules``' (forced names, the
+table's entry, the unfused path where the table has no rows).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .forced import forced_kernel
 from .table import Key, table_for
 
 FP8_DTYPE = "float8_e4m3fn"
+BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 128 x 128 blocks
 FUSED = "scaled_triton"
 UNFUSED = "unfused"
 
@@ -55,22 +58,28 @@ def clear_cache() -> None:
     _plan.cache_clear()
 
 
-def serves(device: DeviceKind, activation: str) -> bool:
+def key_of(activation: str, blockwise: bool = False) -> Key:
+    return Key(BLOCK_DTYPE if blockwise else FP8_DTYPE, activation)
+
+
+def serves(device: DeviceKind, activation: str, blockwise: bool = False) -> bool:
     """Whether the device's table has FP8 rows for this activation (a fused kernel may run)."""
     table = table_for(device.table)
-    return table is not None and table.source_of(Key(FP8_DTYPE, activation)) is not None
+    return table is not None and table.source_of(key_of(activation, blockwise)) is not None
 
 
-def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int) -> ScaledPlan:
+def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool = False) -> ScaledPlan:
     """What an FP8 call of this size runs (the module docstring has the rules)."""
-    return _plan(device, activation, M, N, K, forced_kernel())
+    return _plan(device, activation, M, N, K, blockwise, forced_kernel())
 
 
 @functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
-def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, name: str | None) -> ScaledPlan:
-    key = Key(FP8_DTYPE, activation)
+def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool, name: str | None) -> ScaledPlan:
+    key = key_of(activation, blockwise)
     table = table_for(device.table)
     rows = table.rows_for(key) if table is not None else ()
-    c = triton_rules.choose(FUSED, rows, M, N, K, name, tss.BY_NAME, tss.default_config(M).name,
+    # block scales take one K step per scale block: only those configurations can serve them
+    configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
+    c = triton_rules.choose(FUSED, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
                             f"{key.text} on {device.name}")
     return ScaledPlan(c.impl, c.config, c.reason, c.detail)

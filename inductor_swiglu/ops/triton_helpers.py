@@ -3,12 +3,12 @@
 * ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``ops/activations.py``
   (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
 * ``add``: the combine function of sums and prefix sums (``tl.reduce(v, 0, add)``,
-  ``tl.associative_scan(v, 0, add)``).
+  ``tl.associative_scan(v, 0, add)``); ``maximum``: of maxima (``tl.reduce(v, 0, maximum)``).
 
 ``jit_with_helpers`` wraps a kernel that calls them: Triton resolves the names in the kernel's
 globals at compile time, and they must then be JIT functions of the same mode (compiled or
 interpreted, picked when ``triton.jit`` wraps a function), so each mode's kernel gets its own
-namespace.  (``tl.sum`` and ``tl.cumsum`` are not used for the same reason: they are JIT functions
+namespace.  (``tl.sum``, ``tl.cumsum`` and ``tl.max`` are not used for the same reason: they are JIT functions
 wrapped in whatever mode Triton was imported in, which breaks the interpreter switched on later, as
 the tests do.)
 """
@@ -48,9 +48,14 @@ def add(a, b):
     return a + b
 
 
+def maximum(a, b):
+    return tl.maximum(a, b)
+
+
 def jit_with_helpers(kernel_fn, **jit_kwargs):
     """``triton.jit(kernel_fn)`` with the helpers resolved to JIT functions of the current mode."""
-    namespace = dict(kernel_fn.__globals__, activate=triton.jit(activate), add=triton.jit(add))
+    namespace = dict(kernel_fn.__globals__, activate=triton.jit(activate), add=triton.jit(add),
+                     maximum=triton.jit(maximum))
     kernel = types.FunctionType(kernel_fn.__code__, namespace, kernel_fn.__name__)
     kernel.__annotations__ = dict(kernel_fn.__annotations__)   # the tl.constexpr marks
     kernel.__qualname__ = kernel_fn.__qualname__

@@ -10,6 +10,11 @@ output dtype.  Neither gate nor up reaches memory, so next to the two ``_scaled_
 elementwise kernel of the unfused form it saves the [M, 2N] round trip and two launches, a
 larger share of the time than in bf16 since the GEMMs move half the bytes.
 
+Block-scaled operands (``swiglu_block_fp8_triton``: FP8 checkpoints such as DeepSeek-V3 and
+Qwen3-FP8, one scale per 128 x 128 weight block and per row and 128 elements of x, x quantized
+beforehand by ``triton_fp8_quantize``) take the same kernel with one K step per scale block: each
+step's products are summed in fp32 and carry their own scales (RESCALE_NOTE in the kernel).
+
 Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
 
 * row tiles (prefill): each program owns a ``BLOCK_M x BLOCK_N`` tile of ``out`` and two fp32
@@ -57,6 +62,9 @@ PROMOTE_EVERY_K = 128
 # 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
 # promotion above, which this bound catches.
 FP8_MMA_OVER_1PCT_BOUND = 0.02
+# The block of FP8 checkpoints' scales (DeepSeek-V3, Qwen3-FP8): 128 x 128 weight elements, 1 x 128
+# activation elements.  Block-scaled runs take one K step per block (BLOCK_K == SCALE_BLOCK).
+SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,12 @@ class ScaledConfig:
     def name(self) -> str:
         return (f"fp8_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
                 f"_w{self.num_warps}_s{self.num_stages}{'_bf16mma' if self.bf16_mma else ''}")
+
+    @property
+    def blockwise(self) -> bool:
+        """Whether block-scaled operands can run with this configuration: one K step per scale
+        block, and a tile's weight rows within one block."""
+        return self.block_k == SCALE_BLOCK and self.block_n <= SCALE_BLOCK
 
     def smem_bytes(self) -> int:
         """Shared memory of the pipelined tiles (x and both weights, one byte each): an upper bound
@@ -119,14 +133,27 @@ CONFIGS: tuple[ScaledConfig, ...] = (
     ScaledConfig(128, 128, 64, 8, 4),
     ScaledConfig(128, 128, 128, 8, 3),
     ScaledConfig(128, 128, 128, 8, 4),
+    # Block scales hold a third tile per accumulator (each K step's products before their scales)
+    # and, with x quantized in the kernel, its bf16 tile: these fit the registers where the ones
+    # above spill (ptxas for sm_90a with Triton 3.6: 0 bytes, against 1.1-1.8 KB for 128 x 128).
+    ScaledConfig(32, 128, 128, 8, 4, swap_ab=True),
+    # ... and for decode on fp8 MMAs, one K step per scale block (the per-row sweep's fastest decode
+    # configuration, fp8_swap_m16_n64_k256_w4_s4, steps 256; widening to bf16 measured 1.8x slower)
+    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
+    ScaledConfig(16, 64, 128, 4, 6, swap_ab=True),
+    ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
+    ScaledConfig(64, 128, 128, 8, 4),
+    ScaledConfig(64, 128, 128, 8, 4, bf16_mma=True),
+    ScaledConfig(128, 64, 128, 8, 3),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
 
-def default_config(M: int) -> ScaledConfig:
-    """Where no measurement chose one: swapped tiles for decode, 128-row tiles for prefill."""
+def default_config(M: int, blockwise: bool = False) -> ScaledConfig:
+    """Where no measurement chose one: swapped tiles for decode, 128-row tiles for prefill (with
+    ``blockwise``, a configuration whose K step is a scale block)."""
     if M <= 16:
-        return BY_NAME["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
+        return BY_NAME["fp8_swap_m16_n128_k128_w8_s4_bf16mma" if blockwise else "fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
     if M <= 64:
         return BY_NAME["fp8_swap_m64_n128_k128_w8_s4_bf16mma"]
     return BY_NAME["fp8_m128_n128_k128_w8_s3"]
@@ -149,10 +176,14 @@ def _scaled_swiglu_kernel(
     x_ptr, xs_ptr, wg_ptr, wgs_ptr, wu_ptr, wus_ptr, out_ptr,
     M, N, K,
     stride_xm, stride_xs, stride_wg, stride_wgs, stride_wu, stride_wus, stride_om,
+    stride_xsk, stride_wgsk, stride_wusk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr, PROMOTE_K: tl.constexpr,
-    BF16_MMA: tl.constexpr,
+    BF16_MMA: tl.constexpr, BLOCKWISE: tl.constexpr,
 ):
+    # BLOCKWISE: one scale per row of x and 128 elements of K (x_scale [M, K/128]) and one per
+    # 128 x 128 weight block ([N/128, K/128]); BLOCK_K is 128 and BLOCK_N at most 128, so a tile's
+    # weight rows share one scale per K step: RESCALE_NOTE below.
     pid = tl.program_id(0)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
@@ -188,28 +219,57 @@ def _scaled_swiglu_kernel(
         acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
         acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
 
-    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+    n_k = (K + BLOCK_K - 1) // BLOCK_K
+    prev_g = tl.full((BLOCK_M,), 1.0, tl.float32)   # BLOCKWISE: the running scale (RESCALE_NOTE)
+    prev_u = tl.full((BLOCK_M,), 1.0, tl.float32)
+    if BLOCKWISE:
+        blk = (pid_n * BLOCK_N) // 128   # 128: SCALE_BLOCK, the weight rows per scale (the tile lies in one block)
+    for k0 in range(0, n_k):
         # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
         mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
         if SWAP_AB:
             x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
             wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
             wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            if BF16_MMA:
-                x = x.to(tl.bfloat16)
-                acc_g = tl.dot(wg.to(tl.bfloat16), x, acc_g)
-                acc_u = tl.dot(wu.to(tl.bfloat16), x, acc_u)
-            else:
-                acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
-                acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
         else:
             x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
             wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
             wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        if BLOCKWISE:
+            # RESCALE_NOTE: the sum over K steps of S_k * D_k (D_k: step k's products, S_k = x's
+            # scale of the row times the tile's weight scale) is kept as acc / S_k, so each step's
+            # MMA accumulates in place: acc <- dot(x, w, acc * S_{k-1} / S_k), and the epilogue
+            # multiplies by the last S.  (Adding S_k * dot(x, w) instead holds a third tile per
+            # accumulator, measured 2-4x slower on the H200.)  S is floored so that an all-zero
+            # block of x cannot make the ratio 0 / 0.
+            s_x = tl.load(xs_ptr + rows_m * stride_xs + k0 * stride_xsk, mask=mask_m, other=0.0)
+            s_g = tl.load(wgs_ptr + blk * stride_wgs + k0 * stride_wgsk)
+            s_u = tl.load(wus_ptr + blk * stride_wus + k0 * stride_wusk)
+            big_g = tl.maximum(s_x * s_g, 1e-30)
+            big_u = tl.maximum(s_x * s_u, 1e-30)
+            if SWAP_AB:
+                acc_g = acc_g * (prev_g / big_g)[None, :]
+                acc_u = acc_u * (prev_u / big_u)[None, :]
+            else:
+                acc_g = acc_g * (prev_g / big_g)[:, None]
+                acc_u = acc_u * (prev_u / big_u)[:, None]
+            prev_g = big_g
+            prev_u = big_u
+        if BF16_MMA:
+            x = x.to(tl.bfloat16)
+            wg = wg.to(tl.bfloat16)
+            wu = wu.to(tl.bfloat16)
+        if SWAP_AB:
             if BF16_MMA:
-                x = x.to(tl.bfloat16)
-                acc_g = tl.dot(x, wg.to(tl.bfloat16), acc_g)
-                acc_u = tl.dot(x, wu.to(tl.bfloat16), acc_u)
+                acc_g = tl.dot(wg, x, acc_g)
+                acc_u = tl.dot(wu, x, acc_u)
+            else:
+                acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
+                acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
+        else:
+            if BF16_MMA:
+                acc_g = tl.dot(x, wg, acc_g)
+                acc_u = tl.dot(x, wu, acc_u)
             else:
                 acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
                 acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
@@ -217,20 +277,30 @@ def _scaled_swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    # A single scale has stride 0: every row reads element 0.
-    s_x = tl.load(xs_ptr + rows_m * stride_xs, mask=mask_m, other=0.0)
-    s_g = tl.load(wgs_ptr + rows_n * stride_wgs, mask=mask_n, other=0.0)
-    s_u = tl.load(wus_ptr + rows_n * stride_wus, mask=mask_n, other=0.0)
     if SWAP_AB:
-        gate = acc_g * s_g[:, None] * s_x[None, :]
-        up = acc_u * s_u[:, None] * s_x[None, :]
         out_ptrs = out_ptr + rows_m[None, :] * stride_om + rows_n[:, None]
         mask = mask_n[:, None] & mask_m[None, :]
     else:
-        gate = acc_g * s_x[:, None] * s_g[None, :]
-        up = acc_u * s_x[:, None] * s_u[None, :]
         out_ptrs = out_ptr + rows_m[:, None] * stride_om + rows_n[None, :]
         mask = mask_m[:, None] & mask_n[None, :]
+    if BLOCKWISE:
+        if SWAP_AB:
+            gate = acc_g * prev_g[None, :]
+            up = acc_u * prev_u[None, :]
+        else:
+            gate = acc_g * prev_g[:, None]
+            up = acc_u * prev_u[:, None]
+    else:
+        # A single scale has stride 0: every row reads element 0.
+        s_x = tl.load(xs_ptr + rows_m * stride_xs, mask=mask_m, other=0.0)
+        s_g = tl.load(wgs_ptr + rows_n * stride_wgs, mask=mask_n, other=0.0)
+        s_u = tl.load(wus_ptr + rows_n * stride_wus, mask=mask_n, other=0.0)
+        if SWAP_AB:
+            gate = acc_g * s_g[:, None] * s_x[None, :]
+            up = acc_u * s_u[:, None] * s_x[None, :]
+        else:
+            gate = acc_g * s_x[:, None] * s_g[None, :]
+            up = acc_u * s_x[:, None] * s_u[None, :]
     y = activate(gate, ACTIVATION) * up
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -286,6 +356,72 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
     cannot run (``available()``).
     """
     check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out)
+    M = math.prod(x.shape[:-1])
+    N = w_gate.shape[0]
+    xs, sxs = _per_row(x_scale, M, "x_scale")
+    wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
+    wus, swus = _per_row(w_up_scale, N, "w_up_scale")
+    return _run(x, (xs, sxs, 0), w_gate, (wgs, swgs, 0), w_up, (wus, swus, 0), activation, out_dtype,
+                config or default_config(M), out, blockwise=False)
+
+
+def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
+    """The shape of a weight's 128 x 128 block scales (``weight_scale_inv`` of an FP8 checkpoint)."""
+    return (rows + SCALE_BLOCK - 1) // SCALE_BLOCK, (K + SCALE_BLOCK - 1) // SCALE_BLOCK
+
+
+def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
+    if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
+        raise ValueError("swiglu_block_fp8_triton: x must be [..., K] and the weights [N, K]")
+    if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
+        raise ValueError(f"swiglu_block_fp8_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
+                         f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
+    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
+        if t.dtype != FP8:
+            raise TypeError(f"swiglu_block_fp8_triton: {name} is {t.dtype}; expected float8_e4m3fn "
+                            "(triton_fp8_quantize.quantize_blocks quantizes a bf16 x)")
+    N, K = w_gate.shape
+    M = math.prod(x.shape[:-1])
+    for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"swiglu_block_fp8_triton: {name} is {t.dtype}; expected float32 block scales")
+        if tuple(t.shape) != block_scale_shape(N, K):
+            raise ValueError(f"swiglu_block_fp8_triton: {name} is {tuple(t.shape)}; 128 x 128 blocks of "
+                             f"[{N}, {K}] take {block_scale_shape(N, K)}")
+    kb = block_scale_shape(1, K)[1]
+    if x_scale.dtype != torch.float32 or x_scale.dim() < 1 or tuple(x_scale.reshape(-1, x_scale.shape[-1]).shape) != (M, kb):
+        raise ValueError(f"swiglu_block_fp8_triton: x [{M}, {K}] takes fp32 scales [{M}, {kb}] (one per 128 "
+                         f"elements of a row); got {x_scale.dtype} {tuple(x_scale.shape)}")
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"swiglu_block_fp8_triton: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+    if len({t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}) != 1:
+        raise ValueError("swiglu_block_fp8_triton: all inputs must be on one device")
+    if out is not None and (tuple(out.shape) != (M, N) or out.dtype != out_dtype or not out.is_contiguous()):
+        raise ValueError(f"swiglu_block_fp8_triton: out must be a contiguous [{M}, {N}] {out_dtype} tensor")
+
+
+def swiglu_block_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                            activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
+                            config: ScaledConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The fused gated projection of a block-scaled FP8 checkpoint (DeepSeek-V3 / Qwen3-FP8 style):
+    weights e4m3 with one fp32 scale per 128 x 128 block (``[ceil(N/128), ceil(K/128)]``), x e4m3
+    with one per row and 128 elements (``[..., ceil(K/128)]``, any strides: the quantize kernel
+    writes them M-major).  Returns ``[..., N]`` of ``out_dtype``.  ``config`` must take block scales
+    (``ScaledConfig.blockwise``)."""
+    check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out)
+    M = math.prod(x.shape[:-1])
+    config = config or default_config(M, blockwise=True)
+    if not config.blockwise:
+        raise ValueError(f"swiglu_block_fp8_triton: configuration {config.name} does not take block scales "
+                         f"(block_k must be {SCALE_BLOCK} and block_n at most {SCALE_BLOCK})")
+    xs2 = x_scale.reshape(M, -1)
+    return _run(x, (xs2, xs2.stride(0), xs2.stride(1)), w_gate, (w_gate_scale, w_gate_scale.stride(0), w_gate_scale.stride(1)),
+                w_up, (w_up_scale, w_up_scale.stride(0), w_up_scale.stride(1)), activation, out_dtype, config, out,
+                blockwise=True)
+
+
+def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, blockwise: bool) -> torch.Tensor:
+    """Launch the kernel over checked operands; each scale is (tensor, row stride, K-block stride)."""
     act_id = activations.activation_id(activation)
     K, N = x.shape[-1], w_gate.shape[0]
     M = math.prod(x.shape[:-1])
@@ -298,25 +434,23 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
         return out.zero_().view(*x.shape[:-1], N)
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
-        raise RuntimeError(f"swiglu_scaled_triton: {why}")
+        raise RuntimeError(f"fused FP8 kernel: {why}")
     interpret = triton_swiglu.interpreting()
     if not interpret and not x.is_cuda:
-        raise ValueError(f"swiglu_scaled_triton: x is on {x.device}; the kernel takes CUDA tensors "
+        raise ValueError(f"fused FP8 kernel: x is on {x.device}; the kernel takes CUDA tensors "
                          "(CPU tensors only under TRITON_INTERPRET=1)")
     x2 = x2 if x2.stride(1) == 1 else x2.contiguous()
     w_gate = w_gate if w_gate.stride(1) == 1 else w_gate.contiguous()
     w_up = w_up if w_up.stride(1) == 1 else w_up.contiguous()
-    xs, sxs = _per_row(x_scale, M, "x_scale")
-    wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
-    wus, swus = _per_row(w_up_scale, N, "w_up_scale")
-    config = config or default_config(M)
 
     grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
-    args = (x2, xs, w_gate, wgs, w_up, wus, out, M, N, K,
-            x2.stride(0), sxs, w_gate.stride(0), swgs, w_up.stride(0), swus, out.stride(0))
+    args = (x2, xs[0], w_gate, wgs[0], w_up, wus[0], out, M, N, K,
+            x2.stride(0), xs[1], w_gate.stride(0), wgs[1], w_up.stride(0), wus[1], out.stride(0),
+            xs[2], wgs[2], wus[2])
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
                 PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
+                BLOCKWISE=blockwise,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     launch = _kernel(interpret)[grid]
     if x.is_cuda:

@@ -1,0 +1,92 @@
+"""Block-scaled FP8 models as transformers builds them from an FP8 checkpoint (``FP8Linear`` with
+128 x 128 weight blocks), for the tests of ``integrations/transformers_fp8.py``.
+
+transformers' ``FP8Linear`` runs through a hub kernel or DeepGEMM, neither of which exists on a
+CPU (nor offline on a GPU); ``reference_fp8_linears`` swaps its ``fp8_linear`` for the
+computation those kernels do (x quantized per row and 128 elements, dequantized block-scaled
+weights, fp32 sums, the model's dtype out), so the unswapped model runs and can be compared."""
+
+import contextlib
+
+import torch
+import torch.nn as nn
+
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks, quantize_blocks
+
+FP8 = torch.float8_e4m3fn
+finegrained_fp8 = None
+try:
+    from transformers.integrations import finegrained_fp8
+except ImportError:  # pragma: no cover  (transformers is a test dependency)
+    pass
+
+
+def block_quantize(w: torch.Tensor, block: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+    """A weight [N, K] as e4m3 with one fp32 scale per block x block (amax / 448), as transformers'
+    FineGrainedFP8 quantizer stores it."""
+    N, K = w.shape
+    nb, kb = -(-N // block), -(-K // block)
+    wp = torch.nn.functional.pad(w.float(), (0, kb * block - K, 0, nb * block - N))
+    blocks = wp.reshape(nb, block, kb, block)
+    scale = (blocks.abs().amax(dim=(1, 3)) / 448.0).clamp_min(1e-12)
+    q = (blocks / scale[:, None, :, None]).to(FP8).reshape(nb * block, kb * block)[:N, :K]
+    return q.contiguous(), scale
+
+
+def fp8_linear_like(linear: nn.Linear, block=(128, 128), activation_scheme="dynamic"):
+    """transformers' FP8Linear holding `linear`'s weight quantized in block x block blocks."""
+    m = finegrained_fp8.FP8Linear(linear.in_features, linear.out_features, block_size=block,
+                                  activation_scheme=activation_scheme, has_bias=linear.bias is not None)
+    q, s = block_quantize(linear.weight.detach(), block[0])
+    m.weight = nn.Parameter(q.to(linear.weight.device), requires_grad=False)
+    m.weight_scale_inv = nn.Parameter(s.to(linear.weight.device), requires_grad=False)
+    if linear.bias is not None:
+        m.bias = nn.Parameter(linear.bias.detach().clone())
+    return m
+
+
+def quantize_model(model: nn.Module, block=(128, 128), skip=("lm_head",)) -> nn.Module:
+    """Every nn.Linear of `model` but `skip` as a block-scaled FP8Linear, in place."""
+    for name, m in list(model.named_modules()):
+        if type(m) is nn.Linear and not any(name.endswith(s) for s in skip):
+            model.set_submodule(name, fp8_linear_like(m, block))
+    return model
+
+
+def reference_linear(input, weight, weight_scale_inv, block_size=None, bias=None, activation_scale=None,
+                     allow_deepgemm=True):
+    """What transformers' fp8_linear computes, in torch."""
+    K = input.shape[-1]
+    xq, xs = quantize_blocks(input.reshape(-1, K))
+    xd = xq.float() * expand_blocks(xs, xq.shape[0], K, rows_per=1)
+    out = (xd @ dequantize_weight(weight, weight_scale_inv).T).to(input.dtype)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*input.shape[:-1], weight.shape[0])
+
+
+@contextlib.contextmanager
+def reference_fp8_linears():
+    """FP8Linear runs `reference_linear` inside the block (see the module docstring)."""
+    saved = finegrained_fp8.fp8_linear
+    finegrained_fp8.fp8_linear = reference_linear
+    try:
+        yield
+    finally:
+        finegrained_fp8.fp8_linear = saved
+
+
+def tiny_model(arch: str = "qwen3", dtype=torch.bfloat16, device="cpu", layers: int = 2, hidden_act: str = "silu",
+               hidden: int = 256, inter: int = 320):
+    """A small transformers causal LM (random weights) with FP8 block-scaled linears: `inter` 320 is
+    two and a half weight blocks, so the partial block is covered."""
+    import transformers
+
+    cls, cfg = {"qwen3": (transformers.Qwen3ForCausalLM, transformers.Qwen3Config),
+                "llama": (transformers.LlamaForCausalLM, transformers.LlamaConfig)}[arch]
+    config = cfg(vocab_size=512, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=256,
+                 hidden_act=hidden_act)
+    torch.manual_seed(0)
+    model = cls(config).to(device=device, dtype=dtype).eval()
+    return quantize_model(model)

@@ -1,0 +1,181 @@
+"""Block-scaled FP8 checkpoints on CPU: the op ``swiglu_block_fp8`` (its CPU path and its checks)
+and ``fuse_fp8_gated_mlps``, the module swap for transformers' FP8 models (which MLPs it takes,
+which it leaves and why, the swapped model's logits, compiled and not).  The fused kernel itself is
+tested interpreted in test_triton_scaled_swiglu.py and on the GPU in gpu/test_fp8_block_gpu.py."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import inductor_swiglu
+from inductor_swiglu.integrations import transformers_fp8
+from inductor_swiglu.ops import block_fp8_swiglu_op as op
+
+pytest.importorskip("transformers")
+from fp8_models import block_quantize, quantize_model, reference_fp8_linears, tiny_model  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+
+
+def operands(M=6, K=200, N=160, dtype=torch.bfloat16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, K, generator=g).to(dtype)
+    wg, sg = block_quantize(torch.randn(N, K, generator=g) / K**0.5)
+    wu, su = block_quantize(torch.randn(N, K, generator=g) / K**0.5)
+    return x, wg, sg, wu, su
+
+
+def test_quantize_blocks_is_amax_over_448_per_row_and_block():
+    x = torch.zeros(2, 300)
+    x[0, 5], x[0, 130], x[1, 299] = -448.0 * 3, 7.0, 0.5
+    q, s = op.quantize_blocks(x)
+    assert s.shape == (2, 3)
+    assert torch.equal(s, torch.tensor([[3.0, 7.0 / 448, 0.0], [0.0, 0.0, 0.5 / 448]]))
+    assert q[0, 5].float() == -448 and q[0, 130].float() == 448 and q[1, 299].float() == 448
+    assert q[1, :299].float().abs().sum() == 0   # all-zero blocks stay zero (no 0/0)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_op_is_the_dequantized_computation(activation, dtype):
+    x, wg, sg, wu, su = operands(dtype=dtype)
+    got = inductor_swiglu.swiglu_block_fp8(x.reshape(2, 3, -1), wg, sg, wu, su, activation)
+    assert got.shape == (2, 3, 160) and got.dtype == dtype
+    # independently: quantized x, dequantized weights, in fp64
+    xq, xs = op.quantize_blocks(x)
+    xd = xq.double() * xs.double().repeat_interleave(128, 1)[:, :200]
+    wgd = wg.double() * sg.double().repeat_interleave(128, 0)[:160].repeat_interleave(128, 1)[:, :200]
+    wud = wu.double() * su.double().repeat_interleave(128, 0)[:160].repeat_interleave(128, 1)[:, :200]
+    from inductor_swiglu.ops.activations import apply
+    want = apply(activation, xd @ wgd.T) * (xd @ wud.T)
+    err = (got.reshape(6, 160).double() - want).norm() / want.norm()
+    assert err < 1e-2, err   # gate and up rounded to the dtype first (the unfused CPU path)
+    ref = op.swiglu_block_fp8_reference(x, wg, sg, wu, su, activation)
+    assert ((ref.double() - want).norm() / want.norm()) < 5e-3
+
+
+def test_bad_inputs_get_clear_errors():
+    x, wg, sg, wu, su = operands()
+    with pytest.raises(TypeError, match="bf16 or fp16"):
+        inductor_swiglu.swiglu_block_fp8(x.float(), wg, sg, wu, su)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        inductor_swiglu.swiglu_block_fp8(x, wg.float(), sg, wu, su)
+    with pytest.raises(TypeError, match="float32"):
+        inductor_swiglu.swiglu_block_fp8(x, wg, sg.half(), wu, su)
+    with pytest.raises(ValueError, match=r"take \(2, 2\)"):
+        inductor_swiglu.swiglu_block_fp8(x, wg, sg[:, :1], wu, su)
+    with pytest.raises(ValueError, match="unknown activation"):
+        inductor_swiglu.swiglu_block_fp8(x, wg, sg, wu, su, "relu")
+    assert inductor_swiglu.swiglu_block_fp8(x[:0], wg, sg, wu, su).shape == (0, 160)
+
+
+def test_the_op_traces_with_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    x, wg, sg, wu, su = operands()
+    with FakeTensorMode() as mode:
+        out = torch.ops.inductor_swiglu.swiglu_block_fp8(*(mode.from_tensor(t) for t in (x, wg, sg, wu, su)), "silu")
+    assert out.shape == (6, 160) and out.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "llama"])
+def test_transformers_fp8_models_are_swapped_and_keep_their_logits(arch):
+    model = tiny_model(arch)
+    keys = set(model.state_dict())
+    ids = torch.randint(0, 512, (2, 7), generator=torch.Generator().manual_seed(1))
+    with reference_fp8_linears(), torch.no_grad():
+        before = model(ids).logits.float()
+        report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+        after = model(ids).logits.float()
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp"] and not report.skipped
+    assert all(isinstance(layer.mlp, transformers_fp8.BlockFP8GatedMLP) for layer in model.model.layers)
+    assert set(model.state_dict()) == keys   # a checkpoint still loads into it
+    # Unswapped, gate, up, act(gate) and the product are each rounded to bf16; swapped, the product
+    # once.  The down projection quantizes that product to e4m3 again, which turns bf16-level
+    # differences into e4m3 steps (2.3% at this size, measured); a wrong gate or up moves the
+    # logits by their own size.
+    err = (after - before).norm() / before.norm()
+    assert err < 5e-2, err
+    assert inductor_swiglu.fuse_fp8_gated_mlps(model).fused == []   # idempotent
+
+
+def test_the_swapped_model_compiles_with_the_op_in_the_graph():
+    model = tiny_model("qwen3", layers=1)
+    inductor_swiglu.fuse_fp8_gated_mlps(model)
+    ids = torch.randint(0, 512, (1, 5), generator=torch.Generator().manual_seed(2))
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    torch._dynamo.reset()
+    with reference_fp8_linears(), torch.no_grad():
+        eager = model(ids).logits
+        compiled = torch.compile(model, backend=backend)(ids).logits
+    assert any("swiglu_block_fp8" in t for t in seen)
+    torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+
+
+class ClampedMLP(nn.Module):
+    """A gated MLP that clamps the gate (gpt-oss style): the same submodules, another computation."""
+
+    def __init__(self, mlp):
+        super().__init__()
+        self.gate_proj, self.up_proj, self.down_proj, self.act_fn = mlp.gate_proj, mlp.up_proj, mlp.down_proj, mlp.act_fn
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x).clamp(max=7.0)) * self.up_proj(x))
+
+
+def test_what_is_not_the_same_computation_is_left_with_the_reason():
+    model = tiny_model("qwen3", layers=4)
+    layers = model.model.layers
+    layers[0].mlp = ClampedMLP(layers[0].mlp)
+    layers[1].mlp.up_proj.weight_scale_inv.data = layers[1].mlp.up_proj.weight_scale_inv.data.half().float()
+    layers[1].mlp.up_proj.block_size = (128, 64)
+    layers[2].mlp.act_fn = nn.ReLU()
+    layers[3].mlp.gate_proj.activation_scheme = "static"
+    report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+    assert report.fused == []
+    why = report.skipped
+    assert "is not down_proj(act_fn(gate_proj(x)) * up_proj(x))" in why["model.layers.0.mlp"]
+    assert "block_size (128, 64)" in why["model.layers.1.mlp"]
+    assert "ReLU is not SiLU or GELU" in why["model.layers.2.mlp"]
+    assert "static activation scale" in why["model.layers.3.mlp"]
+    assert "4 block-scaled" not in str(report) and "skipped model.layers.0.mlp" in str(report)
+
+
+def test_bf16_models_and_geglu_models():
+    import transformers
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_layers=1,
+                                      num_attention_heads=2, num_key_value_heads=1)
+    plain = transformers.LlamaForCausalLM(config)
+    report = inductor_swiglu.fuse_fp8_gated_mlps(plain)
+    assert report.fused == [] and "not float8_e4m3fn" in report.skipped["model.layers.0.mlp"]
+    gelu = tiny_model("llama", layers=1, hidden_act="gelu_pytorch_tanh")
+    assert inductor_swiglu.fuse_fp8_gated_mlps(gelu).fused == ["model.layers.0.mlp"]
+    assert gelu.model.layers[0].mlp.activation == "gelu_tanh"
+    quantize_model(plain)
+    assert inductor_swiglu.fuse_fp8_gated_mlps(plain).fused == ["model.layers.0.mlp"]
+
+
+def test_gpu_plans_follow_the_block_scaled_rows():
+    """The block-scaled op plans from the table's float8_e4m3fn_block128 rows, never the per-row
+    ones: the shipped H200 rows run the fused kernel at decode, cuBLAS's block-scaled GEMMs (the
+    unfused path) at prefill where K allows, and only configurations that take block scales."""
+    from inductor_swiglu.dispatch import devices, scaled_plans
+    from inductor_swiglu.ops import triton_scaled_swiglu as tss
+    scaled_plans.clear_cache()
+    h200 = devices.kind_of("NVIDIA H200", (9, 0))
+    assert scaled_plans.serves(h200, "silu", blockwise=True) and scaled_plans.serves(h200, "gelu_tanh", blockwise=True)
+    for M in (1, 16):
+        p = scaled_plans.scaled_plan(h200, "silu", M, 18944, 3584, blockwise=True)   # Qwen2.5-7B
+        assert p.fused and p.kernel_config.blockwise and p.kernel_config.swap_ab, p
+    assert not scaled_plans.scaled_plan(h200, "silu", 2048, 18944, 3584, blockwise=True).fused
+    assert scaled_plans.scaled_plan(h200, "silu", 2048, 4864, 896, blockwise=True).fused   # K = 896: no cuBLAS
+    per_row = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584)
+    assert per_row.config != scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True).config
+    with inductor_swiglu.force_kernel("triton"):
+        p = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True)
+    assert p.fused and p.reason == "forced" and tss.BY_NAME[p.config].blockwise
+    assert not scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 1, 64, 64, blockwise=True).fused
