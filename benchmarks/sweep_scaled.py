@@ -80,6 +80,20 @@ def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (t / scale).clamp(-448, 448).to(FP8), scale
 
 
+def numerics_ok(name: str, err: dict) -> bool:
+    """Whether a candidate's output may be chosen.  Widened to bf16 for the MMA: fp32 sums, no
+    element may be off by 1%.  On fp8 MMAs (Hopper's narrower accumulator, MMA_NOTE in
+    ops/triton_scaled_swiglu.py): no worse than cuBLAS's fp8 GEMMs on the same operands.  The
+    unfused paths (and transformers') round gate and up to bf16 first: stock's norm-wise bound."""
+    config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
+    if config is None:
+        return err["nonfinite"] == 0 and err["normwise"] < 1e-2
+    if config.bf16_mma:
+        return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+    return (err["nonfinite"] == 0 and err["normwise"] < 4e-3
+            and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
+
+
 def scaled_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     """Enough (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_cat, w_cat_scale, out) sets for
     every call to read its weights from HBM; w_cat = [w_gate; w_up] feeds the one-GEMM baseline."""
@@ -153,18 +167,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
             row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"[:500]}
             continue
         err = error_stats(got.reshape(M, N), ref)
-        # Widened to bf16 for the MMA: fp32 sums, no element may be off by 1%.  On fp8 MMAs (Hopper's
-        # narrower accumulator, MMA_NOTE in ops/triton_scaled_swiglu.py): no worse than cuBLAS's fp8
-        # GEMMs on the same operands (the unfused path, which also rounds gate and up to bf16 first
-        # and is held to stock's norm-wise bound).
-        config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
-        if name in (scaled_plans.UNFUSED, "op"):
-            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
-        elif config is not None and config.bf16_mma:
-            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
-        else:
-            ok = (err["nonfinite"] == 0 and err["normwise"] < 4e-3
-                  and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
+        ok = numerics_ok(name, err)
         row["candidates"][name] = {"numerics": err, "numerics_ok": ok, "unfused_frac_over_1pct": stock_err["frac_over_1pct"],
                                    "unfused_frac_over_1pct_resolved": stock_err["frac_over_1pct_resolved"]}
         if ok:
@@ -191,15 +194,6 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
 
 # --- block-scaled (FP8 checkpoints) ---------------------------------------------------------------
 
-def block_quantize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """[N, K] as e4m3 with one fp32 scale per 128 x 128 block (amax / 448), as checkpoints hold it."""
-    N, K = w.shape
-    nb, kb = -(-N // 128), -(-K // 128)
-    wp = F.pad(w.float(), (0, kb * 128 - K, 0, nb * 128 - N)).reshape(nb, 128, kb, 128)
-    s = (wp.abs().amax(dim=(1, 3)) / 448.0).clamp_min(1e-12)
-    return (wp / s[:, None, :, None]).to(FP8).reshape(nb * 128, kb * 128)[:N, :K].contiguous(), s
-
-
 def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     """(x bf16, w_gate, its block scales, w_up, its block scales, w_cat, its scales, x quantized, x's
     scales, out) sets; w_cat = [w_gate; w_up] (N is a multiple of 128 at every swept shape)."""
@@ -209,8 +203,8 @@ def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
 
     def one():
         x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
-        wg, sg = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-        wu, su = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        wg, sg = block_fp8_swiglu_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        wu, su = block_fp8_swiglu_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
         xq, xs = block_fp8_swiglu_op.quantize_blocks(x, block_fp8_swiglu_op.CUBLAS_ROWS)
         return (x, wg, sg, wu, su, torch.cat([wg, wu]), torch.cat([sg, su]), xq, xs,
                 torch.empty(M, N, device="cuda", dtype=torch.bfloat16))
@@ -330,14 +324,7 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
                 print(f"  WRONG NUMBERS {model} M={M} scaled_mm_2N: gate normwise {normwise:.3g}", flush=True)
             continue
         err = error_stats(got.reshape(M, N), ref)
-        config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
-        if name in (scaled_plans.UNFUSED, "op", "transformers"):
-            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
-        elif config is not None and config.bf16_mma:
-            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
-        else:
-            ok = (err["nonfinite"] == 0 and err["normwise"] < 4e-3
-                  and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
+        ok = numerics_ok(name, err)
         where = row["candidates"] if (name, fn) in timed else row["references"]
         where[name] = {"numerics": err, "numerics_ok": ok}
         if ok:

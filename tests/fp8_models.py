@@ -11,7 +11,8 @@ import contextlib
 import torch
 import torch.nn as nn
 
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks, quantize_blocks
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks, quantize_weight
+from inductor_swiglu.ops.triton_fp8_quantize import quantize_blocks_reference
 
 FP8 = torch.float8_e4m3fn
 finegrained_fp8 = None
@@ -21,23 +22,11 @@ except ImportError:  # pragma: no cover  (transformers is a test dependency)
     pass
 
 
-def block_quantize(w: torch.Tensor, block: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
-    """A weight [N, K] as e4m3 with one fp32 scale per block x block (amax / 448), as transformers'
-    FineGrainedFP8 quantizer stores it."""
-    N, K = w.shape
-    nb, kb = -(-N // block), -(-K // block)
-    wp = torch.nn.functional.pad(w.float(), (0, kb * block - K, 0, nb * block - N))
-    blocks = wp.reshape(nb, block, kb, block)
-    scale = (blocks.abs().amax(dim=(1, 3)) / 448.0).clamp_min(1e-12)
-    q = (blocks / scale[:, None, :, None]).to(FP8).reshape(nb * block, kb * block)[:N, :K]
-    return q.contiguous(), scale
-
-
-def fp8_linear_like(linear: nn.Linear, block=(128, 128), activation_scheme="dynamic"):
-    """transformers' FP8Linear holding `linear`'s weight quantized in block x block blocks."""
-    m = finegrained_fp8.FP8Linear(linear.in_features, linear.out_features, block_size=block,
+def fp8_linear_like(linear: nn.Linear, activation_scheme="dynamic"):
+    """transformers' FP8Linear holding `linear`'s weight quantized in 128 x 128 blocks."""
+    m = finegrained_fp8.FP8Linear(linear.in_features, linear.out_features, block_size=(128, 128),
                                   activation_scheme=activation_scheme, has_bias=linear.bias is not None)
-    q, s = block_quantize(linear.weight.detach(), block[0])
+    q, s = quantize_weight(linear.weight.detach())
     m.weight = nn.Parameter(q.to(linear.weight.device), requires_grad=False)
     m.weight_scale_inv = nn.Parameter(s.to(linear.weight.device), requires_grad=False)
     if linear.bias is not None:
@@ -45,19 +34,19 @@ def fp8_linear_like(linear: nn.Linear, block=(128, 128), activation_scheme="dyna
     return m
 
 
-def quantize_model(model: nn.Module, block=(128, 128), skip=("lm_head",)) -> nn.Module:
+def quantize_model(model: nn.Module, skip=("lm_head",)) -> nn.Module:
     """Every nn.Linear of `model` but `skip` as a block-scaled FP8Linear, in place."""
     for name, m in list(model.named_modules()):
         if type(m) is nn.Linear and not any(name.endswith(s) for s in skip):
-            model.set_submodule(name, fp8_linear_like(m, block))
+            model.set_submodule(name, fp8_linear_like(m))
     return model
 
 
 def reference_linear(input, weight, weight_scale_inv, block_size=None, bias=None, activation_scale=None,
                      allow_deepgemm=True):
-    """What transformers' fp8_linear computes, in torch."""
+    """What transformers' fp8_linear computes, in torch ops (which Dynamo traces)."""
     K = input.shape[-1]
-    xq, xs = quantize_blocks(input.reshape(-1, K))
+    xq, xs = quantize_blocks_reference(input.reshape(-1, K))
     xd = xq.float() * expand_blocks(xs, xq.shape[0], K, rows_per=1)
     out = (xd @ dequantize_weight(weight, weight_scale_inv).T).to(input.dtype)
     if bias is not None:

@@ -12,7 +12,7 @@ from inductor_swiglu.integrations import transformers_fp8
 from inductor_swiglu.ops import block_fp8_swiglu_op as op
 
 pytest.importorskip("transformers")
-from fp8_models import block_quantize, quantize_model, reference_fp8_linears, tiny_model  # noqa: E402
+from fp8_models import quantize_model, reference_fp8_linears, tiny_model  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 
@@ -20,8 +20,8 @@ FP8 = torch.float8_e4m3fn
 def operands(M=6, K=200, N=160, dtype=torch.bfloat16, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(M, K, generator=g).to(dtype)
-    wg, sg = block_quantize(torch.randn(N, K, generator=g) / K**0.5)
-    wu, su = block_quantize(torch.randn(N, K, generator=g) / K**0.5)
+    wg, sg = op.quantize_weight(torch.randn(N, K, generator=g) / K**0.5)
+    wu, su = op.quantize_weight(torch.randn(N, K, generator=g) / K**0.5)
     return x, wg, sg, wu, su
 
 

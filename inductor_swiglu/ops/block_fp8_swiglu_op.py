@@ -85,6 +85,17 @@ def expand_blocks(scale: torch.Tensor, rows: int, cols: int, rows_per: int = BLO
     return scale.repeat_interleave(rows_per, 0)[:rows].repeat_interleave(BLOCK, 1)[:, :cols]
 
 
+def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A weight ``[N, K]`` as e4m3 with one fp32 scale per 128 x 128 block (amax / 448, floored at
+    1e-12), as transformers' FineGrainedFP8 quantizer stores a checkpoint's linears."""
+    N, K = w.shape
+    nb, kb = -(-N // BLOCK), -(-K // BLOCK)
+    wp = torch.nn.functional.pad(w.float(), (0, kb * BLOCK - K, 0, nb * BLOCK - N)).reshape(nb, BLOCK, kb, BLOCK)
+    scale = (wp.abs().amax(dim=(1, 3)) / torch.finfo(FP8).max).clamp_min(1e-12)
+    q = (wp / scale[:, None, :, None]).to(FP8).reshape(nb * BLOCK, kb * BLOCK)[:N, :K]
+    return q.contiguous(), scale
+
+
 def dequantize_weight(w: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """An e4m3 weight times its 128 x 128 block scales, in fp32."""
     return w.float() * expand_blocks(scale.float(), *w.shape)

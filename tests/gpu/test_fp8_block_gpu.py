@@ -22,19 +22,11 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) 
 BLOCK_CONFIGS = [c for c in tss.CONFIGS if c.blockwise]
 
 
-def block_quantize(w):
-    N, K = w.shape
-    nb, kb = -(-N // 128), -(-K // 128)
-    wp = torch.nn.functional.pad(w.float(), (0, kb * 128 - K, 0, nb * 128 - N)).reshape(nb, 128, kb, 128)
-    s = (wp.abs().amax(dim=(1, 3)) / 448.0).clamp_min(1e-12)
-    return (wp / s[:, None, :, None]).to(torch.float8_e4m3fn).reshape(nb * 128, kb * 128)[:N, :K].contiguous(), s
-
-
 def operands(M, N, K, dtype=torch.bfloat16, seed=0):
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(M, K, device="cuda", generator=g).to(dtype)
-    wg, sg = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-    wu, su = block_quantize(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+    wg, sg = op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+    wu, su = op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
     return x, wg, sg, wu, su
 
 
