@@ -133,9 +133,8 @@ CONFIGS: tuple[ScaledConfig, ...] = (
     ScaledConfig(128, 128, 64, 8, 4),
     ScaledConfig(128, 128, 128, 8, 3),
     ScaledConfig(128, 128, 128, 8, 4),
-    # Block scales hold a third tile per accumulator (each K step's products before their scales)
-    # and, with x quantized in the kernel, its bf16 tile: these fit the registers where the ones
-    # above spill (ptxas for sm_90a with Triton 3.6: 0 bytes, against 1.1-1.8 KB for 128 x 128).
+    # Added for block scales (one K step of 128 per scale block): more row-tile shapes at 8 warps,
+    # a 32-token swapped tile ...
     ScaledConfig(32, 128, 128, 8, 4, swap_ab=True),
     # ... and for decode on fp8 MMAs, one K step per scale block (the per-row sweep's fastest decode
     # configuration, fp8_swap_m16_n64_k256_w4_s4, steps 256; widening to bf16 measured 1.8x slower)
@@ -239,9 +238,11 @@ def _scaled_swiglu_kernel(
             # RESCALE_NOTE: the sum over K steps of S_k * D_k (D_k: step k's products, S_k = x's
             # scale of the row times the tile's weight scale) is kept as acc / S_k, so each step's
             # MMA accumulates in place: acc <- dot(x, w, acc * S_{k-1} / S_k), and the epilogue
-            # multiplies by the last S.  (Adding S_k * dot(x, w) instead holds a third tile per
-            # accumulator, measured 2-4x slower on the H200.)  S is floored so that an all-zero
-            # block of x cannot make the ratio 0 / 0.
+            # multiplies by the last S.  (Adding S_k * dot(x, w) to the accumulators instead holds
+            # a third register tile per accumulator, 1.1-1.8 KB of spills at 128 x 128 per ptxas;
+            # that first version, x also quantized in this kernel, measured 1.6-3.2x slower at
+            # M = 128 on the H200, 2026-12-03.)  S is floored so that an all-zero block of x
+            # cannot make the ratio 0 / 0.
             s_x = tl.load(xs_ptr + rows_m * stride_xs + k0 * stride_xsk, mask=mask_m, other=0.0)
             s_g = tl.load(wgs_ptr + blk * stride_wgs + k0 * stride_wgsk)
             s_u = tl.load(wus_ptr + blk * stride_wus + k0 * stride_wusk)
