@@ -146,6 +146,19 @@ def read_weights(x, xs, wg, sg, wu, su, *_):
     return weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16))
 
 
+def time_point(bench: Interleaved, row: dict, M: int, args, baselines: tuple[str, ...]) -> None:
+    """Run the point's interleaved timing and file it into `row`: sustained from --sustained-from
+    on, with the fastest candidates, the unfused path and `baselines` burst-timed too."""
+    large = M >= args.sustained_from
+    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
+    if large:
+        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
+        for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, *baselines]))).items():
+            timings[name].burst_us = us
+    file_timings(row, timings, bench.errors, max_error_chars=500)
+    row.update(bench.clock_summary())
+
+
 def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     K, N = MLP_SHAPES[model]
     sets = scaled_sets(M, N, K, seed=1000 * M + N)
@@ -179,14 +192,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         bench.add("stock", stock_compile())
     if M <= 16:
         bench.add("weight_read", read_weights)
-    large = M >= args.sustained_from
-    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
-    if large:
-        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
-        for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, "scaled_mm_2N", "stock"]))).items():
-            timings[name].burst_us = us
-    file_timings(row, timings, bench.errors, max_error_chars=500)
-    row.update(bench.clock_summary())
+    time_point(bench, row, M, args, ("scaled_mm_2N", "stock"))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -335,15 +341,7 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
         bench.add("stock", block_stock_compile())
     if M <= 16:
         bench.add("weight_read", lambda x, wg, sg, wu, su, *_: weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16)))
-    large = M >= args.sustained_from
-    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
-    if large:
-        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
-        for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, "scaled_mm_2N", "stock",
-                                                        *(["transformers"] if peer is not None else [])]))).items():
-            timings[name].burst_us = us
-    file_timings(row, timings, bench.errors, max_error_chars=500)
-    row.update(bench.clock_summary())
+    time_point(bench, row, M, args, ("scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
     del sets, bench
     torch.cuda.empty_cache()
     return row

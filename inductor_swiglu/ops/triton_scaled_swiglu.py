@@ -324,26 +324,33 @@ def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, i
     return flat, flat.stride(0)
 
 
-def check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
+def _check_operands(who: str, x, w_gate, w_up, out_dtype, out, tensors, fp8_hint: str = "") -> None:
+    """The checks both entries share: [..., K] x and [N, K] weights, all e4m3, the output dtype and
+    buffer, one device for `tensors`."""
     if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
-        raise ValueError("swiglu_scaled_triton: x must be [..., K] and the weights [N, K]")
+        raise ValueError(f"{who}: x must be [..., K] and the weights [N, K]")
     if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
-        raise ValueError(f"swiglu_scaled_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
+        raise ValueError(f"{who}: shapes do not match: x {tuple(x.shape)}, w_gate "
                          f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
     for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
         if t.dtype != FP8:
-            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float8_e4m3fn")
-    for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
-        if t.dtype != torch.float32:
-            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float32")
+            raise TypeError(f"{who}: {name} is {t.dtype}; expected float8_e4m3fn{fp8_hint}")
     if out_dtype not in OUT_DTYPES:
-        raise TypeError(f"swiglu_scaled_triton: out_dtype {out_dtype} is not bf16, fp16 or fp32")
-    if len({t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}) != 1:
-        raise ValueError("swiglu_scaled_triton: all inputs must be on one device")
+        raise TypeError(f"{who}: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+    if len({t.device for t in tensors}) != 1:
+        raise ValueError(f"{who}: all inputs must be on one device")
     if out is not None:
         M, N = math.prod(x.shape[:-1]), w_gate.shape[0]
         if tuple(out.shape) != (M, N) or out.dtype != out_dtype or out.device != x.device or not out.is_contiguous():
-            raise ValueError(f"swiglu_scaled_triton: out must be a contiguous [{M}, {N}] {out_dtype} tensor")
+            raise ValueError(f"{who}: out must be a contiguous [{M}, {N}] {out_dtype} tensor")
+
+
+def check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
+    _check_operands("swiglu_scaled_triton", x, w_gate, w_up, out_dtype, out,
+                    (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale))
+    for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float32")
 
 
 def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
@@ -372,15 +379,9 @@ def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
 
 
 def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
-    if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
-        raise ValueError("swiglu_block_fp8_triton: x must be [..., K] and the weights [N, K]")
-    if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
-        raise ValueError(f"swiglu_block_fp8_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
-                         f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
-    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
-        if t.dtype != FP8:
-            raise TypeError(f"swiglu_block_fp8_triton: {name} is {t.dtype}; expected float8_e4m3fn "
-                            "(triton_fp8_quantize.quantize_blocks quantizes a bf16 x)")
+    _check_operands("swiglu_block_fp8_triton", x, w_gate, w_up, out_dtype, out,
+                    (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale),
+                    " (triton_fp8_quantize.quantize_blocks quantizes a bf16 x)")
     N, K = w_gate.shape
     M = math.prod(x.shape[:-1])
     for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
@@ -393,12 +394,6 @@ def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, o
     if x_scale.dtype != torch.float32 or x_scale.dim() < 1 or tuple(x_scale.reshape(-1, x_scale.shape[-1]).shape) != (M, kb):
         raise ValueError(f"swiglu_block_fp8_triton: x [{M}, {K}] takes fp32 scales [{M}, {kb}] (one per 128 "
                          f"elements of a row); got {x_scale.dtype} {tuple(x_scale.shape)}")
-    if out_dtype not in OUT_DTYPES:
-        raise TypeError(f"swiglu_block_fp8_triton: out_dtype {out_dtype} is not bf16, fp16 or fp32")
-    if len({t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}) != 1:
-        raise ValueError("swiglu_block_fp8_triton: all inputs must be on one device")
-    if out is not None and (tuple(out.shape) != (M, N) or out.dtype != out_dtype or not out.is_contiguous()):
-        raise ValueError(f"swiglu_block_fp8_triton: out must be a contiguous [{M}, {N}] {out_dtype} tensor")
 
 
 def swiglu_block_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
