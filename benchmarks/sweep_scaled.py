@@ -221,7 +221,7 @@ def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
 def block_reference(x, wg, sg, wu, su):
     """fp64 of x quantized as the op does and the dequantized weights, with the accumulation noise."""
     xq, xs = triton_fp8_quantize.quantize_blocks_reference(x)
-    xd = xq.double() * block_fp8_swiglu_op.expand_blocks(xs, *xq.shape, rows_per=1).double()
+    xd = block_fp8_swiglu_op.dequantize_x(xq, xs, torch.float64)
     return reference_fp64(xd, block_fp8_swiglu_op.dequantize_weight(wg, sg).double(),
                           block_fp8_swiglu_op.dequantize_weight(wu, su).double(), with_noise=True)
 
@@ -320,7 +320,7 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
         if name == "scaled_mm_2N":
             # a bare GEMM: its gate half against fp64 says whether cuBLAS took the block scales right
             xq, xs = triton_fp8_quantize.quantize_blocks_reference(first[0])
-            xd = xq.double() * block_fp8_swiglu_op.expand_blocks(xs, M, K, rows_per=1).double()
+            xd = block_fp8_swiglu_op.dequantize_x(xq, xs, torch.float64)
             gate = xd @ block_fp8_swiglu_op.dequantize_weight(first[1], first[2]).double().T
             normwise = float((got[:M, :N].double() - gate).norm() / gate.norm())
             row["references"][name] = {"gate_normwise": normwise}

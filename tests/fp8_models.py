@@ -11,7 +11,7 @@ import contextlib
 import torch
 import torch.nn as nn
 
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks, quantize_weight
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x, quantize_weight
 from inductor_swiglu.ops.triton_fp8_quantize import quantize_blocks_reference
 
 FP8 = torch.float8_e4m3fn
@@ -47,7 +47,7 @@ def reference_linear(input, weight, weight_scale_inv, block_size=None, bias=None
     """What transformers' fp8_linear computes, in torch ops (which Dynamo traces)."""
     K = input.shape[-1]
     xq, xs = quantize_blocks_reference(input.reshape(-1, K))
-    xd = xq.float() * expand_blocks(xs, xq.shape[0], K, rows_per=1)
+    xd = dequantize_x(xq, xs)
     out = (xd @ dequantize_weight(weight, weight_scale_inv).T).to(input.dtype)
     if bias is not None:
         out = out + bias

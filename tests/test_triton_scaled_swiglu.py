@@ -12,7 +12,7 @@ triton = pytest.importorskip("triton")
 import torch  # noqa: E402
 
 from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, expand_blocks  # noqa: E402
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
 from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
 from inductor_swiglu.ops.triton_fp8_quantize import (  # noqa: E402
     quantize_blocks,
@@ -131,7 +131,7 @@ def block_operands(M, N, K, seed):
 
 
 def block_reference(xq, xs, wg, sg, wu, su):
-    xd = xq.float() * expand_blocks(xs, *xq.shape, rows_per=1)
+    xd = dequantize_x(xq, xs)
     gate, up = xd @ dequantize_weight(wg, sg).T, xd @ dequantize_weight(wu, su).T
     return torch.nn.functional.silu(gate) * up
 

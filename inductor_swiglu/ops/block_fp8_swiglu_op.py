@@ -96,6 +96,12 @@ def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q.contiguous(), scale
 
 
+def dequantize_x(xq: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Quantized activations ``[M, K]`` times their per-row, per-128 scales, in `dtype` (fp64 for
+    the references that must not round the products)."""
+    return xq.to(dtype) * expand_blocks(scale, *xq.shape, rows_per=1).to(dtype)
+
+
 def dequantize_weight(w: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """An e4m3 weight times its 128 x 128 block scales, in fp32."""
     return w.float() * expand_blocks(scale.float(), *w.shape)
@@ -106,7 +112,7 @@ def swiglu_block_fp8_reference(x, w_gate, w_gate_scale, w_up, w_up_scale, activa
     dtype: what the fused kernel is held to (its only other rounding is the sums' order)."""
     K, N = x.shape[-1], w_gate.shape[0]
     xq, xs = triton_fp8_quantize.quantize_blocks_reference(x.reshape(-1, K))
-    xd = xq.float() * expand_blocks(xs, xq.shape[0], K, rows_per=1)
+    xd = dequantize_x(xq, xs)
     gate = xd @ dequantize_weight(w_gate, w_gate_scale).T
     up = xd @ dequantize_weight(w_up, w_up_scale).T
     return (activations.apply(activation, gate) * up).to(x.dtype).reshape(*x.shape[:-1], N)
@@ -127,7 +133,7 @@ def cublas_blockwise(device_index: int) -> str:
     except (RuntimeError, NotImplementedError, ValueError) as e:
         return f"torch._scaled_mm has no block-scaled GEMM here ({type(e).__name__}: {str(e)[:200]})"
     xq, xs = triton_fp8_quantize.quantize_blocks_reference(x)
-    want = (xq.float() * expand_blocks(xs, 1, 1024, rows_per=1)) @ dequantize_weight(w, ws).T
+    want = dequantize_x(xq, xs) @ dequantize_weight(w, ws).T
     if not torch.allclose(got, want, rtol=2e-2, atol=1e-2 * float(want.abs().max())):
         return "torch._scaled_mm's block-scaled GEMM disagrees with fp32 here"
     return ""
@@ -163,7 +169,7 @@ def unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation) -> tuple[torc
         what = "quantize x, two block-scaled cuBLAS GEMMs, act(gate) * up"
     else:
         xq, xs = quantize_blocks(x2)
-        xd = xq.float() * expand_blocks(xs, M, K, rows_per=1)
+        xd = dequantize_x(xq, xs)
         gate = (xd @ dequantize_weight(w_gate, w_gate_scale).T).to(x.dtype)
         up = (xd @ dequantize_weight(w_up, w_up_scale).T).to(x.dtype)
         what = f"dequantized fp32 GEMMs ({why})"

@@ -35,7 +35,7 @@ def reference(x, wg, sg, wu, su, activation="silu"):
     with each element's fp32 accumulation noise."""
     K = x.shape[-1]
     xq, xs = quantize_blocks_reference(x.reshape(-1, K))
-    xd = xq.double() * op.expand_blocks(xs, *xq.shape, rows_per=1).double()
+    xd = op.dequantize_x(xq, xs, torch.float64)
     return reference_fp64(xd, op.dequantize_weight(wg, sg).double(), op.dequantize_weight(wu, su).double(),
                           with_noise=True, activation=activation)
 
