@@ -2,6 +2,7 @@
 every variant in one run.
 
     python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b|qwen3-30b-a3b] [--layers N] [--tokens 256] [--record]
+    python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 row    # torchao float8 (per-row) model
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--layers N` runs the first N layers of the model (default: all of them); every layer has the
@@ -119,6 +120,16 @@ def _config(args) -> dict:
 def _build(args, dtype: torch.dtype):
     build = _models()[args.model][2]
     return build(args.model, dtype, args.device, num_layers=args.layers, **_small(args))
+
+
+def quantize_fp8(model, granularity: str) -> str:
+    """torchao float8 dynamic activations and weights on every Linear (as a user serving FP8 does);
+    returns what was applied, for the report."""
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+
+    config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row" else PerTensor())
+    quantize_(model, config)
+    return f"torchao {type(config).__name__}({granularity})"
 
 
 @torch.no_grad()
@@ -245,8 +256,9 @@ def _shapes(meta: dict) -> str:
     layers = f"{meta['layers']} layers" if meta["layers"] == full else f"{meta['layers']} of its {full} layers"
     ffn = (f"{c['num_experts']} experts of FFN {c['moe_intermediate_size']}, {c['num_experts_per_tok']} per token"
            if "num_experts" in c else f"FFN {c['intermediate_size']}")
+    fp8 = f"; {meta['fp8']}" if meta.get("fp8") else ""
     return (f"{meta.get('model', 'Qwen2.5-0.5B')} shapes ({layers}, hidden {c['hidden_size']}, {ffn}, "
-            f"{c['num_attention_heads']} heads / {c['num_key_value_heads']} KV heads, vocab {c['vocab_size']})")
+            f"{c['num_attention_heads']} heads / {c['num_key_value_heads']} KV heads, vocab {c['vocab_size']}{fp8})")
 
 
 def report(rows: list[dict], meta: dict) -> str:
@@ -315,6 +327,9 @@ def main(argv=None) -> int:
     ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared",
                     help="one Inductor cache for all variants (kernels alike in two variants are autotuned once; "
                          "the default) or a cold one each (cold compile times)")
+    ap.add_argument("--fp8", choices=("row", "tensor"), default=None,
+                    help="quantize every Linear with torchao's Float8DynamicActivationFloat8WeightConfig "
+                         "(PerRow or PerTensor) before compiling: the FP8 op's whole-model figure")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
     ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
                     help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")
@@ -326,6 +341,8 @@ def main(argv=None) -> int:
         ap.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
     if args.no_decode and args.no_prefill:
         ap.error("--no-decode and --no-prefill leave nothing to measure")
+    if args.fp8 and args.device != "cuda":
+        ap.error("--fp8 needs a GPU with fp8 tensor cores (torchao's float8 kernels)")
     if args.tokens < 2:
         ap.error("--tokens must be at least 2 (decode speed is measured over tokens 2..N)")
     if args.layers is None:
@@ -361,6 +378,8 @@ def main(argv=None) -> int:
         (args.out / "bench_model.md").write_text(report(list(rows.values()), meta))
 
     model = _build(args, torch.bfloat16)
+    if args.fp8:
+        meta["fp8"] = quantize_fp8(model, args.fp8)
     vocab = model.config.vocab_size
     gen = torch.Generator(device=args.device).manual_seed(0)
     inputs = {f"b{b}": torch.randint(0, vocab, (b, PROMPT_LEN), device=args.device, generator=gen) for b in (1, 8)}

@@ -10,9 +10,12 @@ them: x and the weights float8_e4m3fn, one fp32 scale per row of x and one per w
 out.  At each point (Qwen2.5 MLP shapes x M):
 
   candidates   every configuration of the fused Triton kernel that suits M
-               (``ops/triton_scaled_swiglu.py``) and the op's unfused path (two ``_scaled_mm``
-               + one elementwise kernel)
+               (``ops/triton_scaled_swiglu.py``), from --cutlass-from tokens on every
+               configuration of the scaled CUTLASS GEMM in the library (``ops/cutlass_scaled_swiglu.py``;
+               build them with INDUCTOR_SWIGLU_KERNELS=all), and the op's unfused path (two
+               ``_scaled_mm`` + one elementwise kernel)
   scaled_mm_2N one ``torch._scaled_mm`` [M, 2N, K] with the same scales: the bare-GEMM bound
+               (cuBLAS's default accumulation; _fast: use_fast_accum=True, as torchao asks)
   stock        torch.compile(backend="inductor") of silu(_scaled_mm) * _scaled_mm (what a torchao
                model compiles to, x's quantization aside)
   weight_read  at M <= 16: a kernel that only reads both fp8 weights (``weight_read.py`` over
@@ -65,7 +68,14 @@ import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
-from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, scaled_swiglu_op, triton_fp8_quantize, triton_scaled_swiglu  # noqa: E402
+from inductor_swiglu.ops import (  # noqa: E402
+    block_fp8_swiglu_op,
+    cuda_impl,
+    cutlass_scaled_swiglu,
+    scaled_swiglu_op,
+    triton_fp8_quantize,
+    triton_scaled_swiglu,
+)
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled_reference_fp64  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -83,12 +93,14 @@ def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def numerics_ok(name: str, err: dict) -> bool:
     """Whether a candidate's output may be chosen.  Widened to bf16 for the MMA: fp32 sums, no
     element may be off by 1%.  On fp8 MMAs (Hopper's narrower accumulator, MMA_NOTE in
-    ops/triton_scaled_swiglu.py): no worse than cuBLAS's fp8 GEMMs on the same operands.  The
-    unfused paths (and transformers') round gate and up to bf16 first: stock's norm-wise bound."""
-    config = triton_scaled_swiglu.BY_NAME.get(name.partition(":")[2])
-    if config is None:
+    ops/triton_scaled_swiglu.py; the scaled CUTLASS GEMM's rows too): no worse than cuBLAS's fp8
+    GEMMs on the same operands.  The unfused paths (and transformers') round gate and up to bf16
+    first: stock's norm-wise bound."""
+    impl, _, config_name = name.partition(":")
+    config = triton_scaled_swiglu.BY_NAME.get(config_name)
+    if config is None and impl != scaled_plans.CUTLASS:
         return err["nonfinite"] == 0 and err["normwise"] < 1e-2
-    if config.bf16_mma:
+    if config is not None and config.bf16_mma:
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
     return (err["nonfinite"] == 0 and err["normwise"] < 4e-3
             and err["frac_over_1pct_resolved"] <= triton_scaled_swiglu.FP8_MMA_OVER_1PCT_BOUND)
@@ -112,6 +124,20 @@ def scaled_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
 
 def scaled_mm_2n(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
     return torch._scaled_mm(x, w_cat.t(), scale_a=xs, scale_b=s_cat, out_dtype=torch.bfloat16)
+
+
+def scaled_mm_2n_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
+    # cuBLAS accumulating in the fp8 MMA's own accumulator: what torchao's float8 inference asks for
+    return torch._scaled_mm(x, w_cat.t(), scale_a=xs, scale_b=s_cat, out_dtype=torch.bfloat16, use_fast_accum=True)
+
+
+def cutlass(config: str):
+    def fn(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
+        got, why = cutlass_scaled_swiglu.run(x, xs, wg, sg, wu, su, "silu", config, out)
+        if got is None:
+            raise RuntimeError(why)
+        return got
+    return fn
 
 
 def unfused(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
@@ -169,6 +195,8 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
                                 if c.serves(M) and c.smem_bytes() <= smem]
+    if not args.op and M >= args.cutlass_from:
+        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in cutlass_scaled_swiglu.config_names()]
     timed.insert(0, ("op", the_op) if args.op else (scaled_plans.UNFUSED, unfused))
     stock_err = error_stats(unfused(x, xs, wg, sg, wu, su, None, None, None).reshape(M, N), ref)
     for name, fn in timed:
@@ -188,11 +216,12 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         else:
             print(f"  WRONG NUMBERS {model} M={M} {name}: {err}", flush=True)
     bench.add("scaled_mm_2N", scaled_mm_2n)
+    bench.add("scaled_mm_2N_fast", scaled_mm_2n_fast)
     if not args.no_compile:
         bench.add("stock", stock_compile())
     if M <= 16:
         bench.add("weight_read", read_weights)
-    time_point(bench, row, M, args, ("scaled_mm_2N", "stock"))
+    time_point(bench, row, M, args, ("scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -385,14 +414,15 @@ def markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"FP8 (e4m3, {scales}, bf16 out) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
              "GPU us per call, CUDA-graph replays interleaved, weights from HBM; sustained from M >= "
              f"{meta['sustained_from']} (burst in parentheses).", "",
-             "| model | M | best | us | vs scaled_mm 2N | vs stock | vs unfused | vs transformers | weight read | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | M | best | us | vs scaled_mm 2N | vs its fast accumulation | vs stock | vs unfused | vs transformers "
+             "| weight read | SM MHz |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cand = {n: c for n, c in r["candidates"].items() if "us" in c}
         refs = r["references"]
         best = min(cand, key=lambda n: cand[n]["us"]) if cand else None
         if best is None:
-            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | | | |")
             continue
 
         def fig(c):
@@ -408,11 +438,12 @@ def markdown(rows: list[dict], meta: dict) -> str:
             return s
 
         wr = refs.get("weight_read", {}).get("us")
-        lines.append(f"| {r['model']} | {r['M']} | {best} | {fig(cand[best])} | {ratio('scaled_mm_2N')} | {ratio('stock')} | "
+        lines.append(f"| {r['model']} | {r['M']} | {best} | {fig(cand[best])} | {ratio('scaled_mm_2N')} | "
+                     f"{ratio('scaled_mm_2N_fast')} | {ratio('stock')} | "
                      f"{ratio(scaled_plans.UNFUSED)} | {ratio('transformers')} | {f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     ratios = {ref: [((r['references'].get(ref) or {}).get('us', 0) / min(c['us'] for c in r['candidates'].values() if 'us' in c))
                     for r in rows if any('us' in c for c in r['candidates'].values())
-                    and 'us' in (r['references'].get(ref) or {})] for ref in ("scaled_mm_2N", "stock", "transformers")}
+                    and 'us' in (r['references'].get(ref) or {})] for ref in ("scaled_mm_2N", "scaled_mm_2N_fast", "stock", "transformers")}
     for ref, xs in ratios.items():
         if xs:
             lines.append(f"\n{ref}: geomean {statistics.geometric_mean(xs):.3f}x, at or faster on "
@@ -430,6 +461,8 @@ def main(argv=None) -> int:
     ap.add_argument("--burst-top", type=int, default=3)
     ap.add_argument("--no-compile", action="store_true", help="skip the stock torch.compile column")
     ap.add_argument("--op", action="store_true", help="time the installed op, not the candidates")
+    ap.add_argument("--cutlass-from", type=int, default=64, metavar="M",
+                    help="time the scaled CUTLASS GEMM's configurations from this many tokens on")
     ap.add_argument("--install", action="store_true", help="write the float8 rows into the device's table")
     ap.add_argument("--blockwise", action="store_true", help="128 x 128 block-scaled operands (FP8 checkpoints)")
     ap.add_argument("--peer-fp8", type=Path, default=None, metavar="DIR",

@@ -177,7 +177,8 @@ def test_declined_forms_are_reported_with_the_reason():
 def fp8_table():
     key = Key("float8_e4m3fn", "silu")
     rows = (Entry(key, 64, 48, 1, 16, "scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma"),
-            Entry(key, 64, 48, 17, 1 << 62, "unfused", ""))
+            Entry(key, 64, 48, 17, 1024, "unfused", ""),
+            Entry(key, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_128x256x128_c2x1"))
     return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key}, rows)
 
 
@@ -199,11 +200,18 @@ def test_gpu_plans_follow_the_float8_rows(monkeypatch):
     assert p.fused and p.config == "fp8_swap_m16_n64_k256_w8_s4_bf16mma" and p.kernel_config.swap_ab
     p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
     assert not p.fused and p.reason == "measured_unfused"
-    for name, fused, reason in (("triton", True, "forced"), ("unfused", False, "forced"),
-                                ("dual_gemm", False, "forced_cutlass")):
+    p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64)   # a row of the scaled CUTLASS GEMM
+    assert p.fused and p.cutlass and p.config == "scaled_128x256x128_c2x1" and p.kernel_config is None
+    # block scales never take it (it reads per-row and single scales)
+    assert not scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True).cutlass
+    for name, impl, reason in (("triton", "scaled_triton", "forced"), ("unfused", "unfused", "forced"),
+                               ("interleaved_gemm", "scaled_gemm", "forced"),
+                               ("dual_gemm", "unfused", "forced_cutlass")):
         with inductor_swiglu.force_kernel(name):
             p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
-        assert (p.fused, p.reason) == (fused, reason), (name, p)
+        assert (p.impl, p.reason) == (impl, reason), (name, p)
+    with inductor_swiglu.force_kernel("interleaved_gemm"):
+        assert scaled_plans.scaled_plan(h200, "silu", 100, 48, 64).config == scaled_plans.CUTLASS_DEFAULT
     p = scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 8, 48, 64)
     assert not p.fused and p.reason == "no_table"
 
@@ -234,14 +242,18 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
 
 def test_shipped_float8_rows_name_kernel_configurations():
     from inductor_swiglu.dispatch.table import shipped
+    from inductor_swiglu.kernels import configs as kernel_configs
     from inductor_swiglu.ops import triton_scaled_swiglu
 
     for table in shipped().values():
         for key in table.serves:
             if key.dtype in ("float8_e4m3fn", "float8_e4m3fn_block128"):
                 rows = table.rows_for(key)
-                assert rows and all(e.impl in ("scaled_triton", "unfused") for e in rows)
+                assert rows and all(e.impl in ("scaled_triton", "scaled_gemm", "unfused") for e in rows)
                 configs = [triton_scaled_swiglu.BY_NAME[e.config] for e in rows if e.impl == "scaled_triton"]
+                cutlass = {c.name for c in kernel_configs.SCALED_GEMM}
+                assert all(e.config in cutlass for e in rows if e.impl == "scaled_gemm")
+                assert key.dtype == "float8_e4m3fn" or all(e.impl != "scaled_gemm" for e in rows)
                 # block-scaled rows only name configurations that take block scales
                 assert all(c.blockwise for c in configs) or key.dtype == "float8_e4m3fn"
             else:

@@ -68,6 +68,10 @@ def test_a_unit_that_includes_another_is_keyed_on_it():
     any_act = build.CSRC / "kernels" / "interleaved_gemm_any_activation.cu"
     assert build.CSRC / "kernels" / "interleaved_gemm.cu" in build.included_sources(any_act)
     assert [p.name for p in build.generated_for(any_act)] == ["interleaved_gemm_configs.inc"]
+    # the scaled GEMM builds it over float8 operands from its own list
+    scaled = build.CSRC / "kernels" / "scaled_gemm.cu"
+    assert build.CSRC / "kernels" / "interleaved_gemm.cu" in build.included_sources(scaled)
+    assert "scaled_gemm_configs.inc" in [p.name for p in build.generated_for(scaled)]
 
 
 # What nvcc 13.0's ptxas printed for an epilogue that indexed its fragment at run time.

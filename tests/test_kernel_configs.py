@@ -110,3 +110,28 @@ def test_generated_includes_have_one_line_per_selected_row():
                 if ln.startswith("ISW_INTERLEAVED_CONFIG(")]) == len(configs.INTERLEAVED_GEMM)
     with pytest.raises(ValueError, match="no configuration named"):
         configs.select({"interleaved_gemm": {"interleaved_1x1x64"}})
+
+
+def test_scaled_rows_names_macro_fields_and_limits():
+    from inductor_swiglu.kernels.configs import ScaledGemmConfig
+
+    assert configs.SCALED_GEMM[0].name == "scaled_128x128x128_c1x1_promote"   # the default accumulates in fp32
+    assert all(c.name.startswith("scaled_") and "x128_" in c.name for c in configs.SCALED_GEMM)
+    fields = dict(zip(ScaledGemmConfig.MACRO_FIELDS, ScaledGemmConfig(128, 256, "cooperative", cluster_m=2).macro_args(),
+                      strict=True))
+    assert fields["accumulate"] == 0 and fields["tile_n"] == 256 and fields["cluster_m"] == 2
+    assert ScaledGemmConfig(64, 128, accumulate="promote").macro_args()[-1] == 1
+    with pytest.raises(ValueError, match="64 x 192 per consumer warpgroup"):   # two accumulators of 64 x 256
+        ScaledGemmConfig(128, 256, "cooperative", accumulate="promote")
+    with pytest.raises(ValueError, match="interleave of 8"):
+        ScaledGemmConfig(128, 168, interleave=4)
+    with pytest.raises(ValueError, match="unknown accumulate"):
+        ScaledGemmConfig(128, 128, accumulate="bf16")
+    # the generated list names every row with the accumulation last, under the interleaved macro
+    lines = [ln for ln in configs.includes(configs.select(None))["scaled_gemm_configs.inc"].splitlines()
+             if ln.startswith("ISW_INTERLEAVED_CONFIG(")]
+    assert len(lines) == len(configs.SCALED_GEMM)
+    assert lines[0].split('"')[1] == configs.SCALED_GEMM[0].name and lines[0].endswith(", 1)")
+    # a shipped build keeps the default and the rows a table names
+    kept = configs.select({"scaled_gemm": {"scaled_128x192x128_c2x1_promote"}})["scaled_gemm"]
+    assert [c.name for c in kept] == [configs.SCALED_GEMM[0].name, "scaled_128x192x128_c2x1_promote"]

@@ -96,7 +96,7 @@ def test_table_names_configs_the_library_has():
 @built
 def test_generated_configs_match_the_library():
     lib = kl.get_library()
-    names = {impl: lib.configs(kl.IDS[impl]) for impl in ("dual_gemm", "interleaved_gemm", "decode_gemm")}
+    names = {impl: lib.configs(kl.IDS[impl]) for impl in ("dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_gemm")}
     shipped, every = build.select("shipped"), build.select("all")
     assert names in ({k: [c.name for c in v] for k, v in shipped.rows.items()},
                      {k: [c.name for c in v] for k, v in every.rows.items()})

@@ -23,6 +23,7 @@ struct KernelEntry {
 extern const KernelEntry dual_gemm_entry;
 extern const KernelEntry interleaved_gemm_entry;
 extern const KernelEntry interleaved_gemm_any_act_entry;
+extern const KernelEntry scaled_gemm_entry;   // scaled_gemm.cu: the interleaved GEMM on float8 operands
 extern const KernelEntry decode_mma_entry;
 extern const KernelEntry decode_wgmma_entry;
 

@@ -28,8 +28,10 @@ int fail(int code, const char* fmt, ...) {
 void clear_error() { g_last_error[0] = '\0'; }
 
 int not_built(const isw_problem* p, const char* kernel) {
+  const char* type = p->dtype == ISW_FP8_E4M3 ? (p->out_dtype == ISW_FP16 ? "float8-to-fp16" : "float8-to-bf16")
+                     : p->dtype == ISW_FP16 ? "fp16" : "bf16";
   return fail(ISW_ERR_UNSUPPORTED, "%s: this build has no %s kernels (build with INDUCTOR_SWIGLU_KERNELS=all)",
-              kernel, p->dtype == ISW_FP16 ? "fp16" : "bf16");
+              kernel, type);
 }
 
 // the decode GEMM is two translation units with one configuration table: the mma.sync rows
@@ -88,17 +90,22 @@ static const KernelEntry* entry(int kernel, const isw_problem* p = nullptr) {
     case ISW_INTERLEAVED_GEMM:
       return (p != nullptr && p->activation != ISW_ACT_SILU) ? &interleaved_gemm_any_act_entry : &interleaved_gemm_entry;
     case ISW_DECODE_GEMM: return &kernel3;
+    case ISW_SCALED_GEMM: return &scaled_gemm_entry;
     default: return nullptr;
   }
 }
 
-static int check_common(const isw_problem* p) {
+static int check_common(int kernel, const isw_problem* p) {
   if (p == nullptr) return fail(ISW_ERR_INVALID, "problem is NULL");
   if (p->M < 0 || p->N <= 0 || p->K <= 0)
     return fail(ISW_ERR_INVALID, "bad sizes M=%lld N=%lld K=%lld", (long long)p->M,
                 (long long)p->N, (long long)p->K);
-  if (p->dtype != ISW_BF16 && p->dtype != ISW_FP16)
+  if (kernel == ISW_SCALED_GEMM) {
+    if (p->dtype != ISW_FP8_E4M3)
+      return fail(ISW_ERR_UNSUPPORTED, "scaled_gemm: dtype %d is not float8 e4m3 (3)", p->dtype);
+  } else if (p->dtype != ISW_BF16 && p->dtype != ISW_FP16) {
     return fail(ISW_ERR_UNSUPPORTED, "dtype %d is not bf16 (0) or fp16 (1)", p->dtype);
+  }
   if (p->activation < ISW_ACT_SILU || p->activation > ISW_ACT_GELU_ERF)
     return fail(ISW_ERR_INVALID, "unknown activation %d", p->activation);
   return ISW_OK;
@@ -112,14 +119,14 @@ ISW_EXPORT int isw_can_implement(int kernel, const isw_problem* p) {
   isw::clear_error();
   const isw::KernelEntry* e = isw::entry(kernel, p);
   if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
-  int st = isw::check_common(p);
+  int st = isw::check_common(kernel, p);
   if (st != ISW_OK) return st;
   return e->can_implement(p);
 }
 
 ISW_EXPORT size_t isw_workspace_bytes(int kernel, const isw_problem* p) {
   const isw::KernelEntry* e = isw::entry(kernel, p);
-  if (!e || isw::check_common(p) != ISW_OK) return 0;
+  if (!e || isw::check_common(kernel, p) != ISW_OK) return 0;
   return e->workspace_bytes(p);
 }
 
@@ -127,7 +134,7 @@ ISW_EXPORT int isw_run(int kernel, const isw_problem* p) {
   isw::clear_error();
   const isw::KernelEntry* e = isw::entry(kernel, p);
   if (!e) return isw::fail(ISW_ERR_INVALID, "unknown kernel id %d", kernel);
-  int st = isw::check_common(p);
+  int st = isw::check_common(kernel, p);
   if (st != ISW_OK) return st;
   if (p->M == 0) return ISW_OK;  // empty batch: nothing to write
   return e->run(p);

@@ -16,11 +16,12 @@
 extern "C" {
 #endif
 
-#define ISW_ABI_VERSION 4
+#define ISW_ABI_VERSION 5
 
-// Element types of x, the weights and out (all the same type).  The GEMM kernels take bf16 and
-// fp16; isw_gated_mul also takes fp32.
-enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1, ISW_FP32 = 2 };
+// Element types of x, the weights and out (all the same type, except under the scaled GEMM:
+// float8 e4m3 x and weights, out_dtype out).  The GEMM kernels take bf16 and fp16; isw_gated_mul
+// also takes fp32.
+enum isw_dtype { ISW_BF16 = 0, ISW_FP16 = 1, ISW_FP32 = 2, ISW_FP8_E4M3 = 3 };
 
 // Activation of the gate: out = act(gate) * up.
 enum isw_activation {
@@ -56,13 +57,22 @@ typedef struct isw_problem {
   void* workspace;     // device memory, at least isw_workspace_bytes(); may be NULL if that is 0
   size_t workspace_bytes;
   void* stream;        // cudaStream_t; the kernel launches only on this stream
+  // The scaled GEMM only (dtype ISW_FP8_E4M3): gate = (x @ w_gate^T) * x_scale[m] * w_gate_scale[n],
+  // up likewise, in fp32 before the activation.  A stride of 0 reads one scale, 1 one per row.
+  const float* x_scale;
+  const float* w_gate_scale;
+  const float* w_up_scale;
+  int32_t x_scale_stride;
+  int32_t w_scale_stride;   // both weights alike
+  int32_t out_dtype;        // enum isw_dtype of out
 } isw_problem;
 
 // Kernel ids.
 enum isw_kernel {
   ISW_DUAL_GEMM = 1,         // two accumulators (gate, up) fed by one x tile: pingpong, 64 x 128 per warpgroup
   ISW_INTERLEAVED_GEMM = 2,  // one GEMM over gate/up interleaved by 8 rows, act(gate) * up in the epilogue
-  ISW_DECODE_GEMM = 3        // decode (swap-AB): weights as the MMA's M operand, tokens as its N
+  ISW_DECODE_GEMM = 3,       // decode (swap-AB): weights as the MMA's M operand, tokens as its N
+  ISW_SCALED_GEMM = 5        // the interleaved GEMM over float8 e4m3 operands, scales in the epilogue
 };
 
 // ISW_OK if `kernel` with `p->config` can run this problem, ISW_ERR_UNSUPPORTED

@@ -95,9 +95,9 @@ inline int check_problem(const isw_problem* p, const char* who, int64_t elem_byt
                 (long long)p->ld_w_gate, (long long)p->ld_w_up);
   if (p->ld_x < p->K || p->ld_w_gate < p->K || p->ld_out < p->N)
     return fail(ISW_ERR_INVALID, "%s: a leading dimension is smaller than the row length", who);
-  if (p->ld_x % 8 || p->ld_w_gate % 8)
-    return fail(ISW_ERR_UNSUPPORTED, "%s: ld_x=%lld / ld_w=%lld must be multiples of 8 elements (16 bytes)", who,
-                (long long)p->ld_x, (long long)p->ld_w_gate);
+  if ((p->ld_x * elem_bytes) % 16 || (p->ld_w_gate * elem_bytes) % 16)
+    return fail(ISW_ERR_UNSUPPORTED, "%s: ld_x=%lld / ld_w=%lld must be multiples of %lld elements (16 bytes)", who,
+                (long long)p->ld_x, (long long)p->ld_w_gate, (long long)(16 / elem_bytes));
   auto addr = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); };
   if ((addr(p->x) | addr(p->w_gate) | addr(p->w_up)) & 15)
     return fail(ISW_ERR_UNSUPPORTED, "%s: x and the weights must be 16-byte aligned", who);

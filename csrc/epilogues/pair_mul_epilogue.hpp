@@ -34,6 +34,8 @@
 #pragma once
 
 #include "cutlass/cutlass.h"
+#include <type_traits>
+
 #include "cutlass/arch/barrier.h"
 #include "cute/tensor.hpp"
 
@@ -75,14 +77,36 @@ CUTE_HOST_DEVICE bool pair_mul_thread_hi(First const& first) {
   return int(cute::get<1>(first)) % (2 * G) >= G;
 }
 
+/// The FP8 GEMM's scales for this thread (Scaled), or none: relative to its first accumulator
+/// coordinate `first` (global row, virtual column), as the sinks' offsets are.
+template <bool Scaled, int G, class First, class NodeParams>
+CUTE_HOST_DEVICE auto pair_mul_thread_scale(First const& first, int M, int N2, NodeParams const& node) {
+  if constexpr (Scaled) {
+    static_assert(G == 8, "the scaled GEMM pairs under the interleave of 8 only");
+    int m0 = int(cute::get<0>(first));
+    int o0 = isw::fusion::output_column<G>(int(cute::get<1>(first)));
+    isw::fusion::RowColScale s;
+    s.x_row = node.x_scale + int64_t(m0) * node.x_scale_step;
+    s.lo_col = node.lo_scale + int64_t(o0) * node.w_scale_step;
+    s.hi_col = node.hi_scale + int64_t(o0) * node.w_scale_step;
+    s.x_step = node.x_scale_step;
+    s.w_step = node.w_scale_step;
+    s.res_m = M - m0;
+    s.res_o = N2 / 2 - o0;
+    return s;
+  } else {
+    return isw::fusion::NoScale{};
+  }
+}
+
 /// The accumulators of one thread, paired, through `sink` (a GlobalPairSink or StagedPairSink).
 /// G: the gate/up interleave of the weight view; `xchg` trades values with the partner lane
 /// under G = 4 (the device's warp shuffle; the host layout check's own emulation).
 template <class ElementOut, int Activation, int G, class AccTensor, class ThrMma, class TileShapeMN, class Sink,
-          class Exchange>
+          class Exchange, class Scale = isw::fusion::NoScale>
 CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma, TileShapeMN tile_mn,
                                             bool up_first, int activation, bool hi, Sink const& sink,
-                                            Exchange const& xchg) {
+                                            Exchange const& xchg, Scale const& scale = {}) {
   using namespace cute;
   static_assert(G == 8 || G == 4, "gate/up interleave of 8 or 4");
   Tensor tCc = make_coord_tensor(thr_mma.partition_C(make_identity_tensor(tile_mn)).layout());  // relative: static
@@ -101,8 +125,9 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
   // a run-time activation: one branch per tile, each side straight-line code
   auto run = [&](auto act) {
     if constexpr (G == 8) {
-      isw::fusion::pair_mul_fragment<ElementOut, kValues, decltype(act)::value>(frg, tCc, 0, up_first, sink);
+      isw::fusion::pair_mul_fragment<ElementOut, kValues, decltype(act)::value>(frg, tCc, 0, up_first, sink, scale);
     } else {
+      static_assert(std::is_same_v<Scale, isw::fusion::NoScale>, "no scales under the interleave of 4");
       isw::fusion::pair_mul_quads<ElementOut, kValues, decltype(act)::value>(frg, tCc, hi, up_first, sink, xchg);
     }
   };
@@ -112,8 +137,8 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
 
 /// One thread's part of a tile stored straight to global memory (the register kind).  Host-callable:
 /// the host layout check runs this very code on emulated accumulators.
-template <class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma, class TileShapeMN,
-          class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+template <class ElementOut, int Activation, int G = 8, bool Scaled = false, class AccTensor, class ThrMma,
+          class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node, Exchange const& xchg = {}) {
@@ -123,13 +148,14 @@ CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators,
   ElementOut* out_thr = isw::fusion::pair_mul_thread_base<G>(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
   isw::fusion::GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, node.ld_out};
   pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
-                                                   pair_mul_thread_hi<G>(first), sink, xchg);
+                                                   pair_mul_thread_hi<G>(first), sink, xchg,
+                                                   pair_mul_thread_scale<Scaled, G>(first, M, N2, node));
 }
 
 /// One thread's part of a tile written into the staging buffer (the TMA path; the stores follow).
 /// Host-callable, like the above.
-template <class Staging, class ElementOut, int Activation, int G = 8, class AccTensor, class ThrMma,
-          class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+template <class Staging, class ElementOut, int Activation, int G = 8, bool Scaled = false, class AccTensor,
+          class ThrMma, class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node, char* smem, uint32_t smem_base,
@@ -140,14 +166,15 @@ CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators,
   int col0 = isw::fusion::output_column<G>(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
   StagedPairSink<Staging, ElementOut> sink{smem, Staging::origin(smem_base, row0, col0)};
   pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
-                                                   pair_mul_thread_hi<G>(first), sink, xchg);
+                                                   pair_mul_thread_hi<G>(first), sink, xchg,
+                                                   pair_mul_thread_scale<Scaled, G>(first, M, N2, node));
 }
 
 /// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).
 enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2 };
 
 template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
-          int Interleave = 8>
+          int Interleave = 8, bool Scaled = false>
 struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
@@ -241,7 +268,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     auto thr_mma = tiled_mma.get_slice(thread_idx);
     auto const& node = params.stock.thread.op_1;
     if constexpr (Store == kStoreRegisters) {
-      pair_mul_store_accumulators<ElementOut, Activation, Interleave>(accumulators, thr_mma, tile_mn, int(m_coord),
+      pair_mul_store_accumulators<ElementOut, Activation, Interleave, Scaled>(accumulators, thr_mma, tile_mn, int(m_coord),
                                                                       int(n_coord), int(M), int(N2), node);
     } else {
       // The threads of the MMA (one warpgroup under pingpong, two under cooperative) stage the tile.
@@ -254,7 +281,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
       cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
       barrier.arrive_and_wait();
       char* smem = static_cast<StagingStorage&>(storage).out;
-      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave>(
+      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave, Scaled>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
           uint32_t(cute::cast_smem_ptr_to_uint(smem)));
       if constexpr (kTmaStore) cute::tma_store_fence();   // the shared stores, visible to the TMA unit

@@ -109,6 +109,39 @@ struct GlobalPairSink {
   }
 };
 
+/// The scales of an FP8 GEMM (the scaled GEMM, scaled_gemm.cu): gate and up are dequantized in
+/// fp32 before the activation, lo *= sx[row] * s_lo[col], hi *= sx[row] * s_hi[col], where the
+/// columns are output columns (row r of each weight) and lo/hi the view's lower-addressed tensor
+/// and the other one.  A step of 0 broadcasts one scale (per tensor), 1 reads one per row/column.
+/// Pointers are this thread's first row and output column; reads past the residues (the staged
+/// stores compute whole tiles, TMA clips them) take the first one instead.
+struct RowColScale {
+  const float* x_row = nullptr;
+  const float* lo_col = nullptr;
+  const float* hi_col = nullptr;
+  int x_step = 0, w_step = 0;
+  int res_m = 0, res_o = 0;   // rows and output columns from this thread's first one to the problem's end
+  CUTE_HOST_DEVICE static float load(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(p);          // read-only: repeated reads of a row's scale fold into one
+#else
+    return *p;
+#endif
+  }
+  CUTE_HOST_DEVICE void operator()(int dr, int dc, float& lo, float& hi) const {
+    int r = dr < res_m ? dr : 0;
+    int c = dc < res_o ? dc : 0;
+    float sx = load(x_row + r * x_step);
+    lo *= sx * load(lo_col + c * w_step);
+    hi *= sx * load(hi_col + c * w_step);
+  }
+};
+
+/// Unscaled GEMMs (bf16, fp16): nothing to apply.
+struct NoScale {
+  CUTE_HOST_DEVICE void operator()(int, int, float&, float&) const {}
+};
+
 /// The per-thread work of the node, host-callable so the host layout checks can run the very
 /// same code on emulated fragments: every gate value of `frg` times act() with its up partner,
 /// rounded once, handed to `sink` as (row offset, output column offset, packed pair) relative to
@@ -118,9 +151,11 @@ struct GlobalPairSink {
 ///   epi_v      index of the fragment within the subtile
 ///   up_first   block h = 0 holds `up` (two selects per output; compiling both orders separately
 ///              measured no faster on the H200, and doubled the epilogue's code)
-template <class ElementOut, int FragmentSize, int Activation, class CoordTensor, class Sink>
+///   scale      NoScale, or the FP8 GEMM's RowColScale (relative to the same first coordinate)
+template <class ElementOut, int FragmentSize, int Activation, class CoordTensor, class Sink, class Scale = NoScale>
 CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> const& frg,
-                                        CoordTensor const& tCc_sub, int epi_v, bool up_first, Sink const& sink) {
+                                        CoordTensor const& tCc_sub, int epi_v, bool up_first, Sink const& sink,
+                                        Scale const& scale = {}) {
   static_assert(FragmentSize % 8 == 0, "fragment must hold whole gate/up chunks of 8");
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
   cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
@@ -140,6 +175,7 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
       for (int j = 0; j < 2; ++j) {
         float lo = frg[8 * c + 2 * half + j];      // column c + j     (block h = 0)
         float hi = frg[8 * c + 4 + 2 * half + j];  // column c + 8 + j (block h = 1)
+        scale(dm + 8 * half, (dn >> 1) + j, lo, hi);
         float g = up_first ? hi : lo;
         float u = up_first ? lo : hi;
         y[j] = activate<Activation>(g) * u;
@@ -251,6 +287,13 @@ struct PairMulStore {
     int64_t ld_out = 0;             // in elements
     bool up_first = false;          // true if block h = 0 of the virtual B holds `up`
     int activation = ISW_ACT_SILU;  // enum isw_activation
+    // the scaled GEMM's scales (RowColScale; unused by the bf16/fp16 kernels): x's, and the
+    // lower- and higher-addressed weight's, with their steps (0: one scale, 1: one per row)
+    const float* x_scale = nullptr;
+    const float* lo_scale = nullptr;
+    const float* hi_scale = nullptr;
+    int x_scale_step = 0;
+    int w_scale_step = 0;
   };
   using Params = Arguments;
 

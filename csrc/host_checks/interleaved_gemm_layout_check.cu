@@ -3,7 +3,7 @@
            Needs no GPU: it includes the kernel TU for its types, never instantiates a kernel,
            and replaces the driver's cuTensorMapEncodeTiled with a recorder.
 
-    For every config (bf16 and fp16) it checks, printing what it found:
+    For every config (bf16 and fp16, and the scaled GEMM's fp8 ones) it checks, printing what it found:
       1. the wgmma accumulator layout as PairMulEpilogue walks it (partition_C order):
          chunks of 8 pair column c with c+8 (fragment_pairs_ok), every thread's first column is
          a gate column, and the threads together hold every tile element exactly once; under the
@@ -17,9 +17,11 @@
          (pair_mul_store_accumulators), and staged by it (pair_mul_stage_accumulators) in a host
          stand-in for the shared-memory buffer that a model of the TMA store (recorded out map,
          swizzle) writes out from, or (rows kind) that every thread's own copy_out writes out
-         from; both outs are compared with silu(x Wg^T) * (x Wu^T), and padding rows/columns of
-         out must stay untouched;
-      4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40).
+         from; both outs are compared with silu(x Wg^T) * (x Wu^T) (for fp8, gate and up times
+         x's row scale and their weight row's, per row or one per tensor), and padding rows/columns
+         of out must stay untouched;
+      4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40; the
+         scaled GEMM's scales and out type).
 
     Build and run from the repository root:
       CUTLASS=$(python -c 'import cutlass_library; print(cutlass_library.source_path)')
@@ -155,17 +157,44 @@ struct HostPairExchange {
   CUTE_HOST_DEVICE float operator()(float, int idx) const { return partner[idx]; }
 };
 
+// swiglu_reference_at under the scaled GEMM: gate and up dequantized (sx the row's x scale, sg / su
+// the output column's weight scales) before the activation, as the epilogue's RowColScale does.
+template <class ElementIn>
+static double scaled_swiglu_reference_at(ElementIn const* x, int64_t ld_x, ElementIn const* w_gate,
+                                         ElementIn const* w_up, int64_t ld_w, int K, int r, int o, double sx,
+                                         double sg, double su) {
+  double g = 0, u = 0;
+  for (int k = 0; k < K; ++k) {
+    double xv = float(x[int64_t(r) * ld_x + k]);
+    g += xv * float(w_gate[int64_t(o) * ld_w + k]);
+    u += xv * float(w_up[int64_t(o) * ld_w + k]);
+  }
+  g *= sx * sg;
+  u *= sx * su;
+  return g / (1.0 + std::exp(-g)) * u;
+}
+
+// gap_elems: bytes between the two weights, in units of 2 (the same gap for every input type).
+// scale_step (scaled GEMM): 1 for a scale per row of x and of each weight, 0 for one per tensor.
 template <class Gemm>
 static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_t gap_elems, bool verbose,
-                    int out_pad = 8, int smem_shift = 0) {
+                    int out_pad = 8, int smem_shift = 0, int scale_step = 1) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
+  using ElementIn = typename Gemm::ElementIn;
+  constexpr bool kScaled = Gemm::kScaled;
   using Mainloop = typename Gemm::CollectiveMainloop;
   using TileShape = typename Gemm::TileShape;
   using TiledMma = typename Mainloop::TiledMma;
   constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), TK = size<2>(TileShape{});
   const int N2 = 2 * N;
-  const int64_t ld_x = K + 8, ld_w = K + 24, ld_out = N + out_pad;
+  // row pitches of whole 16-byte units (TMA): K + 8 and K + 24 are for 2-byte inputs, fp8 rounds up
+  auto pitch = [](int64_t n) {
+    constexpr int64_t e = 16 / sizeof(ElementIn);
+    return (n + e - 1) / e * e;
+  };
+  const int64_t ld_x = pitch(K + 8), ld_w = pitch(K + 24), ld_out = N + out_pad;
+  const int64_t gap_in = gap_elems * 2 / int64_t(sizeof(ElementIn));
   // a staged configuration writes out through a TMA map (a row pitch of a multiple of 16 bytes) or
   // with 8-byte stores (8 bytes); make_arguments refuses the rest.  The register path is emulated
   // for every configuration (the pairing code is shared).
@@ -180,15 +209,23 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
 
   std::vector<char> sx, sw, so;
-  Element* x = aligned_buffer<Element>(size_t(M) * ld_x, sx);
+  ElementIn* x = aligned_buffer<ElementIn>(size_t(M) * ld_x, sx);
   size_t wsize = size_t(N) * ld_w;
-  Element* wbuf = aligned_buffer<Element>(2 * wsize + gap_elems, sw);
-  Element* lo = wbuf;
-  Element* hi = wbuf + wsize + gap_elems;
-  Element* w_gate = up_lower ? hi : lo;
-  Element* w_up = up_lower ? lo : hi;
-  for (int64_t i = 0; i < int64_t(M) * ld_x; ++i) x[i] = Element(uni(rng));
-  for (size_t i = 0; i < 2 * wsize + gap_elems; ++i) wbuf[i] = Element(uni(rng) * 0.25f);
+  ElementIn* wbuf = aligned_buffer<ElementIn>(2 * wsize + gap_in, sw);
+  ElementIn* lo = wbuf;
+  ElementIn* hi = wbuf + wsize + gap_in;
+  ElementIn* w_gate = up_lower ? hi : lo;
+  ElementIn* w_up = up_lower ? lo : hi;
+  for (int64_t i = 0; i < int64_t(M) * ld_x; ++i) x[i] = ElementIn(uni(rng));
+  for (size_t i = 0; i < 2 * wsize + gap_in; ++i) wbuf[i] = ElementIn(uni(rng) * 0.25f);
+  // the scaled GEMM's scales, one per row whatever scale_step: a step of 0 must read only the first
+  std::uniform_real_distribution<float> scale_dist(0.5f, 2.f);
+  std::vector<float> scale_x, scale_gate, scale_up;
+  if constexpr (kScaled) {
+    for (int r = 0; r < M; ++r) scale_x.push_back(scale_dist(rng));
+    for (int o = 0; o < N; ++o) scale_gate.push_back(scale_dist(rng));
+    for (int o = 0; o < N; ++o) scale_up.push_back(scale_dist(rng));
+  }
   const int out_rows = M + 3;
   Element* out = aligned_buffer<Element>(size_t(out_rows) * ld_out, so);
   const uint16_t kSentinel = 0x7fc1;  // a NaN the kernel never produces
@@ -201,8 +238,13 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
   p.M = M; p.N = N; p.K = K;
   p.ld_x = ld_x; p.ld_w_gate = ld_w; p.ld_w_up = ld_w; p.ld_out = ld_out;
-  p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+  p.dtype = kScaled ? ISW_FP8_E4M3 : std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
   p.config = -1;
+  if constexpr (kScaled) {
+    p.x_scale = scale_x.data(); p.w_gate_scale = scale_gate.data(); p.w_up_scale = scale_up.data();
+    p.x_scale_stride = scale_step; p.w_scale_stride = scale_step;
+    p.out_dtype = ISW_BF16;
+  }
 
   typename Kernel::Arguments args{};
   int st = isw::interleaved::make_arguments<Gemm>(&p, 132, args);
@@ -216,6 +258,13 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   if (st != ISW_OK) return;
   bool up_first = args.epilogue.thread.op_1.up_first;
   CHECK(up_first == up_lower, "up_first flag %d, expected %d", up_first, up_lower);
+  if constexpr (kScaled) {
+    auto const& node = args.epilogue.thread.op_1;
+    float const* lo_scale = up_lower ? scale_up.data() : scale_gate.data();
+    float const* hi_scale = up_lower ? scale_gate.data() : scale_up.data();
+    CHECK(node.lo_scale == lo_scale && node.hi_scale == hi_scale,
+          "the weight scales are not those of the lower- and higher-addressed weights");
+  }
 
   g_descs.clear();
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
@@ -246,7 +295,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   // Expected B geometry (interleave G): dims (K, G, 2, N/G, 1), strides (e, ld, delta, G ld, .),
   // box (TK, G, 2, TN/2G, 1)
   constexpr int G = Gemm::kInterleave;
-  const int64_t eb = sizeof(Element);
+  const int64_t eb = sizeof(ElementIn);
   CHECK(dB.rank == 5, "B rank %u", dB.rank);
   CHECK(dB.addr == reinterpret_cast<char*>(lo), "B base is not the lower weight");
   CHECK(dB.dim[0] == uint64_t(K) && dB.dim[1] == G && dB.dim[2] == 2 && dB.dim[3] == uint64_t(N / G) && dB.dim[4] == 1,
@@ -256,6 +305,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   CHECK(dB.box[0] == uint32_t(TK) && dB.box[1] == G && dB.box[2] == 2 && dB.box[3] == uint32_t(TN / (2 * G)) &&
             dB.box[4] == 1, "B box");
   CHECK(dB.swizzle == int(CU_TENSOR_MAP_SWIZZLE_128B), "B swizzle %d", dB.swizzle);
+  // the recorder knows the element size of the 2-byte formats; CuTe maps float8 to UINT8
+  const int64_t fmt_bytes = dB.fmt == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? 1 : int64_t(dB.stride[0]);
+  CHECK(fmt_bytes == eb, "B element format %d is not of %lld bytes", dB.fmt, (long long)eb);
 
   // Fetch virtual B tiles through the real load_init() TMA coordinates + the recorded descriptor.
   Mainloop mainloop;
@@ -284,18 +336,18 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
           char* a = dB.addr;
           for (int i = 0; i < 5; ++i) {
             if (crd[i] < 0 || uint64_t(crd[i]) >= dB.dim[i]) inb = false;
-            a += crd[i] * int64_t(dB.stride[i]);
+            a += crd[i] * (i == 0 ? fmt_bytes : int64_t(dB.stride[i]));
           }
           int vg = n * TN + v, kg = kt * TK + k;
           bool exp_in = vg < N2 && kg < K;
-          Element const* expect = nullptr;
+          ElementIn const* expect = nullptr;
           if (exp_in) {
             int h = (vg / G) % 2, r = G * (vg / (2 * G)) + vg % G;
-            Element const* w = (h == 0) ? lo : hi;
+            ElementIn const* w = (h == 0) ? lo : hi;
             expect = w + int64_t(r) * ld_w + kg;
           }
-          if (inb != exp_in || (inb && reinterpret_cast<Element const*>(a) != expect)) ++bad_addr;
-          Bv[(size_t(n) * TN + v) * (k_tiles * TK) + kg] = inb ? float(*reinterpret_cast<Element const*>(a)) : 0.f;
+          if (inb != exp_in || (inb && reinterpret_cast<ElementIn const*>(a) != expect)) ++bad_addr;
+          Bv[(size_t(n) * TN + v) * (k_tiles * TK) + kg] = inb ? float(*reinterpret_cast<ElementIn const*>(a)) : 0.f;
         }
     }
   CHECK(bad_box == 0, "%d elements land off their virtual row in the TMA box", bad_box);
@@ -335,10 +387,10 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         HostPairExchange xchg{partner.data()};
         // the device epilogue's own per-thread code, both paths: registers to out, and the staging
         // buffer that the TMA stores of the tile read
-        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G>(acc, thr_mma, tile, mt, nt, M, N2,
-                                                                             args.epilogue.thread.op_1, xchg);
+        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled>(
+            acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, xchg);
         if (staged_ok)
-          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G>(
+          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled>(
               acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg);
       }
       if constexpr (kTma) {
@@ -369,7 +421,12 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
           continue;
         }
         if (bits == kSentinel) { ++unwritten; continue; }
-        double ref = swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o);
+        double ref;
+        if constexpr (kScaled)
+          ref = scaled_swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o, scale_x[r * scale_step],
+                                           scale_gate[o * scale_step], scale_up[o * scale_step]);
+        else
+          ref = swiglu_reference_at(x, ld_x, w_gate, w_up, ld_w, K, r, o);
         double got = float(buf[int64_t(r) * ld_out + o]);
         double err = std::fabs(got - ref);
         double tol = 1e-2 * std::fabs(ref) + 1e-4;
@@ -383,8 +440,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   CHECK(unwritten == 0, "%d outputs never written", unwritten);
   CHECK(clobbered == 0, "%d padding elements written", clobbered);
   CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
-  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M, N, K,
-         up_lower ? "up" : "gate", (long long)gap_elems, m_tiles, n_tiles, k_tiles,
+  printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld%s: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M,
+         N, K, up_lower ? "up" : "gate", (long long)gap_elems,
+         !kScaled ? "" : scale_step ? " row scales" : " one scale", m_tiles, n_tiles, k_tiles,
          tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : "registers", max_rel,
          (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
 }
@@ -394,37 +452,54 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 template <class Gemm>
 static void check_rejections() {
   using Element = typename Gemm::Element;
+  using ElementIn = typename Gemm::ElementIn;
+  constexpr bool kScaled = Gemm::kScaled;
   static std::vector<char> s;
-  Element* base = aligned_buffer<Element>(1 << 20, s);
+  ElementIn* base = aligned_buffer<ElementIn>(1 << 20, s);
+  static float scale_x[8], scale_gate[256], scale_up[256];   // never read: make_arguments takes the pointers
+  constexpr int64_t ld_w = 128 + 16 / sizeof(ElementIn);      // one 16-byte unit of padding per weight row
   auto make = [&]() {
     isw_problem p{};
-    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * 136; p.out = base + 300000;
-    p.M = 5; p.N = 256; p.K = 128; p.ld_x = 128; p.ld_w_gate = 136; p.ld_w_up = 136; p.ld_out = 256;
-    p.dtype = std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * ld_w; p.out = base + 300000;
+    p.M = 5; p.N = 256; p.K = 128; p.ld_x = 128; p.ld_w_gate = ld_w; p.ld_w_up = ld_w; p.ld_out = 256;
+    p.dtype = kScaled ? ISW_FP8_E4M3 : std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
+    if constexpr (kScaled) {
+      p.x_scale = scale_x; p.w_gate_scale = scale_gate; p.w_up_scale = scale_up;
+      p.x_scale_stride = 1; p.w_scale_stride = 1;
+      p.out_dtype = ISW_BF16;
+    }
     return p;
   };
   struct Case { const char* what; isw_problem p; int expect; };
   std::vector<Case> cases;
   cases.push_back({"baseline", make(), ISW_OK});
-  { auto p = make(); p.w_gate = p.w_up; p.w_up = base + 4096; cases.push_back({"up below gate", p, ISW_OK}); }
-  { auto p = make(); p.x = base + 1; cases.push_back({"x misaligned", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.ld_w_up = 144; cases.push_back({"ld_w_gate != ld_w_up", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.N = 100; cases.push_back({"N % 8", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.K = 36; p.ld_x = 40; cases.push_back({"K % 8", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.ld_x = 132; cases.push_back({"ld_x % 8", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.w_up = base + 4096 + 8 * 136; cases.push_back({"weights overlap", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.w_up = p.w_gate; cases.push_back({"same tensor", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
-  constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
-  constexpr bool kStaged = Gemm::CollectiveEpilogue::kStaged;
-  { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 4 != 0", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
-  { auto p = make(); p.ld_out = 260; cases.push_back({"ld_out % 4 == 0, % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
-  { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 8-byte aligned", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
-  { auto p = make(); p.out = base + 300004; cases.push_back({"out 8- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
-  { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
-  { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
-  { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
+  if constexpr (kScaled) {
+    // what the scaled GEMM adds; the rest is check_problem's, as the bf16 configurations exercise it
+    { auto p = make(); p.x_scale = nullptr; cases.push_back({"x_scale null", p, ISW_ERR_INVALID}); }
+    { auto p = make(); p.w_scale_stride = 2; cases.push_back({"scale stride 2", p, ISW_ERR_INVALID}); }
+    { auto p = make(); p.out_dtype = ISW_FP16; cases.push_back({"out fp16", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.ld_x = 136; cases.push_back({"ld_x % 16 (bytes)", p, ISW_ERR_UNSUPPORTED}); }
+  } else {
+    { auto p = make(); p.w_gate = p.w_up; p.w_up = base + 4096; cases.push_back({"up below gate", p, ISW_OK}); }
+    { auto p = make(); p.x = base + 1; cases.push_back({"x misaligned", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.ld_w_up = 144; cases.push_back({"ld_w_gate != ld_w_up", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.N = 100; cases.push_back({"N % 8", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.K = 36; p.ld_x = 40; cases.push_back({"K % 8", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.ld_x = 132; cases.push_back({"ld_x % 8", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.w_up = base + 4096 + 8 * 136; cases.push_back({"weights overlap", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.w_up = p.w_gate; cases.push_back({"same tensor", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.out = base + 300001; cases.push_back({"out misaligned", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.ld_out = 257; cases.push_back({"ld_out odd", p, ISW_ERR_UNSUPPORTED}); }
+    constexpr bool kTma = Gemm::CollectiveEpilogue::kTmaStore;
+    constexpr bool kStaged = Gemm::CollectiveEpilogue::kStaged;
+    { auto p = make(); p.ld_out = 258; cases.push_back({"ld_out % 4 != 0", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+    { auto p = make(); p.ld_out = 260; cases.push_back({"ld_out % 4 == 0, % 8 != 0", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+    { auto p = make(); p.out = base + 300002; cases.push_back({"out 4- not 8-byte aligned", p, kStaged ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+    { auto p = make(); p.out = base + 300004; cases.push_back({"out 8- not 16-byte aligned", p, kTma ? ISW_ERR_UNSUPPORTED : ISW_OK}); }
+    { auto p = make(); p.w_up = reinterpret_cast<char const*>(p.w_gate) + (int64_t(1) << 41); cases.push_back({"delta >= 2^40", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
+    { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
+  }
   for (auto& c : cases) {
     typename Gemm::GemmKernel::Arguments args{};
     int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
@@ -435,7 +510,8 @@ static void check_rejections() {
 
 template <class Gemm>
 static void check_config(const char* name, bool verbose) {
-  printf("== %s (%s)\n", name, std::is_same_v<typename Gemm::Element, cutlass::half_t> ? "fp16" : "bf16");
+  printf("== %s (%s)\n", name,
+         Gemm::kScaled ? "fp8" : std::is_same_v<typename Gemm::Element, cutlass::half_t> ? "fp16" : "bf16");
   check_fragment_order<Gemm>(verbose);
   emulate<Gemm>(name, 77, 200, 72, false, 0, verbose);
   emulate<Gemm>(name, 77, 200, 72, true, 1000, false);
@@ -444,6 +520,7 @@ static void check_config(const char* name, bool verbose) {
   emulate<Gemm>(name, 16, 8, 8, false, 24, false);
   emulate<Gemm>(name, 33, 72, 40, true, 8, false, 2);   // row pitch 148 bytes: no TMA map (TMA rows refuse it)
   emulate<Gemm>(name, 33, 72, 40, false, 8, false, 4);  // row pitch 152 bytes: 8-byte stores only (TMA rows refuse it)
+  if constexpr (Gemm::kScaled) emulate<Gemm>(name, 77, 200, 72, true, 8, false, 8, 0, 0);   // one scale per tensor
 }
 
 int main() {
@@ -459,12 +536,20 @@ int main() {
   ++index;
 #include "interleaved_gemm_configs.inc"
 #undef ISW_INTERLEAVED_CONFIG
+  // the scaled GEMM's rows (fp8 in, bf16 out), under the same filter
+#define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra, acc) \
+  if (cm == 1 && cn == 1 && sw == 1 && dc == 0 && ra == 0)                           \
+    check_config<ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>>(name, false);
+#include "scaled_gemm_configs.inc"
+#undef ISW_INTERLEAVED_CONFIG
   printf("== can_implement / make_arguments (bf16, config 0)\n");
   check_rejections<PairMulConfig<ISW_BF16, 64, 128, 0, 1, 1, 0, 0, 8>>();
   printf("== can_implement / make_arguments (bf16, a TMA-store configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1, 8>>();
   printf("== can_implement / make_arguments (bf16, a staged-rows configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 168, 0, 1, 1, 0, 2, 4>>();
+  printf("== can_implement / make_arguments (fp8, the scaled GEMM's default configuration)\n");
+  check_rejections<ScaledConfig<128, 128, 1, 1, 1, 0, 0, 1>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
 }

@@ -134,6 +134,24 @@ using namespace cute;
 // interleaving TMA view.
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
+// Whether a stock mainloop is CUTLASS's FP8 one with two-level accumulation.
+template <class DispatchPolicy> struct PromotesFp8 : std::false_type {};
+template <int Stages, class Cluster, class Schedule>
+struct PromotesFp8<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Stages, Cluster, Schedule>> : std::true_type {};
+
+// The element types the stock collective's TMA copies are built for: its InternalElementA/B (the
+// bf16 mainloop's), or ElementA/B (the FP8 mainloop has no such members).
+template <class Mainloop, class = void>
+struct InternalElementsOf {
+  using A = typename Mainloop::ElementA;
+  using B = typename Mainloop::ElementB;
+};
+template <class Mainloop>
+struct InternalElementsOf<Mainloop, std::void_t<typename Mainloop::InternalElementA>> {
+  using A = typename Mainloop::InternalElementA;
+  using B = typename Mainloop::InternalElementB;
+};
+
 template <class StockMainloop, int Interleave>
 struct PairedWeightMainloop : StockMainloop {
   using Base = StockMainloop;
@@ -147,8 +165,8 @@ struct PairedWeightMainloop : StockMainloop {
   using typename Base::GmemTiledCopyB;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using typename Base::InternalElementA;
-  using typename Base::InternalElementB;
+  using InternalElementA = typename InternalElementsOf<Base>::A;
+  using InternalElementB = typename InternalElementsOf<Base>::B;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::TensorStorage;
@@ -190,12 +208,22 @@ struct PairedWeightMainloop : StockMainloop {
       make_tensor(static_cast<InternalElementB const*>(nullptr), make_layout(gate_up::ViewShape<G>{}, gate_up::ViewStride{})),
       SmemLayoutBStage{}, TileShape{}, ClusterShape{}));
 
+  // FP8 operands under the stock FP8 mainloop (the scaled GEMM's "promote" rows) sum each k-tile's
+  // wgmmas in a second accumulator and add it to the fp32 one (GmmaFP8Accumulation), as cuBLAS's
+  // default does: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32.  Its mma()
+  // reads the promotion interval from its own Params, which this collective's cannot stand in for
+  // (another TMA_B type), so those rows carry one whose TMA members stay idle.
+  static constexpr bool kPromotes = PromotesFp8<DispatchPolicy>::value;
+  struct NoBaseParams {};
+  using MmaParams = std::conditional_t<kPromotes, typename Base::Params, NoBaseParams>;
+
   struct Params {
     TMA_A tma_load_a;
     TMA_B tma_load_b;
     uint32_t tma_transaction_bytes = Base::TmaTransactionBytes;
     uint32_t tma_transaction_bytes_mk = Base::TmaTransactionBytesMK;
     uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
+    MmaParams mma_params{};
   };
 
   template <class ProblemShape>
@@ -298,8 +326,12 @@ struct PairedWeightMainloop : StockMainloop {
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
                           int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const& params) {
-    Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors,
-              reinterpret_cast<typename Base::Params const&>(params));
+    if constexpr (kPromotes) {
+      Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params.mma_params);
+    } else {
+      Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors,
+                reinterpret_cast<typename Base::Params const&>(params));
+    }
   }
 };
 
@@ -330,11 +362,16 @@ struct MainloopOf<true, Builder, Element, TileShape> {
       typename Builder::GmemTiledCopyB, typename Builder::SmemLayoutAtomB, void, cute::identity>;
 };
 
+// Element_ is out's type; ElementIn_ that of x and the weights (the same, or float8 e4m3 for the
+// scaled GEMM, whose epilogue then applies the scales: Scaled).
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
-          int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8, bool SplitN = false>
+          int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8, bool SplitN = false,
+          class ElementIn_ = Element_, bool Scaled = false, int Activation = ISW_INTERLEAVED_ACTIVATION>
 struct PairMulGemm {
   using Element = Element_;
+  using ElementIn = ElementIn_;
+  static constexpr bool kScaled = Scaled;
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
   using ClusterShape = Shape<Int<ClusterM>, Int<ClusterN>, _1>;
   static constexpr int kClusterM = ClusterM;
@@ -342,8 +379,9 @@ struct PairMulGemm {
   using TileScheduler = TileScheduler_;
   using ElementAccumulator = float;
   static constexpr int kAlign = 128 / sizeof_bits_v<Element>;      // 16B TMA alignment
+  static constexpr int kAlignIn = 128 / sizeof_bits_v<ElementIn>;
 
-  using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element, ISW_INTERLEAVED_ACTIVATION>,
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<isw::fusion::PairMulStore<Element, Activation>,
                                                     cutlass::epilogue::fusion::Sm90AccFetch>;
 
   // The stock collective gives the arguments and pipeline types; PairMulEpilogue does the work.
@@ -357,20 +395,20 @@ struct PairMulGemm {
       EpilogueSchedule_,
       Fusion>::CollectiveOp;
   static constexpr int kInterleave = Interleave;
-  using CollectiveEpilogue = isw::epilogue::PairMulEpilogue<StockEpilogue, Element, ISW_INTERLEAVED_ACTIVATION,
+  using CollectiveEpilogue = isw::epilogue::PairMulEpilogue<StockEpilogue, Element, Activation,
                                                               int(size<0>(TileShape{})), int(size<1>(TileShape{})),
-                                                              Store, Interleave>;
+                                                              Store, Interleave, Scaled>;
 
   using MainloopBuilder = cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
-      Element, cutlass::layout::RowMajor, kAlign,                  // x [M, K], K-major
-      Element, cutlass::layout::ColumnMajor, kAlign,               // B [N', K], K-major
+      ElementIn, cutlass::layout::RowMajor, kAlignIn,              // x [M, K], K-major
+      ElementIn, cutlass::layout::ColumnMajor, kAlignIn,           // B [N', K], K-major
       ElementAccumulator,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<
           static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule_>;
-  using StockMainloop = typename MainloopOf<SplitN, MainloopBuilder, Element, TileShape>::type;
+  using StockMainloop = typename MainloopOf<SplitN, MainloopBuilder, ElementIn, TileShape>::type;
 
   using CollectiveMainloop = PairedWeightMainloop<StockMainloop, Interleave>;
   static_assert(tile_size<1>(typename StockMainloop::TiledMma{}) == size<1>(TileShape{}),
@@ -387,6 +425,18 @@ template <int Dtype> struct ElementOf;
 template <> struct ElementOf<ISW_BF16> { using type = cutlass::bfloat16_t; };
 template <> struct ElementOf<ISW_FP16> { using type = cutlass::half_t; };
 
+// The kernel this translation unit builds: the interleaved GEMM (bf16/fp16), or with
+// ISW_INTERLEAVED_SCALED the scaled GEMM (scaled_gemm.cu: float8 e4m3 x and weights, their scales
+// applied in the epilogue, bf16 out) over the same view, mainloop and epilogue.
+// (scaled_gemm.cu names its own configuration list: the build keys each unit on the lists its text
+// names.)
+#ifdef ISW_INTERLEAVED_SCALED
+constexpr const char* kKernelName = "scaled_gemm";
+#else
+#define ISW_INTERLEAVED_CONFIGS "interleaved_gemm_configs.inc"
+constexpr const char* kKernelName = "interleaved_gemm";
+#endif
+
 // Schedule ids of InterleavedConfig.SCHEDULES: 0 pingpong, 1 cooperative, 2 stream-K.
 template <int S> struct Schedule {
   using Kernel = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
@@ -399,6 +449,14 @@ template <> struct Schedule<1> {
   using TileScheduler = void;
 };
 template <> struct Schedule<2> : Schedule<1> { using TileScheduler = cutlass::gemm::StreamKScheduler; };
+
+// The scaled GEMM's mainloop schedule: Acc 0 accumulates in the fp8 wgmma's own accumulator
+// (CUTLASS's FP8FastAccum: torchao's default, use_fast_accum=True), Acc 1 promotes every k-tile's
+// sum into fp32 (the builder's FP8 mainloop: cuBLAS's default).
+template <int S, int Acc> struct Fp8KernelSchedule { using type = typename Schedule<S>::Kernel; };
+template <> struct Fp8KernelSchedule<0, 0> { using type = cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum; };
+template <> struct Fp8KernelSchedule<1, 0> { using type = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum; };
+template <> struct Fp8KernelSchedule<2, 0> : Fp8KernelSchedule<1, 0> {};
 
 // An explicit subtile spans one warpgroup's MMA rows: 64 under pingpong, 128 under cooperative
 // (CUTLASS requires the MMA tile's M to divide the epilogue tile's).
@@ -438,9 +496,19 @@ using PairMulConfig = PairMulGemm<typename ElementOf<Dtype>::type, Shape<Int<Til
                                   typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, Interleave,
                                   Split == 1>;
 
+// One scaled GEMM row (kernels/configs.py SCALED_GEMM): an interleaved row's tile over k-tiles of
+// 128 float8 elements (one 128-byte swizzle row, as 64 bf16), the interleave of 8, bf16 out.
+template <int TileM, int TileN, int Sched, int ClusterM, int ClusterN, int EpiN, int Store, int Acc>
+using ScaledConfig = PairMulGemm<cutlass::bfloat16_t, Shape<Int<TileM>, Int<TileN>, _128>,
+                                 typename Fp8KernelSchedule<Sched, Acc>::type,
+                                 typename StockEpilogueFor<Sched, EpiN, TileM>::Schedule,
+                                 typename StockEpilogueFor<Sched, EpiN, TileM>::Tile,
+                                 typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, 8, false,
+                                 cutlass::float_e4m3_t, true>;
+
 static const char* const kConfigNames[] = {
-#define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra) name,
-#include "interleaved_gemm_configs.inc"
+#define ISW_INTERLEAVED_CONFIG(name, ...) name,
+#include ISW_INTERLEAVED_CONFIGS
 #undef ISW_INTERLEAVED_CONFIG
 };
 constexpr int kNumConfigs = int(sizeof(kConfigNames) / sizeof(kConfigNames[0]));
@@ -450,39 +518,61 @@ constexpr int kDefaultConfig = 0;
 // Host side
 /////////////////////////////////////////////////////////////////////////////////////////////////
 
+// The scaled GEMM's scales and output type, in user words.
+static int check_scales(const isw_problem* p) {
+  if (!p->x_scale || !p->w_gate_scale || !p->w_up_scale)
+    return fail(ISW_ERR_INVALID, "%s: null scale pointer", kKernelName);
+  if ((p->x_scale_stride != 0 && p->x_scale_stride != 1) || (p->w_scale_stride != 0 && p->w_scale_stride != 1))
+    return fail(ISW_ERR_INVALID, "%s: scale strides must be 0 (one scale) or 1 (one per row), got %d and %d",
+                kKernelName, int(p->x_scale_stride), int(p->w_scale_stride));
+  if (p->out_dtype != ISW_BF16)
+    return fail(ISW_ERR_UNSUPPORTED, "%s: out must be bf16 (out_dtype %d)", kKernelName, int(p->out_dtype));
+  return ISW_OK;
+}
+
 // Validates the problem in user words and fills the kernel arguments (no device calls).
 template <class Gemm>
 static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::GemmKernel::Arguments& args,
                           int swizzle = 1, int decomposition = 0, int raster = 0) {
   using Kernel = typename Gemm::GemmKernel;
   using Element = typename Gemm::Element;
+  using ElementIn = typename Gemm::ElementIn;
   using Mainloop = typename Gemm::CollectiveMainloop;
-  constexpr int64_t eb = sizeof(Element);
+  constexpr int64_t eb = sizeof(ElementIn);
 
   gate_up::Pair pair;
-  if (int st = gate_up::check_problem(p, "interleaved_gemm", eb, &pair); st != ISW_OK) return st;
+  if (int st = gate_up::check_problem(p, kKernelName, eb, &pair); st != ISW_OK) return st;
   if ((reinterpret_cast<uintptr_t>(p->out) & 3) || (p->ld_out & 1))
-    return fail(ISW_ERR_UNSUPPORTED, "interleaved_gemm: out must be 4-byte aligned with an even ld_out");
+    return fail(ISW_ERR_UNSUPPORTED, "%s: out must be 4-byte aligned with an even ld_out", kKernelName);
   if (!Gemm::CollectiveEpilogue::out_fits(p->out, p->ld_out)) {
     constexpr int kAlign = Gemm::CollectiveEpilogue::kOutAlignBytes;
-    return fail(ISW_ERR_UNSUPPORTED, "interleaved_gemm: this configuration writes out through a shared-memory tile: out must be "
-                "%d-byte aligned with ld_out a multiple of %d (got ld_out %lld)", kAlign, int(kAlign / eb),
+    return fail(ISW_ERR_UNSUPPORTED, "%s: this configuration writes out through a shared-memory tile: out must be "
+                "%d-byte aligned with ld_out a multiple of %d (got ld_out %lld)", kKernelName, kAlign,
+                int(kAlign / sizeof(Element)),
                 (long long)p->ld_out);
   }
   if (ISW_INTERLEAVED_ACTIVATION != ISW_ACT_ANY && p->activation != ISW_INTERLEAVED_ACTIVATION)
-    return fail(ISW_ERR_UNSUPPORTED, "interleaved_gemm: this build's epilogue computes activation %d, not %d",
+    return fail(ISW_ERR_UNSUPPORTED, "%s: this build's epilogue computes activation %d, not %d", kKernelName,
                 ISW_INTERLEAVED_ACTIVATION, p->activation);
 
   int M = int(p->M);
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {M, int(2 * p->N), int(p->K), 1};
-  args.mainloop.ptr_A = static_cast<Element const*>(p->x);
+  args.mainloop.ptr_A = static_cast<ElementIn const*>(p->x);
   args.mainloop.dA = typename Mainloop::StrideA{int64_t(p->ld_x), _1{}, int64_t(p->ld_x) * M};
-  args.mainloop.ptr_B = reinterpret_cast<Element const*>(pair.lo);
+  args.mainloop.ptr_B = reinterpret_cast<ElementIn const*>(pair.lo);
   args.mainloop.ld_B = p->ld_w_gate;
   args.mainloop.pair_offset = pair.pair_offset;
   auto& node = args.epilogue.thread.op_1;  // Sm90EVT args: op_0 = AccFetch (child), op_1 = the node
   node = {static_cast<Element*>(p->out), int64_t(p->ld_out), pair.up_first, int(p->activation)};
+  if constexpr (Gemm::kScaled) {
+    if (int st = check_scales(p); st != ISW_OK) return st;
+    node.x_scale = p->x_scale;
+    node.lo_scale = pair.up_first ? p->w_up_scale : p->w_gate_scale;
+    node.hi_scale = pair.up_first ? p->w_gate_scale : p->w_up_scale;
+    node.x_scale_step = int(p->x_scale_stride);
+    node.w_scale_step = int(p->w_scale_stride);
+  }
   args.epilogue.ptr_C = nullptr;
   args.epilogue.ptr_D = nullptr;
   args.hw_info.device_id = 0;
@@ -498,8 +588,8 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   }
 
   if (!Kernel::can_implement(args))
-    return fail(ISW_ERR_UNSUPPORTED, "interleaved_gemm: CUTLASS can_implement rejected M=%lld N=%lld K=%lld (alignment/TMA limits)",
-                (long long)p->M, (long long)p->N, (long long)p->K);
+    return fail(ISW_ERR_UNSUPPORTED, "%s: CUTLASS can_implement rejected M=%lld N=%lld K=%lld (alignment/TMA limits)",
+                kKernelName, (long long)p->M, (long long)p->N, (long long)p->K);
   return ISW_OK;
 }
 
@@ -533,12 +623,12 @@ static int run_impl(const isw_problem* p) {
   using Kernel = typename Gemm::GemmKernel;
   static std::atomic<int> setup_cache[kMaxDevices];
   return launch_gemm_universal<Kernel>(
-      p, "interleaved_gemm", Gemm::kClusterM, Gemm::kClusterN, setup_cache,
+      p, kKernelName, Gemm::kClusterM, Gemm::kClusterN, setup_cache,
       [p](int sm_count, typename Kernel::Arguments& args) { return make_arguments<Gemm>(p, sm_count, args, Swizzle, Decomposition, Raster); },
       [p](typename Kernel::Arguments const&, typename Kernel::Params const& params) {
         if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
-          return fail(ISW_ERR_CUDA, "interleaved_gemm: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
-                      (long long)p->M, (long long)p->N, (long long)p->ld_out);
+          return fail(ISW_ERR_CUDA, "%s: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
+                      kKernelName, (long long)p->M, (long long)p->N, (long long)p->ld_out);
         return int(ISW_OK);
       });
 }
@@ -561,23 +651,35 @@ constexpr Ops ops_of() {
     return {nullptr, nullptr, nullptr};   // this build has no kernels of this element type
 }
 
+// [config][out: bf16, fp16]
+#ifdef ISW_INTERLEAVED_SCALED
+static const Ops kOps[kNumConfigs][2] = {
+#define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra, acc)           \
+  {ops_of<ISW_BF16, ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>, sw, dc, ra>(), {nullptr, nullptr, nullptr}},
+#include ISW_INTERLEAVED_CONFIGS
+#undef ISW_INTERLEAVED_CONFIG
+};
+static int out_index(const isw_problem* p) { return p->out_dtype == ISW_FP16 ? 1 : 0; }
+#else
 static const Ops kOps[kNumConfigs][2] = {
 #define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra)              \
   {ops_of<ISW_BF16, PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>(), \
    ops_of<ISW_FP16, PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>()},
-#include "interleaved_gemm_configs.inc"
+#include ISW_INTERLEAVED_CONFIGS
 #undef ISW_INTERLEAVED_CONFIG
 };
+static int out_index(const isw_problem* p) { return p->dtype == ISW_FP16 ? 1 : 0; }
+#endif
 
 static const Ops* select(const isw_problem* p) {
   int cfg = p->config < 0 ? kDefaultConfig : p->config;
   if (cfg >= kNumConfigs) {
-    fail(ISW_ERR_UNSUPPORTED, "interleaved_gemm: config %d out of range (0..%d)", p->config, kNumConfigs - 1);
+    fail(ISW_ERR_UNSUPPORTED, "%s: config %d out of range (0..%d)", kKernelName, p->config, kNumConfigs - 1);
     return nullptr;
   }
-  const Ops* o = &kOps[cfg][p->dtype == ISW_FP16 ? 1 : 0];
+  const Ops* o = &kOps[cfg][out_index(p)];
   if (o->run == nullptr) {
-    not_built(p, "interleaved_gemm");
+    not_built(p, kKernelName);
     return nullptr;
   }
   return o;

@@ -1,5 +1,6 @@
-"""The plan for one call of the FP8 op (``swiglu_scaled``): the fused Triton kernel and its
-configuration, or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
+"""The plan for one call of the FP8 ops (``swiglu_scaled``, ``swiglu_block_fp8``): the fused Triton
+kernel and its configuration, the scaled CUTLASS GEMM and its configuration (per-row and single
+scales), or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
 device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3fn_block128/
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..kernels import configs as kernel_configs
 from ..ops import triton_scaled_swiglu as tss
 from . import triton_rules
 from .devices import DeviceKind
@@ -22,13 +24,15 @@ from .table import Key, table_for
 FP8_DTYPE = "float8_e4m3fn"
 BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 128 x 128 blocks
 FUSED = "scaled_triton"
+CUTLASS = "scaled_gemm"      # the scaled CUTLASS GEMM (per-row and single scales; not block scales)
+CUTLASS_DEFAULT = kernel_configs.SCALED_GEMM[0].name   # the library's default row
 UNFUSED = "unfused"
 
 REASONS = {
     "measured": "measured fastest at this shape (dispatch table)",
     "measured_unfused": "the unfused path measured faster at this shape (dispatch table)",
     "forced": "forced by INDUCTOR_SWIGLU_FORCE_KERNEL",
-    "forced_cutlass": "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes FP8, so unfused",
+    "forced_cutlass": "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes this form, so unfused",
     "no_table": "no dispatch table serves FP8 on this GPU",
 }
 
@@ -42,11 +46,16 @@ class ScaledPlan:
 
     @property
     def fused(self) -> bool:
-        return self.impl == FUSED
+        return self.impl in (FUSED, CUTLASS)
+
+    @property
+    def cutlass(self) -> bool:
+        return self.impl == CUTLASS
 
     @property
     def kernel_config(self) -> tss.ScaledConfig | None:
-        return tss.BY_NAME.get(self.config)
+        """The Triton kernel's configuration (None for the other implementations)."""
+        return tss.BY_NAME.get(self.config) if self.impl == FUSED else None
 
     def describe(self) -> str:
         what = f"{self.impl} {self.config}".strip()
@@ -80,6 +89,11 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
     rows = table.rows_for(key) if table is not None else ()
     # block scales take one K step per scale block: only those configurations can serve them
     configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
+    if name == "interleaved_gemm" and not blockwise:
+        # the interleaved GEMM's FP8 twin serves per-row and single scales
+        return ScaledPlan(CUTLASS, CUTLASS_DEFAULT, "forced")
+    # a row of the CUTLASS kernel: its configuration names are the library's, checked when it runs
+    others = () if blockwise else (CUTLASS,)
     c = triton_rules.choose(FUSED, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
-                            f"{key.text} on {device.name}")
+                            f"{key.text} on {device.name}", others)
     return ScaledPlan(c.impl, c.config, c.reason, c.detail)

@@ -30,10 +30,12 @@ class Choice:
 
 
 def choose(fused: str, rows: tuple[Entry, ...], M: int, N: int, K: int, forced: str | None,
-           configs: set[str] | dict, default: str, no_table: str) -> Choice:
+           configs: set[str] | dict, default: str, no_table: str, others: tuple[str, ...] = ()) -> Choice:
     """The choice for one call: `fused` is the kernel's implementation name, `rows` the table's rows
     for the key (possibly none), `configs` the configuration names this version has, `default` the
-    configuration for this size where none was measured, `no_table` the detail of rule 3."""
+    configuration for this size where none was measured, `no_table` the detail of rule 3; `others`
+    names further fused implementations a row may choose (their configurations are checked where
+    they run)."""
     if forced == "triton":
         return Choice(fused, default, "forced")
     if forced == UNFUSED:
@@ -44,6 +46,8 @@ def choose(fused: str, rows: tuple[Entry, ...], M: int, N: int, K: int, forced: 
         return Choice(UNFUSED, "", "no_table", no_table)
     e = lookup(rows, M, N, K)
     where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]"
+    if e.impl in others:
+        return Choice(e.impl, e.config, "measured", where, e)
     if e.impl != fused:
         return Choice(UNFUSED, "", "measured_unfused", where, e)
     if e.config not in configs:

@@ -143,6 +143,8 @@ class Selection:
         n = len(self.dtypes)
         if unit.startswith("interleaved_gemm"):
             return n * len({configs.compiled_kernel(r) for r in self.rows["interleaved_gemm"]})
+        if unit == "scaled_gemm.cu":   # bf16 out only
+            return len({configs.compiled_kernel(r) for r in self.rows["scaled_gemm"]})
         if unit == "dual_gemm.cu":
             return n * len(self.rows["dual_gemm"])
         if unit == "decode_wgmma.cu":

@@ -173,6 +173,45 @@ class InterleavedConfig:
 
 
 @dataclass(frozen=True)
+class ScaledGemmConfig(InterleavedConfig):
+    """The scaled GEMM (csrc/kernels/scaled_gemm.cu): an interleaved row over float8 e4m3 x and
+    weights, k-tiles of 128 elements, x's and the weights' scales applied in fp32 in the epilogue,
+    bf16 out; the interleave of 8 only (the scaled epilogue pairs without shuffles).
+
+    accumulate  "fast": the fp8 wgmma's own accumulator over all of K (CUTLASS's FP8FastAccum, what
+                torchao asks cuBLAS for); "promote": each k-tile's sum added into an fp32
+                accumulator (cuBLAS's default; twice the accumulator registers, so tiles of at most
+                64 x 192 per consumer warpgroup)
+    """
+
+    accumulate: str = "fast"
+
+    ACCUMULATIONS = ("fast", "promote")
+    MACRO_FIELDS = (*InterleavedConfig.MACRO_FIELDS, "accumulate")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.accumulate not in self.ACCUMULATIONS:
+            raise ValueError(f"unknown accumulate {self.accumulate!r}")
+        if self.interleave != 8 or self.split != "m":
+            raise ValueError("the scaled GEMM takes the interleave of 8 and split 'm' only")
+        per_warpgroup = self.tile_m * self.tile_n // (1 if self.schedule == "pingpong" else 2)
+        if self.accumulate == "promote" and per_warpgroup > 64 * 192:
+            raise ValueError(f"accumulate='promote' holds two accumulators: {self.tile_m} x {self.tile_n} "
+                             "is more than 64 x 192 per consumer warpgroup")
+
+    @property
+    def name(self) -> str:
+        base = super().name.replace("interleaved_", "scaled_", 1).replace("x64_", "x128_", 1)
+        return base + ("_promote" if self.accumulate == "promote" else "")
+
+    def macro_args(self) -> tuple:
+        """ISW_INTERLEAVED_CONFIG's arguments after the name under scaled_gemm.cu: the interleaved
+        row's, then the accumulation."""
+        return (*super().macro_args(), self.ACCUMULATIONS.index(self.accumulate))
+
+
+@dataclass(frozen=True)
 class DecodeMmaConfig:
     """The decode GEMM's mma.sync rows (swap-AB, registers or a cp.async ring): a CTA computes 8 * tiles outputs for up to 8 * tok8 tokens.
 
@@ -380,12 +419,32 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
     DecodeWgmmaConfig(64, 32, schedule="ws", stages=3),
 )
 
+# The scaled GEMM (FP8 models, prefill: the fused Triton kernel serves decode).  The first row is
+# the default.  "promote" rows hold up to 64 x 192 per consumer warpgroup (two accumulators: 128 x
+# 256 spilled 852 bytes, ptxas for sm_90a); the one "fast" row is measured for the record: on the
+# H200 (2026-12-03) it put 3-12% of outputs off by over 1% (K = 896-8192), against 0.01-0.1% for
+# the promoted sums and the 2% that cuBLAS's fp8 GEMMs reach, so the sweep's numerics rule never
+# chooses it.
+SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
+    ScaledGemmConfig(128, 128, "cooperative", accumulate="promote"),
+    ScaledGemmConfig(64, 128, accumulate="promote"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="promote"),
+    ScaledGemmConfig(128, 128, "streamk", accumulate="promote"),
+    ScaledGemmConfig(128, 192, "cooperative", accumulate="promote"),
+    ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, accumulate="promote"),
+    ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, swizzle=4, accumulate="promote"),
+    ScaledGemmConfig(64, 192, accumulate="promote"),
+    ScaledGemmConfig(64, 192, cluster_m=2, accumulate="promote"),
+    ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
+)
+
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
 # (swiglu_api.cu routes an index past the first part to decode_wgmma.cu).
 DECODE_GEMM: tuple[DecodeMmaConfig | DecodeWgmmaConfig, ...] = (*DECODE_MMA, *DECODE_WGMMA)
 
 # Every table by the implementation name the dispatch tables use.
-TABLES: dict[str, tuple] = {"dual_gemm": DUAL_GEMM, "interleaved_gemm": INTERLEAVED_GEMM, "decode_gemm": DECODE_GEMM}
+TABLES: dict[str, tuple] = {"dual_gemm": DUAL_GEMM, "interleaved_gemm": INTERLEAVED_GEMM, "decode_gemm": DECODE_GEMM,
+                            "scaled_gemm": SCALED_GEMM}
 
 
 def compiled_kernel(row) -> object:
@@ -431,6 +490,7 @@ def includes(selected: dict[str, tuple]) -> dict[str, str]:
         "dual_gemm_configs.inc": _x_macro("DUAL_GEMM", "ISW_DUAL_CONFIG", selected["dual_gemm"]),
         "interleaved_gemm_configs.inc": _x_macro("INTERLEAVED_GEMM", "ISW_INTERLEAVED_CONFIG",
                                                  selected["interleaved_gemm"]),
+        "scaled_gemm_configs.inc": _x_macro("SCALED_GEMM", "ISW_INTERLEAVED_CONFIG", selected["scaled_gemm"]),
         "decode_mma_configs.inc": _x_macro("DECODE_MMA", "ISW_DECODE_MMA_CONFIG",
                                            [r for r in decode if isinstance(r, DecodeMmaConfig)]),
         "decode_wgmma_configs.inc": _x_macro("DECODE_WGMMA", "ISW_DECODE_WGMMA_CONFIG",

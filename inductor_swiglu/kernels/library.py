@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 # Implementation ids (the C ABI's isw_kernel, csrc/api/swiglu_api.h, for the three kernels) and
 # the names dispatch tables, counters and logs use for them.  0 is the unfused path (cuBLAS GEMMs,
@@ -30,13 +30,15 @@ DUAL_GEMM = 1          # two accumulators (gate, up) fed by one x tile: large M
 INTERLEAVED_GEMM = 2   # one GEMM over gate/up interleaved by 8 rows, act(gate) * up in the epilogue
 DECODE_GEMM = 3        # swap-AB: weights as the MMA's M operand, a handful of tokens as its N
 TRITON = 4
-KERNELS = (DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM)
+SCALED_GEMM = 5        # the interleaved GEMM over float8 x and weights, their scales in the epilogue (FP8 op)
+KERNELS = (DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM)   # the bf16/fp16 op's
 NAMES = {UNFUSED: "unfused", DUAL_GEMM: "dual_gemm", INTERLEAVED_GEMM: "interleaved_gemm",
-         DECODE_GEMM: "decode_gemm", TRITON: "triton"}
+         DECODE_GEMM: "decode_gemm", TRITON: "triton", SCALED_GEMM: "scaled_gemm"}
 IDS = {name: kid for kid, name in NAMES.items()}
 
 # isw_dtype and its bits in isw_build_dtypes()
 ISW_DTYPES = {"bfloat16": 0, "float16": 1, "float32": 2}
+ISW_FP8_E4M3 = 3       # the scaled GEMM's x and weights (out: bf16)
 
 ISW_OK = 0
 ISW_ERR_UNSUPPORTED = 1
@@ -65,6 +67,13 @@ class IswProblem(ctypes.Structure):
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         ("stream", ctypes.c_void_p),
+        # the scaled GEMM only (dtype ISW_FP8_E4M3)
+        ("x_scale", ctypes.c_void_p),
+        ("w_gate_scale", ctypes.c_void_p),
+        ("w_up_scale", ctypes.c_void_p),
+        ("x_scale_stride", ctypes.c_int32),
+        ("w_scale_stride", ctypes.c_int32),
+        ("out_dtype", ctypes.c_int32),
     ]
 
 

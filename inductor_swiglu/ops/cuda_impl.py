@@ -115,7 +115,7 @@ def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: to
     )
 
 
-def _launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tuple[bool, str]:
+def launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tuple[bool, str]:
     # isw_run validates the problem itself (returning "unsupported" with a reason), so the
     # hot path is one ctypes call; the workspace is only queried if a kernel asks for one.
     st = lib.run(kernel, p)
@@ -146,7 +146,7 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
         out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     if x2.shape[0] == 0:
         return out.view(*x.shape[:-1], N)
-    ok, msg = _launch(lib, kernel, _problem(x2, w_gate, w_up, out, config, activation), x.device)
+    ok, msg = launch(lib, kernel, _problem(x2, w_gate, w_up, out, config, activation), x.device)
     if not ok:
         raise RuntimeError(f"{kl.NAMES[kernel]} config {config}: {msg}")
     return out.view(*x.shape[:-1], N)
@@ -196,7 +196,7 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
     why_not = []
     for i, kernel in enumerate((plan.impl, *plan.fallbacks)):
         p.config = plan.config if i == 0 else -1   # a fallback runs its default configuration
-        ok, msg = _launch(lib, kernel, p, x.device)
+        ok, msg = launch(lib, kernel, p, x.device)
         if ok:
             names = lib.configs(kernel)
             config = names[p.config] if 0 <= p.config < len(names) else (names[0] if names else "")

@@ -19,6 +19,8 @@ Contract:
 
 Implementations, chosen per call by ``dispatch.scaled_plans`` from the device's table:
 
+* the scaled CUTLASS GEMM (``cutlass_scaled_swiglu``, sm_90a): one GEMM over the two weights
+  interleaved in place, the scales applied in fp32 in its epilogue before the activation, bf16 out;
 * the fused Triton kernel (``triton_scaled_swiglu``): one kernel, the scales applied in fp32
   before the activation, gate and up never stored;
 * the unfused path (two ``torch._scaled_mm`` in the model's own output dtype, then the activation
@@ -36,7 +38,7 @@ import torch
 
 from ..dispatch import scaled_plans
 from ..kernels import library as kl
-from . import activations, cuda_impl, impl_stats, triton_scaled_swiglu
+from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::swiglu_scaled"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
@@ -143,6 +145,14 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
         return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
     M = x.numel() // K
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K)
+    if plan.cutlass:
+        out, why = _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.config)
+        if out is not None:
+            impl_stats.record(impl_stats.SCALED_CUTLASS, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+                              config=plan.config)
+            return out
+        impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}", detail=plan.detail)
+        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
@@ -155,6 +165,23 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
         reason = scaled_plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+
+
+def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config):
+    """(out, '') from the scaled CUTLASS GEMM, or (None, why it cannot serve this call)."""
+    if out_dtype != cutlass_scaled_swiglu.OUT_DTYPE:
+        return None, f"it writes bf16, not {out_dtype}"
+    ok, why = cutlass_scaled_swiglu.available(x.device)
+    if not ok:
+        return None, why
+    if activation != activations.SILU:
+        return None, f"it computes SiLU, not {activation}"
+    K, N = x.shape[-1], w_gate.shape[0]
+    x2 = x.reshape(-1, K)
+    if x2.stride(1) != 1 or x2.stride(0) % 16 or x2.data_ptr() % 16:
+        x2 = x2.contiguous()   # TMA reads 16-byte aligned rows: one copy of the activation
+    out, why = cutlass_scaled_swiglu.run(x2, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
+    return (out.reshape(*x.shape[:-1], N) if out is not None else None), why
 
 
 def swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import scaled_plans
-from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
@@ -95,17 +95,23 @@ def test_cuda_graph_replay_with_new_inputs(M):
 def test_the_op_runs_the_planned_implementation_and_falls_back():
     ops = operands(16, 896, 1024)
     plan = scaled_plans.scaled_plan(scaled_plans_device(), "silu", 16, 896, 1024)
-    for forced, impl, config in ((None, impl_stats.SCALED_TRITON if plan.fused else impl_stats.FALLBACK_CUDA,
-                                  plan.kernel_config),
+    planned = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.SCALED_TRITON if plan.fused
+               else impl_stats.FALLBACK_CUDA)
+    # the interleaved GEMM's FP8 twin where the kernel library runs (Hopper), else the unfused path
+    cutlass = impl_stats.SCALED_CUTLASS if cutlass_scaled_swiglu.available(ops[0].device)[0] else impl_stats.FALLBACK_CUDA
+    for forced, impl, config in ((None, planned, plan.kernel_config),
                                  ("triton", impl_stats.SCALED_TRITON, tss.default_config(16)),
                                  ("unfused", impl_stats.FALLBACK_CUDA, None),
-                                 ("interleaved_gemm", impl_stats.FALLBACK_CUDA, None)):
+                                 ("interleaved_gemm", cutlass, None),
+                                 ("dual_gemm", impl_stats.FALLBACK_CUDA, None)):
         inductor_swiglu.reset_op_stats()
         with inductor_swiglu.force_kernel(forced):
             got = op.swiglu_scaled(*ops)
         assert inductor_swiglu.op_stats()["calls"].get(impl) == 1, (forced, inductor_swiglu.op_stats())
         if impl == impl_stats.SCALED_TRITON:
             check(got, ops, config=config)
+        elif impl == impl_stats.SCALED_CUTLASS:
+            check(got, ops)   # the default row promotes into fp32
         else:   # the unfused path rounds gate and up to bf16 first, as stock does
             ref = scaled_reference_fp64(*ops)
             assert error_stats(got.float(), ref)["normwise"] < 1e-2
