@@ -166,7 +166,7 @@ def kernel_status() -> dict[str, object]:
         "reason": "",
         "path": lib.path,
         "build_info": lib.build_info,
-        "configs": {kl.NAMES[k]: lib.configs(k) for k in kl.KERNELS},
+        "configs": {kl.NAMES[k]: lib.configs(k) for k in (*kl.KERNELS, kl.SCALED_GEMM)},
         "dtypes": sorted(lib.built_dtypes()),
         "native": status(),
     }
