@@ -147,8 +147,9 @@ def test_the_op_falls_back_or_copies(case):
 
 
 def test_the_op_runs_the_table_choice_in_a_compiled_torchao_model():
-    """A torchao float8 per-row model at a prefill size: rewritten, and the op runs whatever the table
-    chose there (the scaled GEMM where the sweep chose it), with eager's numbers."""
+    """A torchao float8 per-row model, Qwen2.5-7B's MLP at M = 128, where the H200 table chose the
+    scaled GEMM: rewritten under CUDA graphs, the op runs the table's choice, eager's numbers.  Where
+    a table chose the unfused path the pass leaves the graph to stock (no op call)."""
     pytest.importorskip("torchao")
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
 
@@ -161,18 +162,22 @@ def test_the_op_runs_the_table_choice_in_a_compiled_torchao_model():
         def forward(self, x):
             return torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)
 
-    K, N, M = 3584, 18944, 2048
+    K, N, M = 3584, 18944, 128
     model = GatedProjection(K, N).to("cuda", torch.bfloat16)
     quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     eager = model(x)
     torch._dynamo.reset()
     inductor_swiglu.reset_op_stats()
-    got = torch.compile(model, backend="inductor_swiglu")(x)
+    compiled = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
+    for _ in range(3):   # warm-up, capture, replay
+        got = compiled(x)
     stats = inductor_swiglu.op_stats()
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), "silu", M, N, K)
-    planned = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.SCALED_TRITON if plan.fused
-               else impl_stats.FALLBACK_CUDA)
-    assert stats["calls"] == {planned: 1}, (plan.describe(), stats)
+    if plan.fused:   # eager calls while warming up and capturing; a replay calls nothing
+        planned = impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.SCALED_TRITON
+        assert set(stats["calls"]) == {planned}, (plan.describe(), stats)
+    else:
+        assert stats["calls"] == {}, (plan.describe(), stats)
     rel = (got.float() - eager.float()).norm() / eager.float().norm()
     assert rel < 1e-2, rel
