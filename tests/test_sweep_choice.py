@@ -190,3 +190,20 @@ def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweep():
     for e in chosen:
         s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
         assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
+
+
+def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
+    # the float8_e4m3fn entries at M = 128, 512, 2048, 8192 are sweep_scaled.py's choices from the
+    # stored sweep (benchmarks/data/sweeps/h200/README.md): the fastest candidate, or the unfused row
+    # where stock (torchao's use_fast_accum GEMMs) measured faster than every fused one
+    sweep_scaled = benchmark_module("sweep_scaled")
+    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03b_sweep_scaled_fp8_cutlass.json")
+                      .read_text())["rows"]
+    table = tables.load(tables.table_path("h200"))
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_scaled.KEY}
+    chosen = [sweep_scaled.chosen_entry(r) for r in rows]
+    assert len(chosen) == 28
+    for e in chosen:
+        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
+        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
+    assert any(e.impl == "scaled_gemm" for e in chosen) and any("stock faster" in e.record["why"] for e in chosen)

@@ -46,7 +46,7 @@ def check(got, ops, config):
     what cuBLAS's fp8 GEMMs measure (tss.FP8_MMA_OVER_1PCT_BOUND; the fp8 wgmma sums each k-tile
     with a narrower accumulator before the promotion into fp32).  The row that keeps the fp8
     accumulator over all of K ("fast", never chosen) is held only to the norm-wise bound: on the
-    H200 it measured 3-12% of outputs off by over 1%."""
+    H200 2.3-8.6% of its outputs were off by over 1% (kernels/configs.py SCALED_GEMM)."""
     ref = scaled_reference_fp64(*ops, with_noise=True)
     err = error_stats(got.reshape(ref.value.shape).float(), ref)
     assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
@@ -179,5 +179,8 @@ def test_the_op_runs_the_table_choice_in_a_compiled_torchao_model():
         assert set(stats["calls"]) == {planned}, (plan.describe(), stats)
     else:
         assert stats["calls"] == {}, (plan.describe(), stats)
+    # eager torchao runs cuBLAS with use_fast_accum=True (its default): the fp8 MMA's own accumulator
+    # over all of K, against the op's fp32-promoted sums; at K = 3584 the two differed by 1.8%
+    # norm-wise on the H200 (2026-12-03).  A wrong scale or pairing is off by far more.
     rel = (got.float() - eager.float()).norm() / eager.float().norm()
-    assert rel < 1e-2, rel
+    assert rel < 3e-2, rel
