@@ -2,10 +2,11 @@
 ``grouped_plans``), in order:
 
 1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused kernel (its default configuration),
-   ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused path (no CUTLASS kernel
-   takes these forms).
+   ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused path where no CUTLASS
+   kernel takes the form (``scaled_plans`` sends ``interleaved_gemm`` to the scaled GEMM first).
 2. The device's table: the entry for the shape (nearest measured (K, N), then the M bucket); a
-   configuration this version does not have runs the default, said in the detail.
+   configuration this version does not have runs the default, said in the detail.  An entry of one
+   of ``others`` (the scaled GEMM for FP8) is that implementation's.
 3. No table rows: the unfused path, with the reason.
 
 Torch-free: the op modules turn the answer into their plan objects.
