@@ -176,34 +176,33 @@ def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
                                                                             e.record["stock_us"])
 
 
+def shipped_rows_reproduce(sweep_file: str, key) -> list:
+    """The shipped H200 entries of `key` that a stored sweep_scaled.py sweep measured are its choices
+    (bucket, implementation, configuration and time alike); returns the chosen entries."""
+    sweep_scaled = benchmark_module("sweep_scaled")
+    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / sweep_file).read_text())["rows"]
+    table = tables.load(tables.table_path("h200"))
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == key}
+    chosen = [sweep_scaled.chosen_entry(r, key) for r in rows]
+    for e in chosen:
+        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
+        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
+    return chosen
+
+
 def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweep():
     # every float8_e4m3fn_block128 entry of the H200 table is sweep_scaled.py --blockwise's choice
     # from the stored sweep (benchmarks/data/sweeps/h200/README.md); M >= 4097 has no row (the lookup
     # takes the M = 2048 bucket's)
-    sweep_scaled = benchmark_module("sweep_scaled")
-    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03_sweep_block_fp8.json")
-                      .read_text())["rows"]
-    table = tables.load(tables.table_path("h200"))
-    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_scaled.BLOCK_KEY}
-    chosen = [sweep_scaled.chosen_entry(r, sweep_scaled.BLOCK_KEY) for r in rows]
-    assert len(chosen) == len(shipped) == 35
-    for e in chosen:
-        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
-        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
+    key = benchmark_module("sweep_scaled").BLOCK_KEY
+    chosen = shipped_rows_reproduce("2026-12-03_sweep_block_fp8.json", key)
+    assert len(chosen) == len([e for e in tables.load(tables.table_path("h200")).entries if e.key == key]) == 35
 
 
 def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
     # the float8_e4m3fn entries at M = 128, 512, 2048, 8192 are sweep_scaled.py's choices from the
     # stored sweep (benchmarks/data/sweeps/h200/README.md): the fastest candidate, or the unfused row
     # where stock (torchao's use_fast_accum GEMMs) measured faster than every fused one
-    sweep_scaled = benchmark_module("sweep_scaled")
-    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03b_sweep_scaled_fp8_cutlass.json")
-                      .read_text())["rows"]
-    table = tables.load(tables.table_path("h200"))
-    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_scaled.KEY}
-    chosen = [sweep_scaled.chosen_entry(r) for r in rows]
+    chosen = shipped_rows_reproduce("2026-12-03b_sweep_scaled_fp8_cutlass.json", benchmark_module("sweep_scaled").KEY)
     assert len(chosen) == 28
-    for e in chosen:
-        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
-        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
     assert any(e.impl == "scaled_gemm" for e in chosen) and any("stock faster" in e.record["why"] for e in chosen)

@@ -95,9 +95,11 @@ def layout_reason(x, w_gate, w_up, b_gate, b_up) -> str:
     return ""
 
 
-def _as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
+def as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
+    """x as [M, K] rows a TMA descriptor reads (unit stride along K, 16-byte aligned rows), copied
+    once where its layout has none (an activation, never a weight)."""
     x2 = x if x.dim() == 2 else x.reshape(-1, K)
-    if x2.stride(1) != 1 or x2.stride(0) % 8 or x2.data_ptr() % 16:
+    if x2.stride(1) != 1 or (x2.stride(0) * x2.element_size()) % 16 or x2.data_ptr() % 16:
         x2 = x2.contiguous()
     return x2
 
@@ -141,7 +143,7 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
     if lib is None:
         raise RuntimeError(kl.unavailable_reason())
     K, N = x.shape[-1], w_gate.shape[0]
-    x2 = _as_rows(x, K)
+    x2 = as_rows(x, K)
     if out is None:
         out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     if x2.shape[0] == 0:
@@ -190,7 +192,7 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
     if why or lib is None:
         return _unfused(x, w_gate, w_up, b_gate, b_up, why or kl.unavailable_reason(), activation)
 
-    x2 = _as_rows(x, K)
+    x2 = as_rows(x, K)
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     p = _problem(x2, w_gate, w_up, out, plan.config, activation)
     why_not = []

@@ -177,9 +177,7 @@ def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out
     if activation != activations.SILU:
         return None, f"it computes SiLU, not {activation}"
     K, N = x.shape[-1], w_gate.shape[0]
-    x2 = x.reshape(-1, K)
-    if x2.stride(1) != 1 or x2.stride(0) % 16 or x2.data_ptr() % 16:
-        x2 = x2.contiguous()   # TMA reads 16-byte aligned rows: one copy of the activation
+    x2 = cuda_impl.as_rows(x, K)
     out, why = cutlass_scaled_swiglu.run(x2, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
     return (out.reshape(*x.shape[:-1], N) if out is not None else None), why
 

@@ -5,6 +5,7 @@ declines and the op's fallback, and a torchao float8 model whose table rows choo
 
 import pytest
 import torch
+from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import scaled_plans
@@ -153,17 +154,8 @@ def test_the_op_runs_the_table_choice_in_a_compiled_torchao_model():
     pytest.importorskip("torchao")
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
 
-    class GatedProjection(torch.nn.Module):
-        def __init__(self, K, N):
-            super().__init__()
-            self.gate_proj = torch.nn.Linear(K, N, bias=False)
-            self.up_proj = torch.nn.Linear(K, N, bias=False)
-
-        def forward(self, x):
-            return torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)
-
     K, N, M = 3584, 18944, 128
-    model = GatedProjection(K, N).to("cuda", torch.bfloat16)
+    model = GatedMLP(K, N, down=False).to("cuda", torch.bfloat16)   # the gated projection alone
     quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     eager = model(x)
