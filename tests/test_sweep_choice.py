@@ -199,6 +199,14 @@ def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweep():
     assert len(chosen) == len([e for e in tables.load(tables.table_path("h200")).entries if e.key == key]) == 35
 
 
+def test_the_shipped_per_row_fp8_decode_rows_reproduce_from_their_sweep():
+    # the float8_e4m3fn entries at M = 1 and 16 are sweep_scaled.py's choices from the stored sweep
+    # (benchmarks/data/sweeps/h200/README.md): the fused Triton kernel's fp8-MMA swap-AB rows
+    chosen = shipped_rows_reproduce("2026-12-04_sweep_scaled_fp8_decode.json", benchmark_module("sweep_scaled").KEY)
+    assert len(chosen) == 14 and {e.impl for e in chosen} == {"scaled_triton"}
+    assert all("_k128_" in e.config and "bf16mma" not in e.config for e in chosen)
+
+
 def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
     # the float8_e4m3fn entries at M = 128, 512, 2048, 8192 are sweep_scaled.py's choices from the
     # stored sweep (benchmarks/data/sweeps/h200/README.md): the fastest candidate, or the unfused row

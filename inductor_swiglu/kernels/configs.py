@@ -424,7 +424,14 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # 256 spilled 852 bytes, ptxas for sm_90a); the one "fast" row is measured for the record: on the
 # H200 (2026-12-03, K = 896-8192) 2.3-8.6% of its outputs above the accumulation noise were off by
 # over 1%, against 0.01-0.97% for the promoted sums, 0.07-1.08% for cuBLAS's default fp8 GEMMs and
-# the 2% bound of the sweep's numerics rule, which therefore never chooses it.
+# the 2% bound of the sweep's numerics rule, which therefore never chooses it.  Measured and
+# dropped (H200, 2026-12-04, benchmarks/data/sweeps/h200/2026-12-04_sweep_scaled_fp8_sliced.json):
+# promoted tiles of 128 x 256 and 64 x 256 through a consumer that issued each k-tile's wgmmas in 2
+# or 4 slices of the tile's width into a one-slice partial accumulator (128 + 64 registers), added
+# after each slice: the best of them was 1-24% slower than the best "promote" row at 23 of 28
+# prefill points and within 1% at the rest (each slice's wait stalls the warpgroup).  Adding one
+# slice's partial while the next slice's wgmmas run (two partials) made ptxas serialize every
+# wgmma (C7514), as did two unrolled slices over one partial in one basic block.
 SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", accumulate="promote"),
     ScaledGemmConfig(64, 128, accumulate="promote"),

@@ -9,6 +9,7 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
 from inductor_swiglu.ops import scaled_swiglu_op as op
@@ -21,6 +22,7 @@ if not torch.cuda.is_available() or not csg.available(torch.device("cuda"))[0] o
 
 FP8 = torch.float8_e4m3fn
 CONFIGS = csg.config_names()
+FAST_ACCUMULATION = {c.name for c in kernel_configs.SCALED_GEMM if c.accumulate == "fast"}
 
 
 def quantize(t, per_row=True):
@@ -45,13 +47,13 @@ def operands(M, N, K, per_row=True, seed=0, up_first=False):
 def check(got, ops, config):
     """fp64 reference, the elements above the fp32 accumulation noise (testing.numerics): at most
     what cuBLAS's fp8 GEMMs measure (tss.FP8_MMA_OVER_1PCT_BOUND; the fp8 wgmma sums each k-tile
-    with a narrower accumulator before the promotion into fp32).  The row that keeps the fp8
-    accumulator over all of K ("fast", never chosen) is held only to the norm-wise bound: on the
+    with a narrower accumulator before the promotion into fp32: every row that promotes).  The
+    row that keeps the fp8 accumulator over all of K ("fast", never chosen) is held only to the norm-wise bound: on the
     H200 2.3-8.6% of its outputs were off by over 1% (kernels/configs.py SCALED_GEMM)."""
     ref = scaled_reference_fp64(*ops, with_noise=True)
     err = error_stats(got.reshape(ref.value.shape).float(), ref)
     assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
-    if config.endswith("_promote"):
+    if config not in FAST_ACCUMULATION:
         assert err["frac_over_1pct_resolved"] <= tss.FP8_MMA_OVER_1PCT_BOUND, (config, err)
     return err
 
