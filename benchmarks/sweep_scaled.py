@@ -76,18 +76,13 @@ from inductor_swiglu.ops import (  # noqa: E402
     triton_fp8_quantize,
     triton_scaled_swiglu,
 )
+from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled_reference_fp64  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 KEY = scaled_plans.key_of("silu")
 BLOCK_KEY = scaled_plans.key_of("silu", blockwise=True)
 SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
-
-
-def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row e4m3 quantization as torchao's PerRow does it: scale = amax / 448."""
-    scale = (t.abs().amax(dim=-1, keepdim=True).float() / torch.finfo(FP8).max).clamp_min(1e-12)
-    return (t / scale).clamp(-448, 448).to(FP8), scale
 
 
 def numerics_ok(name: str, err: dict) -> bool:
@@ -113,9 +108,9 @@ def scaled_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     n_sets = sets_needed(M * K + 4 * N * K + 2 * 3 * M * N)
 
     def one():
-        x, xs = quantize_rows(torch.randn(M, K, device="cuda", generator=g))
-        wg, sg = quantize_rows(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-        wu, su = quantize_rows(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        x, xs = quantize_e4m3(torch.randn(M, K, device="cuda", generator=g))
+        wg, sg = quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        wu, su = quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
         return (x, xs, wg, sg.reshape(1, N), wu, su.reshape(1, N), torch.cat([wg, wu]),
                 torch.cat([sg, su]).reshape(1, 2 * N), torch.empty(M, N, device="cuda", dtype=torch.bfloat16))
 

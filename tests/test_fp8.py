@@ -7,6 +7,7 @@ there once its hardware check is lifted (the GEMMs it then runs are the same cal
 import pytest
 import torch
 import torch.nn.functional as F
+from mlp_models import GatedMLP
 from torch._dynamo.utils import counters
 
 import inductor_swiglu
@@ -15,15 +16,9 @@ from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, scaled_plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 
 FP8 = torch.float8_e4m3fn
-
-
-def quantize(t: torch.Tensor, per_row: bool):
-    """t as float8 and its scale: one per row (amax of the row) or one for the tensor."""
-    amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1, 1)
-    scale = (amax.float() / 448.0).clamp(min=1e-12)
-    return (t.float() / scale).clamp(-448, 448).to(FP8), scale
 
 
 def operands(M=12, K=64, N=48, per_row=True, seed=0):
@@ -273,22 +268,12 @@ def torchao_float8(monkeypatch):
     return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}
 
 
-class GatedProjection(torch.nn.Module):
-    def __init__(self, K=128, N=192):
-        super().__init__()
-        self.gate_proj = torch.nn.Linear(K, N, bias=False)
-        self.up_proj = torch.nn.Linear(K, N, bias=False)
-
-    def forward(self, x):
-        return F.silu(self.gate_proj(x)) * self.up_proj(x)
-
-
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
 def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank):
     quantize_, config, granularities = torchao_float8
     torch.manual_seed(0)
-    model = GatedProjection().to(torch.bfloat16)
+    model = GatedMLP(128, 192, down=False).to(torch.bfloat16)
     quantize_(model, config(granularity=granularities[granularity]))
     x = torch.randn(*((2, 4) if rank == 3 else (8,)), 128, dtype=torch.bfloat16)
     out, want, rewrites = compile_and_count(model, x)

@@ -1,4 +1,4 @@
-"""Fresh random inputs of the op on a GPU, as the GPU tests draw them."""
+"""Fresh random inputs of the ops, as the tests and benchmarks draw them."""
 
 from __future__ import annotations
 
@@ -14,3 +14,12 @@ def swiglu_inputs(M: int, K: int, N: int, dtype: torch.dtype = torch.bfloat16, s
     wg = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
     wu = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
     return x, wg, wu
+
+
+def quantize_e4m3(t: torch.Tensor, per_row: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """t as float8 e4m3 and its fp32 scale, as torchao's PerRow and PerTensor quantize it: scale =
+    amax / 448 (floored at 1e-12 for an all-zero row), one per row ([rows, 1]) or one for the tensor
+    ([1, 1])."""
+    amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1, 1)
+    scale = (amax.float() / torch.finfo(torch.float8_e4m3fn).max).clamp(min=1e-12)
+    return (t.float() / scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale

@@ -14,6 +14,7 @@ from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
+from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
 pytestmark = [pytest.mark.gpu]
@@ -23,12 +24,6 @@ if not torch.cuda.is_available() or not csg.available(torch.device("cuda"))[0] o
 FP8 = torch.float8_e4m3fn
 CONFIGS = csg.config_names()
 FAST_ACCUMULATION = {c.name for c in kernel_configs.SCALED_GEMM if c.accumulate == "fast"}
-
-
-def quantize(t, per_row=True):
-    amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1)
-    scale = (amax.float() / 448.0).clamp(min=1e-12)
-    return (t / scale.reshape(-1, 1) if per_row else t / scale).clamp(-448, 448).to(FP8), scale
 
 
 def operands(M, N, K, per_row=True, seed=0, up_first=False):

@@ -5,26 +5,19 @@ with the backend (rewritten, the fused kernel run, eager's numbers)."""
 
 import pytest
 import torch
-import torch.nn.functional as F
+from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import scaled_plans
 from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
+from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
 pytestmark = [pytest.mark.gpu]
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) or not tss.available()[0]:
     pytest.skip("needs a GPU with fp8 tensor cores (sm_89+) and Triton", allow_module_level=True)
-
-FP8 = torch.float8_e4m3fn
-
-
-def quantize(t, per_row=True):
-    amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1)
-    scale = (amax.float() / 448.0).clamp(min=1e-12)
-    return (t / scale.reshape(-1, 1) if per_row else t / scale).clamp(-448, 448).to(FP8), scale
 
 
 def operands(M, N, K, per_row=True, seed=0):
@@ -123,16 +116,6 @@ def scaled_plans_device():
     return cuda_impl.device_kind(torch.device("cuda"))
 
 
-class GatedProjection(torch.nn.Module):
-    def __init__(self, K, N):
-        super().__init__()
-        self.gate_proj = torch.nn.Linear(K, N, bias=False)
-        self.up_proj = torch.nn.Linear(K, N, bias=False)
-
-    def forward(self, x):
-        return F.silu(self.gate_proj(x)) * self.up_proj(x)
-
-
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("M", [1, 512])
 def test_torchao_float8_model_compiled(granularity, M):
@@ -141,7 +124,7 @@ def test_torchao_float8_model_compiled(granularity, M):
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
 
     torch.manual_seed(0)
-    model = GatedProjection(1024, 2816).cuda().to(torch.bfloat16)
+    model = GatedMLP(1024, 2816, down=False).cuda().to(torch.bfloat16)
     quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row"
                                                                else PerTensor()))
     x = torch.randn(M, 1024, device="cuda", dtype=torch.bfloat16)
