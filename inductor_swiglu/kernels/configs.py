@@ -431,7 +431,11 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # after each slice: the best of them was 1-24% slower than the best "promote" row at 23 of 28
 # prefill points and within 1% at the rest (each slice's wait stalls the warpgroup).  Adding one
 # slice's partial while the next slice's wgmmas run (two partials) made ptxas serialize every
-# wgmma (C7514), as did two unrolled slices over one partial in one basic block.
+# wgmma (C7514), as did two unrolled slices over one partial in one basic block.  Nor did the
+# cooperative warpgroups' drain-and-add at each promotion, which both reach together, turn out to
+# be what the promoted rows lose to cuBLAS: a consumer in which the two promoted half a k-tile apart
+# (same sums, same registers) measured 1.04x-1.14x slower than the promote rows at 6 points
+# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profile before the next guess.
 SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", accumulate="promote"),
     ScaledGemmConfig(64, 128, accumulate="promote"),
