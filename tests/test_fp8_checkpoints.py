@@ -173,8 +173,11 @@ def test_gpu_plans_follow_the_block_scaled_rows():
         assert p.fused and p.kernel_config.blockwise and p.kernel_config.swap_ab, p
     assert not scaled_plans.scaled_plan(h200, "silu", 2048, 18944, 3584, blockwise=True).fused
     assert scaled_plans.scaled_plan(h200, "silu", 2048, 4864, 896, blockwise=True).fused   # K = 896: no cuBLAS
-    per_row = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584)
-    assert per_row.config != scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True).config
+    # Qwen2.5-7B at M = 128: the per-row row is the scaled CUTLASS GEMM (per-row scales only), the
+    # block-scaled row the unfused path
+    per_row = scaled_plans.scaled_plan(h200, "silu", 128, 18944, 3584)
+    block = scaled_plans.scaled_plan(h200, "silu", 128, 18944, 3584, blockwise=True)
+    assert per_row.impl == scaled_plans.CUTLASS and not block.fused and block.impl != per_row.impl, (per_row, block)
     with inductor_swiglu.force_kernel("triton"):
         p = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True)
     assert p.fused and p.reason == "forced" and tss.BY_NAME[p.config].blockwise
