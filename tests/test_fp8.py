@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mlp_models import GatedMLP
-from torch._dynamo.utils import counters
 
 import inductor_swiglu
 from inductor_swiglu.compiler.passes import scaled_swiglu_fusion
@@ -16,6 +15,7 @@ from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, scaled_plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 
 FP8 = torch.float8_e4m3fn
@@ -118,15 +118,10 @@ class HandWrittenFP8(torch.nn.Module):
 
 
 def compile_and_count(model, x, **backend_kwargs):
-    torch._dynamo.reset()
-    inductor_swiglu.reset_counters()
-    inductor_swiglu.reset_op_stats()
-    counters.clear()
+    out, rewrites = compile_with_backend(model, x, counter="scaled_swiglu_fusion", **backend_kwargs)
     with torch.no_grad():
-        out = torch.compile(model, backend=inductor_swiglu.backend(**backend_kwargs) if backend_kwargs
-                            else "inductor_swiglu")(x)
         want = model(x)
-    return out, want, counters["inductor"]["scaled_swiglu_fusion"]
+    return out, want, rewrites
 
 
 @pytest.mark.parametrize("rank", [2, 3])

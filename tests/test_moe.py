@@ -18,6 +18,7 @@ from inductor_swiglu.dispatch import devices, grouped_plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
 from inductor_swiglu.ops import grouped_swiglu_op as op
 from inductor_swiglu.ops import triton_grouped_swiglu as tgs
+from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 
 
 def operands(counts, K=32, N=24, dtype=torch.bfloat16):
@@ -102,18 +103,12 @@ def test_default_configurations_follow_the_rows_per_expert():
 # --------------------------------------------------------------------------- #
 
 def compile_and_count(model, *inputs, **backend_kwargs):
-    torch._dynamo.reset()
-    inductor_swiglu.reset_counters()
-    inductor_swiglu.reset_op_stats()
-    counters.clear()
+    out, rewrites = compile_with_backend(model, *inputs, counter="grouped_swiglu_fusion", **backend_kwargs)
     with torch.no_grad():
-        compiled = torch.compile(model, backend=inductor_swiglu.backend(**backend_kwargs) if backend_kwargs
-                                 else "inductor_swiglu")
-        out = compiled(*inputs)
         torch._dynamo.reset()
         stock = torch.compile(model, backend="inductor")(*inputs)
         eager = model(*inputs)
-    return out, stock, eager, counters["inductor"]["grouped_swiglu_fusion"]
+    return out, stock, eager, rewrites
 
 
 def _logits(o):
