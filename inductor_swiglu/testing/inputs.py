@@ -20,6 +20,7 @@ def quantize_e4m3(t: torch.Tensor, per_row: bool = True) -> tuple[torch.Tensor, 
     """t as float8 e4m3 and its fp32 scale, as torchao's PerRow and PerTensor quantize it: scale =
     amax / 448 (floored at 1e-12 for an all-zero row), one per row ([rows, 1]) or one for the tensor
     ([1, 1])."""
+    largest = torch.finfo(torch.float8_e4m3fn).max   # 448
     amax = t.abs().amax(dim=-1, keepdim=True) if per_row else t.abs().amax().reshape(1, 1)
-    scale = (amax.float() / torch.finfo(torch.float8_e4m3fn).max).clamp(min=1e-12)
-    return (t.float() / scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale
+    scale = (amax.float() / largest).clamp(min=1e-12)
+    return (t.float() / scale).clamp(-largest, largest).to(torch.float8_e4m3fn), scale

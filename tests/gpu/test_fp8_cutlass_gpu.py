@@ -42,9 +42,10 @@ def operands(M, N, K, per_row=True, seed=0, up_first=False):
 def check(got, ops, config):
     """fp64 reference, the elements above the fp32 accumulation noise (testing.numerics): at most
     what cuBLAS's fp8 GEMMs measure (tss.FP8_MMA_OVER_1PCT_BOUND; the fp8 wgmma sums each k-tile
-    with a narrower accumulator before the promotion into fp32: every row that promotes).  The
-    row that keeps the fp8 accumulator over all of K ("fast", never chosen) is held only to the norm-wise bound: on the
-    H200 2.3-8.6% of its outputs were off by over 1% (kernels/configs.py SCALED_GEMM)."""
+    with a narrower accumulator before the promotion into fp32: every row that promotes).  The row
+    that keeps the fp8 accumulator over all of K ("fast", never chosen) is held only to the
+    norm-wise bound: on the H200 2.3-8.6% of its outputs were off by over 1% (kernels/configs.py
+    SCALED_GEMM)."""
     ref = scaled_reference_fp64(*ops, with_noise=True)
     err = error_stats(got.reshape(ref.value.shape).float(), ref)
     assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
