@@ -5,6 +5,10 @@ every variant in one run.
     python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 row    # torchao float8 (per-row) model
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
+`--shapes static` compiles every variant with `dynamic=False`: a graph per batch size and prompt
+length instead of one recompiled with symbolic shapes (8 layers of a torchao float8 Qwen2.5-7B:
+stock took 60 s to warm up at batch 1, then 224 s at batch 8, on an H200).
+
 `--layers N` runs the first N layers of the model (default: all of them); every layer has the
 same shapes, so the MLP's share of a step is the whole model's.
 
@@ -94,7 +98,8 @@ DEFAULT_VARIANTS = ("eager", "inductor-ro", "swiglu-ro", "inductor-default", "sw
 # (baseline, ours): the ratios the report gives
 PAIRS = (("inductor-ro", "swiglu-ro"), ("inductor-default", "swiglu-default"), ("inductor-ro", "swiglu-ro-pdl"),
          ("inductor-ro-tpdl", "swiglu-ro-tpdl"), ("inductor-ro", "inductor-ro-tpdl"), ("swiglu-ro", "swiglu-ro-pdl"))
-COLUMNS = ("decode_b1", "decode_b8", "prefill_512", "prefill_2048")
+PREFILL_LENGTHS = (512, 2048)
+COLUMNS = ("decode_b1", "decode_b8", *(f"prefill_{n}" for n in PREFILL_LENGTHS))
 
 
 def _small(args) -> dict:
@@ -150,12 +155,13 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     # the same backend name and mode, and Dynamo would then hand swiglu-ro-pdl the code (and the
     # CUDA graphs, captured without PDL) of swiglu-ro.
     backend = inductor_swiglu.backend() if v.backend == "inductor_swiglu" else v.backend
+    dynamic = False if args.shapes == "static" else None
     if v.backend is None:
         step = model.forward
     elif v.mode is not None:
-        step = torch.compile(private_entry(model, name), backend=backend, mode=v.mode)
+        step = torch.compile(private_entry(model, name), backend=backend, mode=v.mode, dynamic=dynamic)
     else:
-        step = torch.compile(private_entry(model, name), backend=backend, options=v.options or None)
+        step = torch.compile(private_entry(model, name), backend=backend, options=v.options or None, dynamic=dynamic)
     eager = v.backend is None
     runs, decoders = {}, {}
     t_start = time.perf_counter()
@@ -172,7 +178,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
             print(f"[{name}] decode b{batch} warm-up: {rep}", flush=True)
             runs[f"decode_b{batch}"] = lambda dec=dec, prompt=prompt: dec.generate(prompt, args.tokens).decode_s
         prefills = []
-        for length in (() if args.no_prefill else (512, 2048)):
+        for length in (() if args.no_prefill else args.prefill_lengths):
             ids = inputs[f"p{length}"]
             fwd = lambda ids=ids: step(input_ids=ids, use_cache=False, logits_to_keep=1)  # noqa: E731
             rep = inductor_swiglu.warmup(fwd, [()], min_rounds=1 if eager else 2)
@@ -268,6 +274,8 @@ def report(rows: list[dict], meta: dict) -> str:
         method += ", one Inductor cache (kernels alike in two variants autotuned once)"
     elif meta.get("inductor_cache") == "per-variant":
         method += ", a cold Inductor cache per variant (each autotunes its own kernels)"
+    if meta.get("shapes") == "static":
+        method += ", every variant compiled with dynamic=False (one graph per batch size and length)"
     lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), {_shapes(meta)}, bf16, random weights; "
              f"decode: {meta['tokens']} greedy tokens after a 32-token prompt, StaticCache; prefill: one forward, no cache; "
              f"{method}.", "",
@@ -322,11 +330,16 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", type=int, default=3, help="prompts for the greedy-agreement check (0: skip)")
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"any of {', '.join(VARIANTS)}")
     ap.add_argument("--no-prefill", action="store_true", help="decode only (saves two compilations per variant)")
+    ap.add_argument("--prefill-lengths", type=lambda v: tuple(int(n) for n in v.split(",")), default=PREFILL_LENGTHS,
+                    help="prompt lengths of the prefill columns, any of 512,2048 (one fewer: two compilations fewer)")
     ap.add_argument("--no-decode", action="store_true",
                     help="prefill only (saves two compilations per variant; no greedy-agreement check)")
     ap.add_argument("--inductor-cache", choices=("shared", "per-variant"), default="shared",
                     help="one Inductor cache for all variants (kernels alike in two variants are autotuned once; "
                          "the default) or a cold one each (cold compile times)")
+    ap.add_argument("--shapes", choices=("auto", "static"), default="auto",
+                    help="auto: torch.compile's default (a second batch size or length recompiles with symbolic "
+                         "shapes); static: dynamic=False for every variant, one graph per shape")
     ap.add_argument("--fp8", choices=("row", "tensor"), default=None,
                     help="quantize every Linear with torchao's Float8DynamicActivationFloat8WeightConfig "
                          "(PerRow or PerTensor) before compiling: the FP8 op's whole-model figure")
@@ -339,6 +352,8 @@ def main(argv=None) -> int:
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    if not args.prefill_lengths or not set(args.prefill_lengths) <= set(PREFILL_LENGTHS):
+        ap.error(f"--prefill-lengths takes any of {PREFILL_LENGTHS}")
     if args.no_decode and args.no_prefill:
         ap.error("--no-decode and --no-prefill leave nothing to measure")
     if args.fp8 and args.device != "cuda":
@@ -368,7 +383,7 @@ def main(argv=None) -> int:
             "model": models[args.model][1], "model_layers": models[args.model][0]["num_hidden_layers"],
             "layers": args.layers, "config": _config(args), "tokens": args.tokens,
             "reps_decode": args.reps_decode, "reps_prefill": args.reps, "method": "variants interleaved",
-            "inductor_cache": args.inductor_cache,
+            "inductor_cache": args.inductor_cache, "shapes": args.shapes,
             "kernels": inductor_swiglu.kernel_status()["available"]}
     rows: dict[str, dict] = {}
 

@@ -135,6 +135,24 @@ def test_bench_model_variants_pdl_and_unknown_names():
         bench_model.main(["--variants", "eager,no-such-variant", "--device", "cpu"])
 
 
+@pytest.mark.parametrize("shapes,dynamic", [("auto", None), ("static", False)])
+def test_bench_model_shapes_option_reaches_every_compiled_variant(shapes, dynamic, monkeypatch, tmp_path):
+    bench_model = benchmark_module("bench_model")
+    seen = []
+
+    def fake_compile(fn, **kwargs):   # records what the variant was compiled with; runs it eagerly
+        seen.append(kwargs.get("dynamic", "missing"))
+        return fn
+
+    monkeypatch.setattr(bench_model.torch, "compile", fake_compile)
+    rc = bench_model.main(["--device", "cpu", "--layers", "1", "--tokens", "2", "--no-prefill", "--prompts", "0",
+                           "--reps-decode", "1", "--variants", "inductor-ro,inductor-default", "--shapes", shapes,
+                           "--out", str(tmp_path)])
+    assert rc == 0 and seen == [dynamic, dynamic]
+    text = (tmp_path / "bench_model.md").read_text()
+    assert ("dynamic=False" in text) == (shapes == "static")
+
+
 def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
     bench_tp = benchmark_module("bench_tp")
     meta = {"date": "d", "world_size": 2, "device": "NVIDIA H200", "torch": "t", "dist_backend": "nccl", "model": "Qwen2.5-7B",
