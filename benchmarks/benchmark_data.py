@@ -166,7 +166,10 @@ def model_rows(meta: dict, rows: list[dict], ctx: dict) -> list[dict]:
     """bench_model.py's meta and per-variant rows as rows of this file."""
     out = []
     model = meta.get("model", "Qwen2.5-0.5B")
-    common = _extra(layers=meta.get("layers"), tokens=meta.get("tokens"), cache=meta.get("inductor_cache"))
+    if meta.get("fp8"):   # a quantized model is another model: its rows never compare with the bf16 one's
+        model += f" ({meta['fp8']})"
+    common = _extra(layers=meta.get("layers"), tokens=meta.get("tokens"), cache=meta.get("inductor_cache"),
+                    shapes=meta.get("shapes") if meta.get("shapes") != "auto" else None)
     for r in rows:
         if "failed" in r:
             continue

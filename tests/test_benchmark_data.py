@@ -92,6 +92,9 @@ def test_report_gives_ratios_summary_whole_model_and_history(tmp_path):
     assert "| r1 | 2026-12-02 | NVIDIA H200 | abc1234 | bench_kernels | 2 configs:" in page
     assert "| r1m | 2026-12-02 | NVIDIA H200 | abc1234 | bench_model | Qwen2.5-0.5B: prefill 512 swiglu-ro 1.100x |" in page
     assert page.count("\n") <= 150
+    # a float8 run of a model is recorded as its own model, with how it was compiled
+    fp8 = bd.model_rows({**meta, "fp8": "torchao F8(row)", "shapes": "static"}, rows[:1], {**CTX, **model, "run": "r2"})
+    assert {r["model"] for r in fp8} == {"Qwen2.5-0.5B (torchao F8(row))"} and "shapes=static" in fp8[0]["extra"]
 
 
 def test_the_shipped_page_is_the_report_of_the_shipped_data():
