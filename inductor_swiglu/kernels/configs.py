@@ -435,7 +435,18 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # cooperative warpgroups' drain-and-add at each promotion, which both reach together, turn out to
 # be what the promoted rows lose to cuBLAS: a consumer in which the two promoted half a k-tile apart
 # (same sums, same registers) measured 1.04x-1.14x slower than the promote rows at 6 points
-# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profile before the next guess.
+# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profiled (ncu, H200, 2026-12-04, q7B
+# M = 8192, one launch each): the 128 x 128 promote row took 3.94 M cycles where cuBLAS's fp8
+# kernel of the same tile (128 x 128 x 128, cooperative, default accumulation) took 2.43 M; tensor
+# pipe 52% against 85%, 763 M instructions against 539 M, long-scoreboard stalls 2.6 against 1.2
+# per issued instruction, and 31% of its global-load sectors in excess (the epilogue's per-element
+# scale loads, RowColScale).  Promoting every 256 of K instead of 128 (CUTLASS's promotion
+# interval; 9 points, M = 512-8192, ..._sweep_scaled_fp8_promote256.json): 11% slower to 23%
+# faster than the same tile promoted every 128, the best row of each kind 7% slower to 8% faster,
+# but 3.5-15x more outputs over 1% off (0.94% at q7B, 1.55% at q1.5B: worse than cuBLAS), and the
+# unfused path still faster at 6 of 9: dropped.  So neither the drain at each promotion nor
+# its adds explain the gap; the instruction count and the stalls point at the consumer's per-k-tile
+# code and the epilogue's scale loads, which are where the next attempt should start.
 SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", accumulate="promote"),
     ScaledGemmConfig(64, 128, accumulate="promote"),
