@@ -50,34 +50,25 @@ DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class GroupedConfig:
+class GroupedConfig(triton_swiglu.TileConfig):
     """One compile-time variant of the kernel (a point of the MoE sweep)."""
 
-    block_m: int
-    block_n: int
-    block_k: int
-    num_warps: int = 4
-    num_stages: int = 3
     swap_ab: bool = False
     group_m: int = 8
     tma: bool = False        # row tiles loaded by TMA (tensor descriptors), where the operands allow
 
     def __post_init__(self):
-        for name in ("block_m", "block_n", "block_k"):
-            v = getattr(self, name)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"GroupedConfig.{name}={v}: must be a power of two >= 16")
+        super().__post_init__()
         if self.tma and self.swap_ab:
             raise ValueError("GroupedConfig: TMA loads are for row tiles, not swapped ones")
 
     @property
     def name(self) -> str:
-        return (f"grouped_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}{'_tma' if self.tma else ''}")
+        return self.tile_name("grouped_", self.swap_ab, "_tma" if self.tma else "")
 
     def smem_bytes(self, element_size: int = 2) -> int:
-        """Shared memory of the pipelined tiles (x and both weights)."""
-        return self.num_stages * (self.block_m + 2 * self.block_n) * self.block_k * element_size
+        """Of 16-bit tiles by default."""
+        return super().smem_bytes(element_size)
 
     def serves(self, rows_per_expert: float) -> bool:
         """Whether the sweep should try this configuration for experts that get about this many rows:

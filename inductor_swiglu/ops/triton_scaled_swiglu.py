@@ -68,30 +68,21 @@ SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True)
-class ScaledConfig:
+class ScaledConfig(triton_swiglu.TileConfig):
     """One compile-time variant of the kernel (a point of the FP8 sweep)."""
 
-    block_m: int
-    block_n: int
-    block_k: int
-    num_warps: int = 4
-    num_stages: int = 3
     swap_ab: bool = False
     group_m: int = 8
     bf16_mma: bool = False   # widen the fp8 tiles to bf16 for the MMA: fp32-exact sums (see MMA_NOTE)
 
     def __post_init__(self):
-        for name in ("block_m", "block_n", "block_k"):
-            v = getattr(self, name)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"ScaledConfig.{name}={v}: must be a power of two >= 16")
+        super().__post_init__()
         if self.block_k < 32:
             raise ValueError("ScaledConfig.block_k: fp8 MMAs take K in steps of 32")
 
     @property
     def name(self) -> str:
-        return (f"fp8_{'swap_' if self.swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}{'_bf16mma' if self.bf16_mma else ''}")
+        return self.tile_name("fp8_", self.swap_ab, "_bf16mma" if self.bf16_mma else "")
 
     @property
     def blockwise(self) -> bool:
@@ -99,10 +90,10 @@ class ScaledConfig:
         block, and a tile's weight rows within one block."""
         return self.block_k == SCALE_BLOCK and self.block_n <= SCALE_BLOCK
 
-    def smem_bytes(self) -> int:
-        """Shared memory of the pipelined tiles (x and both weights, one byte each): an upper bound
-        (the bf16-widening configurations measured below it too)."""
-        return self.num_stages * (self.block_m + 2 * self.block_n) * self.block_k
+    def smem_bytes(self, element_size: int = 1) -> int:
+        """Of one-byte tiles by default: an upper bound (the bf16-widening configurations measured
+        below it too)."""
+        return super().smem_bytes(element_size)
 
     def serves(self, M: int) -> bool:
         """Whether the sweep should try this configuration at M: swapped tiles are for decode

@@ -64,8 +64,9 @@ _MAX_GRID_Y = 65535
 
 
 @dataclass(frozen=True)
-class TritonConfig:
-    """One compile-time variant of the kernel (a point of the dispatch sweep)."""
+class TileConfig:
+    """What every fused Triton kernel's compile-time variant has: its tile of x rows x weight rows x
+    K, warps and pipeline stages (the dense, FP8 and grouped kernels each add their own fields)."""
 
     block_m: int
     block_n: int
@@ -78,12 +79,12 @@ class TritonConfig:
             v = getattr(self, field)
             # tl.arange needs powers of two; tl.dot needs every dimension >= 16.
             if v < 16 or v & (v - 1):
-                raise ValueError(f"TritonConfig.{field}={v}: must be a power of two >= 16")
+                raise ValueError(f"{type(self).__name__}.{field}={v}: must be a power of two >= 16")
 
-    @property
-    def name(self) -> str:
-        return (f"tr_m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}")
+    def tile_name(self, prefix: str, swap_ab: bool = False, suffix: str = "") -> str:
+        """The name the dispatch tables know the variant by."""
+        return (f"{prefix}{'swap_' if swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}{suffix}")
 
     def smem_bytes(self, element_size: int) -> int:
         """Shared memory of the pipelined tiles (x and both weights): an upper bound.
@@ -96,6 +97,15 @@ class TritonConfig:
         """
         per_stage = (self.block_m + 2 * self.block_n) * self.block_k * element_size
         return self.num_stages * per_stage
+
+
+@dataclass(frozen=True)
+class TritonConfig(TileConfig):
+    """One compile-time variant of the kernel (a point of the dispatch sweep)."""
+
+    @property
+    def name(self) -> str:
+        return self.tile_name("tr_")
 
 
 CONFIGS: tuple[TritonConfig, ...] = (
