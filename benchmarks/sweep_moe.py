@@ -181,20 +181,12 @@ def install(rows: list[dict], meta: dict, device: str) -> Path:
     """Replace the routed-expert rows of the shapes this sweep measured by its choices (other shapes
     keep theirs); bf16 rows serve fp16 and the GeGLUs too (same kernel, same tiles)."""
     path = tables.table_path(device)
-    previous = tables.load(path)
     measured = [e for e in map(chosen_entry, rows) if e is not None]
     shapes = {(e.K, e.N) for e in measured}
     # a measured shape's rows are replaced whole (the buckets may have changed); other shapes keep theirs
-    kept = [e for e in previous.entries if e.key != KEY or (e.K, e.N) not in shapes]
-    serves = dict(previous.serves)
-    for dtype in ("bfloat16", "float16"):
-        for act in ("silu", "gelu_tanh", "gelu"):
-            serves[grouped_plans.key(dtype, act)] = KEY
-    table = tables.Table(previous.device, previous.measured_on, previous.date, previous.torch,
-                         previous.method.split("; routed-expert rows:")[0]
-                         + f"; routed-expert rows: benchmarks/sweep_moe.py, {meta['date']}, {meta['device']}, "
-                         f"torch {meta['torch']}", serves,
-                         tuple(sorted(kept + measured, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
+    serves = {grouped_plans.key(dtype, act): KEY for dtype in ("bfloat16", "float16") for act in ("silu", "gelu_tanh", "gelu")}
+    table = tables.with_rows(tables.load(path), KEY, measured, lambda e: (e.K, e.N) in shapes, serves, "routed-expert",
+                             f"benchmarks/sweep_moe.py, {meta['date']}, {meta['device']}, torch {meta['torch']}")
     tables.save(table, path)
     return path
 

@@ -393,17 +393,11 @@ def install(rows: list[dict], meta: dict, device: str, key: tables.Key = KEY) ->
     """Replace the rows of `key` in the device's table by this sweep's choices (the points it did not
     measure keep their entries) and serve the FP8 GeGLUs by SiLU's rows."""
     path = tables.table_path(device)
-    previous = tables.load(path)
     measured = [e for e in (chosen_entry(r, key) for r in rows) if e is not None]
     points = {(e.K, e.N, e.m_lo) for e in measured}
-    kept = [e for e in previous.entries if e.key != key or (e.K, e.N, e.m_lo) not in points]
-    serves = dict(previous.serves)
-    for act in ("silu", "gelu_tanh", "gelu"):
-        serves[tables.Key(key.dtype, act)] = key
-    table = tables.Table(previous.device, previous.measured_on, previous.date, previous.torch,
-                         previous.method + f"; {key.dtype} rows: benchmarks/sweep_scaled.py, {meta['date']}, "
-                         f"{meta['device']}, torch {meta['torch']}", serves,
-                         tuple(sorted(kept + measured, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
+    table = tables.with_rows(tables.load(path), key, measured, lambda e: (e.K, e.N, e.m_lo) in points,
+                             {tables.Key(key.dtype, act): key for act in ("silu", "gelu_tanh", "gelu")}, key.dtype,
+                             f"benchmarks/sweep_scaled.py, {meta['date']}, {meta['device']}, torch {meta['torch']}")
     tables.save(table, path)
     return path
 

@@ -214,3 +214,46 @@ def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
     chosen = shipped_rows_reproduce("2026-12-03b_sweep_scaled_fp8_cutlass.json", benchmark_module("sweep_scaled").KEY)
     assert len(chosen) == 28
     assert any(e.impl == "scaled_gemm" for e in chosen) and any("stock faster" in e.record["why"] for e in chosen)
+
+
+def test_each_sweep_rewrites_only_its_own_clause_of_the_method():
+    method = ("bfloat16/silu rows: sweep A, margin 2%; 3 entries kept; routed-expert rows: sweep B; "
+              "float8_e4m3fn rows: sweep C")
+    assert tables.method_clause(method, "bfloat16/silu") == "sweep A, margin 2%; 3 entries kept"
+    assert tables.method_clause(method, "float8_e4m3fn_block128") is None
+    again = tables.method_with(method, "routed-expert", "sweep D")
+    assert again == "bfloat16/silu rows: sweep A, margin 2%; 3 entries kept; float8_e4m3fn rows: sweep C; routed-expert rows: sweep D"
+    assert tables.method_with("", "routed-expert", "sweep D") == "routed-expert rows: sweep D"
+
+
+def test_installing_a_sweeps_rows_keeps_the_other_keys_rows_and_clauses(monkeypatch, tmp_path):
+    shipped = tables.load(tables.table_path("h200"))
+    path = tmp_path / "h200.json"
+    tables.save(shipped, path)
+    monkeypatch.setattr(tables, "table_path", lambda device: path)
+    sweep_moe, sweep_scaled = benchmark_module("sweep_moe"), benchmark_module("sweep_scaled")
+    sweeps = REPO / "benchmarks" / "data" / "sweeps" / "h200"
+    meta = {"date": "2026-12-31", "device": "H", "torch": "t"}
+    # the stored MoE sweep measured every routed-expert shape: its rows replace them all, the same choices
+    sweep_moe.install(json.loads((sweeps / "2026-12-03_sweep_moe.json").read_text())["rows"], meta, "h200")
+    after = tables.load(path)
+    assert set(after.entries) == set(shipped.entries) and after.serves == shipped.serves
+    assert tables.method_clause(after.method, "routed-expert") == "benchmarks/sweep_moe.py, 2026-12-31, H, torch t"
+    for label in ("bfloat16/silu", "float8_e4m3fn", "float8_e4m3fn_block128"):
+        assert tables.method_clause(after.method, label) == tables.method_clause(shipped.method, label)
+    # the decode re-sweep measured 14 of the 42 per-row FP8 entries: its clause names what it replaced
+    rows = json.loads((sweeps / "2026-12-04_sweep_scaled_fp8_decode.json").read_text())["rows"]
+    sweep_scaled.install(rows, meta, "h200")
+    fp8 = tables.method_clause(tables.load(path).method, "float8_e4m3fn")
+    assert fp8 == (f"benchmarks/sweep_scaled.py, 2026-12-31, H, torch t (14 entries; the other 28: "
+                   f"{tables.method_clause(shipped.method, 'float8_e4m3fn')})")
+    assert set(tables.load(path).entries) == set(shipped.entries)
+
+
+def test_a_dense_sweep_keeps_the_other_sweeps_clauses():
+    shipped = tables.load(tables.table_path("h200"))
+    rows = [{**point(HERE), "choice": {"impl": "decode_gemm", "config": "a", "us": 1.0}}]
+    table = choice.table_from_sweep(rows, {"date": "d"}, shipped, "h200", KEY)
+    assert tables.method_clause(table.method, "bfloat16/silu").startswith("benchmarks/sweep_dispatch.py, the fastest")
+    for label in ("routed-expert", "float8_e4m3fn", "float8_e4m3fn_block128"):
+        assert tables.method_clause(table.method, label) == tables.method_clause(shipped.method, label)

@@ -25,7 +25,7 @@ import datetime
 import json
 from pathlib import Path
 
-from .table import Entry, Key, Table, save, table_path
+from .table import Entry, Key, Table, method_with, save, table_path
 
 DEFAULT_MARGIN = 0.02
 
@@ -151,15 +151,16 @@ def table_from_sweep(rows: list[dict], meta: dict, previous: Table | None, devic
     entries, kept = merge_entries(measured, previous.entries if previous is not None else ())
     serves = dict(previous.serves) if previous is not None else {}
     serves[key] = key
-    method = (f"benchmarks/sweep_dispatch.py: the fastest correct candidate per (K, N, M bucket), "
-              f"{key.text}, every candidate interleaved with the others under CUDA-graph replay, weights from "
-              f"HBM, sustained and burst figures at M >= 2048 (scored by the regret in the worse of the two), a "
-              f"{100 * margin:.0f}% margin "
-              "over the incumbent"
-              + (f", each candidate scored by its worst standing over the sweeps of {meta['other_machines']}"
-                 if meta.get("other_machines") else "")
-              + (f"; {kept} entries not measured by this sweep keep the records of the sweep that chose them"
-                 if kept else ""))
+    how = ("benchmarks/sweep_dispatch.py, the fastest correct candidate per (K, N, M bucket), "
+           "every candidate interleaved with the others under CUDA-graph replay, weights from "
+           "HBM, sustained and burst figures at M >= 2048 (scored by the regret in the worse of the two), a "
+           f"{100 * margin:.0f}% margin over the incumbent"
+           + (f", each candidate scored by its worst standing over the sweeps of {meta['other_machines']}"
+              if meta.get("other_machines") else "")
+           + (f"; {kept} entries not measured by this sweep keep the records of the sweep that chose them"
+              if kept else ""))
+    # the other keys' rows keep the clauses of the sweeps that installed them
+    method = method_with(previous.method if previous is not None else "", key.text, how)
     return Table(device, meta.get("device", ""), meta.get("date", datetime.date.today().isoformat()),
                         meta.get("torch", ""), method, serves,
                         tuple(sorted(entries, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))

@@ -2,7 +2,9 @@
 
 Torch-free on purpose: ``kernels.build`` reads the shipped tables (before torch is importable)
 to compile only the configurations they name.  One JSON file per device kind under
-``tables/`` (``h200.json``); ``benchmarks/sweep_dispatch.py`` measures and installs them.
+``tables/`` (``h200.json``); ``benchmarks/sweep_dispatch.py`` (dense), ``sweep_scaled.py`` (FP8) and
+``sweep_moe.py`` (routed experts) measure and install their keys' rows, each rewriting only its
+own rows and its own clause of the table's method (``with_rows``, ``method_with``).
 
 A table holds measured entries under keys ``"<dtype>/<activation>"`` and a ``serves`` map that
 says which keys the table answers and with whose rows: a key may be served by its own rows or by
@@ -16,6 +18,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,6 +157,39 @@ def load(path: Path) -> Table:
             raise ValueError(f"{path}: {k.text} is served by {v.text}, which has no entries")
     return Table(data["device"], data.get("measured_on", ""), data.get("date", ""), data.get("torch", ""),
                  data.get("method", ""), serves, entries)
+
+
+# A table's method is one clause per sweep that installed rows, "<label> rows: <how>", joined by
+# "; " (a clause's own text may hold "; ", never "; <word> rows: ").
+_CLAUSE_START = re.compile(r"; (?=[\w./+-]+ rows: )")
+
+
+def method_clause(method: str, label: str) -> str | None:
+    """The text of the clause on `label` rows, None where the method has none."""
+    head = f"{label} rows: "
+    return next((c[len(head):] for c in _CLAUSE_START.split(method) if c.startswith(head)), None)
+
+
+def method_with(method: str, label: str, text: str) -> str:
+    """`method` with the clause on `label` rows replaced by `text` (appended where it had none);
+    the other sweeps' clauses are kept as they were."""
+    head = f"{label} rows: "
+    return "; ".join([*(c for c in _CLAUSE_START.split(method) if c and not c.startswith(head)), head + text])
+
+
+def with_rows(previous: Table, key: Key, measured: list[Entry], replaced: Callable[[Entry], bool],
+              serves: dict, label: str, how: str) -> Table:
+    """`previous` with the entries of `key` that `replaced` picks swapped for a sweep's `measured`
+    ones, `serves` added, and the clause on `label` rows saying `how` they were chosen (and, where
+    entries of `key` were kept, what it said of those)."""
+    kept = [e for e in previous.entries if e.key != key or not replaced(e)]
+    others = sum(1 for e in kept if e.key == key)
+    old = method_clause(previous.method, label)
+    if others and old:
+        how += f" ({len(measured)} entries; the other {others}: {old})"
+    return Table(previous.device, previous.measured_on, previous.date, previous.torch,
+                 method_with(previous.method, label, how), {**previous.serves, **serves},
+                 tuple(sorted(kept + measured, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
 
 
 def save(table: Table, path: Path) -> None:
