@@ -93,8 +93,17 @@ def test_report_gives_ratios_summary_whole_model_and_history(tmp_path):
     assert "| r1m | 2026-12-02 | NVIDIA H200 | abc1234 | bench_model | Qwen2.5-0.5B: prefill 512 swiglu-ro 1.100x |" in page
     assert page.count("\n") <= 150
     # a float8 run of a model is recorded as its own model, with how it was compiled
-    fp8 = bd.model_rows({**meta, "fp8": "torchao F8(row)", "shapes": "static"}, rows[:1], {**CTX, **model, "run": "r2"})
+    fp8 = bd.model_rows({**meta, "fp8": "torchao F8(row)", "shapes": "static"}, rows[:1],
+                       {**CTX, **model, "run": "r2", "benchmark": "bench_model"})
     assert {r["model"] for r in fp8} == {"Qwen2.5-0.5B (torchao F8(row))"} and "shapes=static" in fp8[0]["extra"]
+    # the whole-model section keeps the newest run of each model and depth, not only the newest run
+    bd.append_rows(fp8, path)
+    bd.append_rows(bd.model_rows({**meta, "layers": 2}, rows[:2], {**CTX, **model, "run": "r3", "benchmark": "bench_model"}),
+                   path)
+    page = report.render(bd.read_rows(path))
+    assert "Qwen2.5-0.5B (layers 24, tokens 256, cache shared), run r1m" in page
+    assert "Qwen2.5-0.5B (torchao F8(row)) (layers 24, tokens 256, cache shared), run r2" in page
+    assert "Qwen2.5-0.5B (layers 2, tokens 256, cache shared), run r3" in page
 
 
 def test_the_shipped_page_is_the_report_of_the_shipped_data():
