@@ -42,6 +42,19 @@ def test_qwen25_config_applies_layers_and_overrides_and_rejects_unknown_sizes():
         qwen25_config("3b")
 
 
+def test_qwen3_30b_a3b_on_the_meta_device_has_its_expert_shapes():
+    from inductor_swiglu.models.qwen3_moe import build_qwen3_moe, qwen3_moe_config
+
+    model = build_qwen3_moe("qwen3-30b-a3b", torch.bfloat16, "meta", num_layers=1)
+    assert len(model.model.layers) == 1 and model.config.num_experts == 128 and model.config.num_experts_per_tok == 8
+    assert model.config._experts_implementation == "grouped_mm" and model.config._attn_implementation == "sdpa"
+    experts = model.model.layers[0].mlp.experts
+    assert sum(p.numel() for p in experts.parameters()) == 128 * 3 * 768 * 2048
+    assert all(p.is_meta and p.dtype == torch.bfloat16 for p in model.parameters())
+    with pytest.raises(ValueError, match="unknown Qwen3-MoE size"):
+        qwen3_moe_config("qwen3-235b-a22b")
+
+
 def test_one_seed_gives_the_same_weights_in_every_dtype_and_the_05b_wrapper():
     small = dict(num_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=1,
                  vocab_size=256)

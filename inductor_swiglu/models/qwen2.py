@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from .random_weights import configured, random_model
+
 QWEN25_05B = dict(
     hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
     num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1_000_000.0,
@@ -22,12 +24,7 @@ NAMES = {"0.5b": "Qwen2.5-0.5B", "7b": "Qwen2.5-7B"}
 
 def qwen25_config(size: str, num_layers: int | None = None, **overrides) -> dict:
     """The configuration dict build_qwen25 uses: the published one, then the layer count and overrides."""
-    if size not in CONFIGS:
-        raise ValueError(f"unknown Qwen2.5 size {size!r}; known: {', '.join(CONFIGS)}")
-    cfg = dict(CONFIGS[size], **overrides)
-    if num_layers is not None:
-        cfg["num_hidden_layers"] = num_layers
-    return cfg
+    return configured("Qwen2.5", CONFIGS, size, num_layers, overrides)
 
 
 def build_qwen25(size: str, dtype: torch.dtype = torch.bfloat16, device: str = "cuda", num_layers: int | None = None,
@@ -42,12 +39,8 @@ def build_qwen25(size: str, dtype: torch.dtype = torch.bfloat16, device: str = "
     """
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    torch.manual_seed(seed)
-    config = Qwen2Config(**qwen25_config(size, num_layers, **overrides))
-    config._attn_implementation = "sdpa"
-    with torch.device(device):
-        model = Qwen2ForCausalLM(config)
-    return model.to(dtype).eval()
+    return random_model(Qwen2ForCausalLM, Qwen2Config(**qwen25_config(size, num_layers, **overrides)), dtype, device,
+                        seed)
 
 
 def build_qwen25_05b(dtype: torch.dtype = torch.bfloat16, device: str = "cuda", num_layers: int | None = None, seed: int = 0, **overrides):

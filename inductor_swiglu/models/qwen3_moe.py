@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from .random_weights import configured, random_model
+
 QWEN3_30B_A3B = dict(
     hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768, num_hidden_layers=48,
     num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=128, num_experts_per_tok=8,
@@ -19,12 +21,7 @@ NAMES = {"qwen3-30b-a3b": "Qwen3-30B-A3B"}
 
 def qwen3_moe_config(size: str, num_layers: int | None = None, **overrides) -> dict:
     """The configuration dict build_qwen3_moe uses: the published one, then the layer count and overrides."""
-    if size not in CONFIGS:
-        raise ValueError(f"unknown Qwen3-MoE size {size!r}; known: {', '.join(CONFIGS)}")
-    cfg = dict(CONFIGS[size], **overrides)
-    if num_layers is not None:
-        cfg["num_hidden_layers"] = num_layers
-    return cfg
+    return configured("Qwen3-MoE", CONFIGS, size, num_layers, overrides)
 
 
 def build_qwen3_moe(size: str, dtype: torch.dtype = torch.bfloat16, device: str = "cuda", num_layers: int | None = None,
@@ -35,10 +32,6 @@ def build_qwen3_moe(size: str, dtype: torch.dtype = torch.bfloat16, device: str 
     `device`, then cast to `dtype`."""
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
-    torch.manual_seed(seed)
     config = Qwen3MoeConfig(**qwen3_moe_config(size, num_layers, **overrides))
-    config._attn_implementation = "sdpa"
     config._experts_implementation = experts_implementation
-    with torch.device(device):
-        model = Qwen3MoeForCausalLM(config)
-    return model.to(dtype).eval()
+    return random_model(Qwen3MoeForCausalLM, config, dtype, device, seed)
