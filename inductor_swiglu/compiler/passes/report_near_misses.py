@@ -202,21 +202,21 @@ def classify_grouped(gemm: torch.fx.Node) -> str | None:
             "cover; please report it with the graph dump)")
 
 
+# The nodes a near miss is reported at, and how each is classified: the gated product of the dense
+# forms, the grouped GEMM of the routed experts.
+CLASSIFIERS = ((aten.mul.Tensor, classify), (aten._grouped_mm.default, classify_grouped))
+
+
 def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
     """Add near misses found in `graph` to `rec` (skipping ones the check already reported)."""
     seen = {m.node for m in rec.near_misses}
-    for node in graph.find_nodes(op="call_function", target=aten.mul.Tensor):
-        if node.name in seen:
-            continue
-        reason = classify(node)
-        if reason:
-            rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
-    for node in graph.find_nodes(op="call_function", target=aten._grouped_mm.default):
-        if node.name in seen:
-            continue
-        reason = classify_grouped(node)
-        if reason:
-            rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
+    for target, classify_node in CLASSIFIERS:
+        for node in graph.find_nodes(op="call_function", target=target):
+            if node.name in seen:
+                continue
+            reason = classify_node(node)
+            if reason:
+                rec.near_misses.append(NearMiss(source_location(node), reason, node.name))
 
 
 class ReportNearMisses(GraphPass):
