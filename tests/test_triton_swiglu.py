@@ -201,13 +201,23 @@ def test_imports_and_reports_without_triton(monkeypatch):
     import importlib.util
     import sys
 
+    import inductor_swiglu.ops as ops
+
     monkeypatch.setitem(sys.modules, "triton", None)     # makes `import triton` fail
     monkeypatch.setitem(sys.modules, "triton.language", None)
-    # a fresh copy of the module inside its package (its relative imports resolve there)
-    spec = importlib.util.spec_from_file_location("inductor_swiglu.ops.triton_swiglu_bare", ts.__file__)
-    bare = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, bare)
-    spec.loader.exec_module(bare)
+
+    def fresh(name: str, path: str):
+        # a fresh copy of a module inside its package (its relative imports resolve there)
+        spec = importlib.util.spec_from_file_location(f"inductor_swiglu.ops.{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)
+        monkeypatch.setattr(ops, name, module, raising=False)
+        spec.loader.exec_module(module)
+        return module
+
+    helpers = fresh("triton_helpers", ops.triton_helpers.__file__)   # where Triton is imported
+    assert helpers.triton is None and helpers.IMPORT_ERROR == "triton is not installed"
+    bare = fresh("triton_swiglu_bare", ts.__file__)
     assert bare.available() == (False, "triton is not installed")
     x, wg, wu = _inputs(2, 24, 40, torch.float16, seed=11)
     with pytest.raises(RuntimeError, match="triton is not installed"):

@@ -16,13 +16,7 @@ import functools
 import torch
 
 from . import triton_helpers, triton_swiglu
-from .triton_helpers import maximum
-
-if triton_swiglu.importable():
-    import triton
-    import triton.language as tl
-else:
-    triton = tl = None
+from .triton_helpers import maximum, tl, triton
 
 FP8 = torch.float8_e4m3fn
 BLOCK = 128

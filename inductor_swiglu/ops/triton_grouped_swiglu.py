@@ -38,13 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, add
-
-if triton_swiglu.importable():
-    import triton
-    import triton.language as tl
-else:
-    triton = tl = None
+from .triton_helpers import activate, add, tl, triton
 
 DTYPES = (torch.bfloat16, torch.float16)
 

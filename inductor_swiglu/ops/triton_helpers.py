@@ -1,4 +1,5 @@
-"""Triton helpers the fused kernels share (the FP8 and the grouped kernel):
+"""Triton helpers the fused kernels share (the dense, FP8 and grouped kernels), and Triton's guarded
+import (``triton`` and ``tl`` are None where it does not import; ``IMPORT_ERROR`` says why):
 
 * ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``ops/activations.py``
   (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
@@ -17,16 +18,22 @@ from __future__ import annotations
 
 import types
 
-from . import triton_swiglu
-
-if triton_swiglu.importable():
+try:
     import triton
     import triton.language as tl
-else:
+except Exception as exc:  # noqa: BLE001 - a broken install must not break the package
     triton = tl = None
+    IMPORT_ERROR = ("triton is not installed" if isinstance(exc, ModuleNotFoundError)
+                    else f"triton failed to import: {exc}")
+else:
+    IMPORT_ERROR = ""
 
 
 def activate(g, ACTIVATION: tl.constexpr):
+    # Neither GELU is computed as 1 + tanh(.) or 1 + erf(.), which cancel for gate values below
+    # about -4 (see csrc/epilogues/activation.hpp): 0.5 (1 + tanh(u)) = sigmoid(2u), and 1 + erf(z) =
+    # erfc(-z), with erfc from its exp-times-polynomial fit (fractional error below 1.2e-7
+    # everywhere; Triton has no erfc that its interpreter also runs).
     if ACTIVATION == 1:
         u = 0.7978845608028654 * (g + 0.044715 * g * g * g)
         return g / (1.0 + tl.exp(-2.0 * u))

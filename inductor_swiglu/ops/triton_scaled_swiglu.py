@@ -38,13 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate
-
-if triton_swiglu.importable():
-    import triton
-    import triton.language as tl
-else:
-    triton = tl = None
+from .triton_helpers import activate, tl, triton
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)

@@ -41,17 +41,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations
-
-try:
-    import triton
-    import triton.language as tl
-except Exception as exc:  # noqa: BLE001 - a broken install must not break the package
-    triton = tl = None
-    _IMPORT_ERROR = ("triton is not installed" if isinstance(exc, ModuleNotFoundError)
-                     else f"triton failed to import: {exc}")
-else:
-    _IMPORT_ERROR = ""
+from . import activations, triton_helpers
+from .triton_helpers import activate, tl, triton
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -169,7 +160,7 @@ def available() -> tuple[bool, str]:
     GPU of compute capability 8.0 or newer (checked on the current device).
     """
     if triton is None:
-        return False, _IMPORT_ERROR
+        return False, triton_helpers.IMPORT_ERROR
     if interpreting():
         return True, ""
     if not torch.cuda.is_available():
@@ -223,25 +214,8 @@ def _swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of ops/activations.py.  Neither GELU
-    # is computed as 1 + tanh(.) or 1 + erf(.), which cancel for gate values below about -4 (see
-    # csrc/activation.hpp): 0.5 (1 + tanh(u)) = sigmoid(2u), and 1 + erf(z) = erfc(-z), with erfc
-    # from its exp-times-polynomial fit (fractional error below 1.2e-7 everywhere; Triton has no
-    # erfc that its interpreter also runs).
-    if ACTIVATION == 1:
-        u = 0.7978845608028654 * (acc_g + 0.044715 * acc_g * acc_g * acc_g)
-        act = acc_g / (1.0 + tl.exp(-2.0 * u))
-    elif ACTIVATION == 2:
-        z = -acc_g * 0.7071067811865476
-        az = tl.abs(z)
-        t = 1.0 / (1.0 + 0.5 * az)
-        poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-                -0.82215223 + t * 0.17087277))))))))
-        erfc_az = t * tl.exp(-az * az + poly)
-        act = 0.5 * acc_g * tl.where(z >= 0, erfc_az, 2.0 - erfc_az)
-    else:
-        act = acc_g / (1.0 + tl.exp(-acc_g))
+    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of ops/activations.py
+    act = activate(acc_g, ACTIVATION)
     y = act * acc_u
     out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
@@ -254,7 +228,7 @@ def _kernel(interpret: bool):
     # M is not specialised (Triton would compile one kernel for M == 1 and another for the rest):
     # the C++ op compiles a configuration with its first eager call and then launches it inside
     # CUDA-graph captures at any M of the bucket, where a compile must not happen.
-    return triton.jit(_swiglu_kernel, do_not_specialize=["M"])
+    return triton_helpers.jit_with_helpers(_swiglu_kernel, do_not_specialize=["M"])
 
 
 @functools.cache
@@ -320,7 +294,7 @@ def swiglu_triton(
         return out.view(*x.shape[:-1], N)
 
     if triton is None:
-        raise RuntimeError(f"swiglu_triton: {_IMPORT_ERROR}")
+        raise RuntimeError(f"swiglu_triton: {triton_helpers.IMPORT_ERROR}")
     interpret = interpreting()
     if not interpret:
         if x.device.type != "cuda":
