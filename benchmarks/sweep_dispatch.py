@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, eager_swiglu, file_timings, stock_compile, swiglu_sets  # noqa: E402
+from timing import GpuSensors, Interleaved, admit, eager_swiglu, stock_compile, swiglu_sets, time_point  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice  # noqa: E402
@@ -117,49 +117,34 @@ def bench_point(model: str, M: int, args, clock: GpuSensors, incumbent: str | No
                 cuda_impl.run_kernel(kernel, x, wg, wu, config=config, out=out)
         return fn
 
-    # (name, fn, held to the fused kernels' bound): the kernels and the unfused path, then the
-    # Triton configs (candidates for CUDA graphs).
-    timed = [(name, kernel_fn(kernel, config), kernel != kl.UNFUSED) for name, kernel, config in candidates(M, lib)]
+    # the kernels and the unfused path, then the Triton configs (candidates for CUDA graphs)
+    timed = [(name, kernel_fn(kernel, config)) for name, kernel, config in candidates(M, lib)]
     if triton_swiglu.available()[0] and not args.no_triton:
         timed += [(f"triton:{cfg.name}",
-                   lambda x, wg, wu, w_cat, out, cfg=cfg: triton_swiglu.swiglu_triton(x, wg, wu, config=cfg, out=out),
-                   True) for cfg in triton_configs(M)]
-    for name, fn, fused in timed:
-        try:
-            err = check(fn)
-        except Exception as e:  # noqa: BLE001  (a config that declines the shape or exceeds shared memory)
-            row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"}
-            continue
+                   lambda x, wg, wu, w_cat, out, cfg=cfg: triton_swiglu.swiglu_triton(x, wg, wu, config=cfg, out=out))
+                  for cfg in triton_configs(M)]
+
+    def judge(name: str, err: dict) -> bool:
         # Fused kernels round once: none of the resolvable elements may be off by 1%.  The unfused
         # path rounds gate and up to bf16 first, exactly as stock torch.compile does, so it is held
         # to what stock gives (norm-wise), not to the fused kernels' bound.
-        if fused:
-            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
-        else:
-            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2
-        row["candidates"][name] = {"numerics": err, "numerics_ok": ok}
-        if ok:
-            bench.add(name, fn)
-        else:
-            print(f"  WRONG NUMBERS {model} M={M} {name}: {err}", flush=True)
+        if name != "unfused":
+            return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+        return err["nonfinite"] == 0 and err["normwise"] < 1e-2
+
+    admit(bench, row, timed, check, judge, f"{model} M={M}", max_error_chars=None)
 
     bench.add("cublas_2N", lambda x, wg, wu, w_cat, out: torch.mm(x, w_cat.t()))
     bench.add("eager", eager_swiglu)
     if M in REPORT_MS and not args.no_compile:
         bench.add("stock_compile", stock_compile())
 
-    large = M >= args.sustained_from
-    timings = bench.run(rounds=8 if large else 30, warm_s=2.0 if large else 0.0)
-    if large:
-        # The burst figures of the fastest candidates and the references: a prefill after a pause
-        # runs at the full clock, where another tile can win; the choice must hold in both.
-        fastest = sorted((n for n in timings if n in row["candidates"] and not n.startswith("triton:")),
-                         key=lambda n: timings[n].us)[:args.burst_top]
-        keep = [incumbent] if incumbent in timings and incumbent not in fastest else []   # it must be able to stay
-        for name, us in bench.burst(list(dict.fromkeys([*fastest, *keep, "cublas_2N", "stock_compile", "unfused"]))).items():
-            timings[name].burst_us = us
-    file_timings(row, timings, bench.errors)
-    row.update(bench.clock_summary())
+    # The burst figures of the fastest candidates and the references: a prefill after a pause runs
+    # at the full clock, where another tile can win; the choice must hold in both.  The incumbent
+    # is burst-timed too: it must be able to stay.
+    timings = time_point(bench, row, M >= args.sustained_from, args.burst_top,
+                         (*([incumbent] if incumbent else []), "cublas_2N", "stock_compile", "unfused"), rounds=30,
+                         eligible=lambda name: not name.startswith("triton:"), max_error_chars=None)
     spreads = [(t.us_p75 - t.us_p25) / t.us for t in timings.values() if t.us > 0]
     row["spread_median"] = round(sorted(spreads)[len(spreads) // 2], 4) if spreads else None
     del sets, bench

@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, file_timings, host_us_per_call, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, admit, host_us_per_call, sets_needed, time_point  # noqa: E402
 
 from inductor_swiglu.dispatch import choice, devices, grouped_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
@@ -127,35 +127,23 @@ def bench_point(model: str, T: int, args, clock: GpuSensors) -> dict:
     timed = [] if args.op else [(f"{grouped_plans.FUSED}:{c.name}", fused(c)) for c in triton_grouped_swiglu.CONFIGS
                                 if c.serves(per_expert) and c.smem_bytes() <= smem]
     timed.insert(0, ("op", the_op) if args.op else (grouped_plans.UNFUSED, unfused))
-    for name, fn in timed:
+
+    def check(fn) -> dict:
         out = torch.full((S, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        try:
-            got = fn(x, w, offs, out)
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001  (a configuration the compiler or the GPU refuses)
-            row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"[:500]}
-            continue
-        err = error_stats(got[:rows], ref)
+        got = fn(x, w, offs, out)
+        torch.cuda.synchronize()
+        return error_stats(got[:rows], ref)
+
+    def judge(name: str, err: dict) -> bool:
         if name in (grouped_plans.UNFUSED, "op"):
-            ok = err["nonfinite"] == 0 and err["normwise"] < 1e-2     # rounds gate and up to bf16 first
-        else:
-            ok = err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
-        row["candidates"][name] = {"numerics": err, "numerics_ok": ok}
-        if ok:
-            bench.add(name, fn)
-        else:
-            print(f"  WRONG NUMBERS {model} T={T} {name}: {err}", flush=True)
+            return err["nonfinite"] == 0 and err["normwise"] < 1e-2     # rounds gate and up to bf16 first
+        return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
+
+    admit(bench, row, timed, check, judge, f"{model} T={T}")
     bench.add("grouped_mm", grouped_mm)
     if not args.no_compile:
         bench.add("stock", stock_compile())
-    large = T >= args.sustained_from
-    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
-    if large:
-        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
-        for name, us in bench.burst(list(dict.fromkeys([*fastest, grouped_plans.UNFUSED, "grouped_mm", "stock"]))).items():
-            timings[name].burst_us = us
-    file_timings(row, timings, bench.errors, max_error_chars=500)
-    row.update(bench.clock_summary())
+    time_point(bench, row, T >= args.sustained_from, args.burst_top, (grouped_plans.UNFUSED, "grouped_mm", "stock"))
     del sets, bench, gate_up
     torch.cuda.empty_cache()
     return row

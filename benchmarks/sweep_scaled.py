@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, file_timings, host_us_per_call, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, admit, host_us_per_call, sets_needed, time_point  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
@@ -167,19 +167,6 @@ def read_weights(x, xs, wg, sg, wu, su, *_):
     return weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16))
 
 
-def time_point(bench: Interleaved, row: dict, M: int, args, baselines: tuple[str, ...]) -> None:
-    """Run the point's interleaved timing and file it into `row`: sustained from --sustained-from
-    on, with the fastest candidates, the unfused path and `baselines` burst-timed too."""
-    large = M >= args.sustained_from
-    timings = bench.run(rounds=8 if large else 20, warm_s=2.0 if large else 0.0)
-    if large:
-        fastest = sorted((n for n in timings if n in row["candidates"]), key=lambda n: timings[n].us)[:args.burst_top]
-        for name, us in bench.burst(list(dict.fromkeys([*fastest, scaled_plans.UNFUSED, *baselines]))).items():
-            timings[name].burst_us = us
-    file_timings(row, timings, bench.errors, max_error_chars=500)
-    row.update(bench.clock_summary())
-
-
 def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     K, N = MLP_SHAPES[model]
     sets = scaled_sets(M, N, K, seed=1000 * M + N)
@@ -193,30 +180,22 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     if not args.op and M >= args.cutlass_from:
         timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in cutlass_scaled_swiglu.config_names()]
     timed.insert(0, ("op", the_op) if args.op else (scaled_plans.UNFUSED, unfused))
-    stock_err = error_stats(unfused(x, xs, wg, sg, wu, su, None, None, None).reshape(M, N), ref)
-    for name, fn in timed:
+
+    def check(fn) -> dict:   # (the unfused candidate's entry holds the unfused path's own numerics)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        try:
-            got = fn(x, xs, wg, sg, wu, su, None, None, out)
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001  (a configuration the compiler or the GPU refuses)
-            row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"[:500]}
-            continue
-        err = error_stats(got.reshape(M, N), ref)
-        ok = numerics_ok(name, err)
-        row["candidates"][name] = {"numerics": err, "numerics_ok": ok, "unfused_frac_over_1pct": stock_err["frac_over_1pct"],
-                                   "unfused_frac_over_1pct_resolved": stock_err["frac_over_1pct_resolved"]}
-        if ok:
-            bench.add(name, fn)
-        else:
-            print(f"  WRONG NUMBERS {model} M={M} {name}: {err}", flush=True)
+        got = fn(x, xs, wg, sg, wu, su, None, None, out)
+        torch.cuda.synchronize()
+        return error_stats(got.reshape(M, N), ref)
+
+    admit(bench, row, timed, check, numerics_ok, f"{model} M={M}")
     bench.add("scaled_mm_2N", scaled_mm_2n)
     bench.add("scaled_mm_2N_fast", scaled_mm_2n_fast)
     if not args.no_compile:
         bench.add("stock", stock_compile())
     if M <= 16:
         bench.add("weight_read", read_weights)
-    time_point(bench, row, M, args, ("scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
+    time_point(bench, row, M >= args.sustained_from, args.burst_top,
+               (scaled_plans.UNFUSED, "scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -365,7 +344,8 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
         bench.add("stock", block_stock_compile())
     if M <= 16:
         bench.add("weight_read", lambda x, wg, sg, wu, su, *_: weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16)))
-    time_point(bench, row, M, args, ("scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
+    time_point(bench, row, M >= args.sustained_from, args.burst_top,
+               (scaled_plans.UNFUSED, "scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
     del sets, bench
     torch.cuda.empty_cache()
     return row

@@ -234,6 +234,43 @@ def file_timings(row: dict, timings: dict[str, Timing], errors: dict[str, str], 
         target(name)["error"] = err[:max_error_chars]
 
 
+def admit(bench: Interleaved, row: dict, timed, check: Callable, judge: Callable[[str, dict], bool], where: str,
+          max_error_chars: int | None = 500) -> None:
+    """Each (name, fn) of `timed` checked once (`check(fn)`: its error statistics, on a poisoned
+    output) and filed under row["candidates"] with its numerics and whether `judge(name, err)`
+    accepts them; accepted ones join `bench`.  A candidate that raises (a configuration the compiler
+    or the GPU refuses) is filed with its error; wrong numbers are printed with `where`."""
+    for name, fn in timed:
+        try:
+            err = check(fn)
+        except Exception as e:  # noqa: BLE001
+            row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"[:max_error_chars]}
+            continue
+        ok = judge(name, err)
+        row["candidates"][name] = {"numerics": err, "numerics_ok": ok}
+        if ok:
+            bench.add(name, fn)
+        else:
+            print(f"  WRONG NUMBERS {where} {name}: {err}", flush=True)
+
+
+def time_point(bench: Interleaved, row: dict, large: bool, burst_top: int, always: tuple[str, ...] = (),
+               rounds: int = 20, eligible: Callable[[str], bool] = lambda name: True,
+               max_error_chars: int | None = 500) -> dict[str, Timing]:
+    """One point's interleaved timing, filed into `row` with the clock: `large` points are timed
+    sustained (after 2 s of load) and their `burst_top` fastest `eligible` candidates and the
+    `always` names also burst-timed (first replay after idle): a choice must hold in both."""
+    timings = bench.run(rounds=8 if large else rounds, warm_s=2.0 if large else 0.0)
+    if large:
+        fastest = sorted((n for n in timings if n in row["candidates"] and eligible(n)),
+                         key=lambda n: timings[n].us)[:burst_top]
+        for name, us in bench.burst(list(dict.fromkeys([*fastest, *always]))).items():
+            timings[name].burst_us = us
+    file_timings(row, timings, bench.errors, max_error_chars)
+    row.update(bench.clock_summary())
+    return timings
+
+
 def graph_us(fn, sets, replays: int = 20, warmup: int = 2) -> float:
     """Median microseconds per call of fn(*s), over CUDA-graph replays of one call per set."""
     g = capture(fn, sets, warmup)

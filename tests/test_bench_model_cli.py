@@ -284,3 +284,57 @@ def test_profile_model_sums_kernels_per_forward_and_names_what_moved():
     assert "not warm" not in md
     cold = profile_model.markdown({"meta": {**meta, "graphs_while_timing": {"512": 1}}, "lengths": {"512": per}}, top=3)
     assert "1 graph(s) compiled or CUDA graph(s) recorded while the wall time was taken" in cold
+
+
+class _FakeBench:
+    """What admit and time_point use of timing.Interleaved, without a GPU."""
+
+    def __init__(self, us: dict[str, float], burst: dict[str, float]):
+        self.us, self.burst_us, self.added, self.errors, self.burst_asked = us, burst, [], {"broken": "E"}, None
+
+    def add(self, name, fn):
+        self.added.append(name)
+
+    def run(self, rounds, warm_s):
+        timing = benchmark_module("timing")
+        self.rounds, self.warm_s = rounds, warm_s
+        return {n: timing.Timing(u, u, u, None, [u]) for n, u in self.us.items()}
+
+    def burst(self, names):
+        self.burst_asked = names
+        return {n: self.burst_us[n] for n in names if n in self.burst_us}
+
+    def clock_summary(self):
+        return {"sm_mhz_median": 1700}
+
+
+def test_sweep_points_admit_only_right_numbers_and_burst_time_the_fastest():
+    timing = benchmark_module("timing")
+    row = {"candidates": {}, "references": {}}
+    bench = _FakeBench({}, {})
+
+    def check(fn):
+        return fn()
+
+    def refuses():
+        raise RuntimeError("too much shared memory")
+
+    timed = [("good", lambda: {"off": 0}), ("wrong", lambda: {"off": 1}), ("refused", refuses)]
+    timing.admit(bench, row, timed, check, lambda name, err: err["off"] == 0, "q7B M=8")
+    assert bench.added == ["good"]
+    assert row["candidates"]["good"] == {"numerics": {"off": 0}, "numerics_ok": True}
+    assert row["candidates"]["wrong"]["numerics_ok"] is False
+    assert row["candidates"]["refused"] == {"error": "RuntimeError: too much shared memory"}
+
+    # a large point: sustained rounds, then the two fastest eligible candidates and the references burst-timed
+    row = {"candidates": {"a": {}, "b": {}, "c": {}, "triton:t": {}}, "references": {}}
+    bench = _FakeBench({"a": 3.0, "b": 1.0, "c": 2.0, "triton:t": 0.5, "ref": 4.0}, {"b": 0.9, "c": 1.8, "ref": 3.5})
+    timings = timing.time_point(bench, row, True, 2, ("ref", "b"), eligible=lambda n: not n.startswith("triton:"))
+    assert (bench.rounds, bench.warm_s) == (8, 2.0) and bench.burst_asked == ["b", "c", "ref"]
+    assert row["candidates"]["b"]["burst_us"] == 0.9 and "burst_us" not in row["candidates"]["a"]
+    assert row["references"]["ref"] == {"us": 4.0, "us_p25": 4.0, "us_p75": 4.0, "burst_us": 3.5}
+    assert row["references"]["broken"] == {"error": "E"} and row["sm_mhz_median"] == 1700 and timings["b"].us == 1.0
+    # a small one: no warm-up, no burst
+    bench = _FakeBench({"a": 1.0}, {"a": 0.5})
+    timing.time_point(bench, {"candidates": {"a": {}}, "references": {}}, False, 2, rounds=30)
+    assert (bench.rounds, bench.warm_s, bench.burst_asked) == (30, 0.0, None)
