@@ -338,3 +338,10 @@ def test_sweep_points_admit_only_right_numbers_and_burst_time_the_fastest():
     bench = _FakeBench({"a": 1.0}, {"a": 0.5})
     timing.time_point(bench, {"candidates": {"a": {}}, "references": {}}, False, 2, rounds=30)
     assert (bench.rounds, bench.warm_s, bench.burst_asked) == (30, 0.0, None)
+
+
+def test_profile_scaled_says_what_it_needs_without_a_gpu(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the script would profile")
+    assert benchmark_module("profile_scaled").main(["--model", "q7B", "--m", "128"]) == 1
+    assert "needs an sm_90 GPU" in capsys.readouterr().err
