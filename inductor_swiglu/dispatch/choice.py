@@ -25,7 +25,7 @@ import datetime
 import json
 from pathlib import Path
 
-from .table import Entry, Key, Table, method_with, save, table_path
+from .table import Entry, Key, Table, in_table_order, method_with, save, table_path
 
 DEFAULT_MARGIN = 0.02
 
@@ -163,7 +163,7 @@ def table_from_sweep(rows: list[dict], meta: dict, previous: Table | None, devic
     method = method_with(previous.method if previous is not None else "", key.text, how)
     return Table(device, meta.get("device", ""), meta.get("date", datetime.date.today().isoformat()),
                         meta.get("torch", ""), method, serves,
-                        tuple(sorted(entries, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
+                        in_table_order(entries))
 
 
 def install(table: Table) -> Path:

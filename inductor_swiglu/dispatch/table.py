@@ -159,6 +159,11 @@ def load(path: Path) -> Table:
                  data.get("method", ""), serves, entries)
 
 
+def in_table_order(entries) -> tuple[Entry, ...]:
+    """Entries in the order a table file holds them: by key, K, N and M bucket."""
+    return tuple(sorted(entries, key=lambda e: (e.key.text, e.K, e.N, e.m_lo)))
+
+
 # A table's method is one clause per sweep that installed rows, "<label> rows: <how>", joined by
 # "; " (a clause's own text may hold "; ", never "; <word> rows: ").
 _CLAUSE_START = re.compile(r"; (?=[\w./+-]+ rows: )")
@@ -189,7 +194,7 @@ def with_rows(previous: Table, key: Key, measured: list[Entry], replaced: Callab
         how += f" ({len(measured)} entries; the other {others}: {old})"
     return Table(previous.device, previous.measured_on, previous.date, previous.torch,
                  method_with(previous.method, label, how), {**previous.serves, **serves},
-                 tuple(sorted(kept + measured, key=lambda e: (e.key.text, e.K, e.N, e.m_lo))))
+                 in_table_order(kept + measured))
 
 
 def save(table: Table, path: Path) -> None:
