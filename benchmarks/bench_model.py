@@ -398,7 +398,7 @@ def main(argv=None) -> int:
     vocab = model.config.vocab_size
     gen = torch.Generator(device=args.device).manual_seed(0)
     inputs = {f"b{b}": torch.randint(0, vocab, (b, PROMPT_LEN), device=args.device, generator=gen) for b in (1, 8)}
-    inputs.update({f"p{n}": torch.randint(0, vocab, (1, n), device=args.device, generator=gen) for n in (512, 2048)})
+    inputs.update({f"p{n}": torch.randint(0, vocab, (1, n), device=args.device, generator=gen) for n in PREFILL_LENGTHS})
     runs, decoders = {}, {}
     torch._dynamo.reset()
     for n in names:

@@ -6,8 +6,8 @@ profiler range: what Nsight Compute reads to compare the FP8 prefill kernel with
         --section SchedulerStats --section Occupancy --section SourceCounters -o /tmp/q7b \
         python benchmarks/profile_scaled.py --model q7B --m 8192 [--configs NAME,...]
 
-Operands as torchao's per-row float8 form holds them (``sweep_scaled.py``): x and both weights
-e4m3 with fp32 row scales.  Each configuration of the scaled CUTLASS GEMM in the built library
+Operands as torchao's per-row float8 form holds them, the first input set of ``sweep_scaled.py``
+at the same point: x and both weights e4m3 with fp32 row scales.  Each configuration of the scaled CUTLASS GEMM in the built library
 (``INDUCTOR_SWIGLU_KERNELS=all`` builds every row of ``kernels/configs.py`` SCALED_GEMM) runs once,
 then ``torch._scaled_mm`` over the concatenated weights with cuBLAS's default accumulation and with
 its fast accumulation; all of them run once before the range, so the range holds no first-launch
@@ -24,33 +24,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep_scaled import cutlass, scaled_mm_2n, scaled_mm_2n_fast, scaled_sets  # noqa: E402
 
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
 
 
 def launches(M: int, N: int, K: int, configs: list[str]) -> list:
-    """The calls to profile, each running one kernel on the same operands."""
-    from inductor_swiglu.ops import cutlass_scaled_swiglu
-    from inductor_swiglu.testing.inputs import quantize_e4m3
-
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x, xs = quantize_e4m3(torch.randn(M, K, device="cuda", generator=g))
-    wg, sg = quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-    wu, su = quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-    w_cat, s_cat = torch.cat([wg, wu]), torch.cat([sg, su]).reshape(1, 2 * N)
-
-    def scaled_gemm(config):
-        def run():
-            got, why = cutlass_scaled_swiglu.run(x, xs, wg, sg.reshape(1, N), wu, su.reshape(1, N), "silu", config)
-            if got is None:
-                raise RuntimeError(f"{config}: {why}")
-        return run
-
-    def cublas(fast: bool):
-        return lambda: torch._scaled_mm(x, w_cat.t(), scale_a=xs, scale_b=s_cat, out_dtype=torch.bfloat16,
-                                        use_fast_accum=fast)
-
-    return [scaled_gemm(c) for c in configs] + [cublas(False), cublas(True)]
+    """The calls to profile, each running one kernel on the operands the FP8 sweep times."""
+    operands = scaled_sets(M, N, K, seed=1000 * M + N)[0]
+    return [lambda fn=fn: fn(*operands) for fn in [*map(cutlass, configs), scaled_mm_2n, scaled_mm_2n_fast]]
 
 
 def main(argv=None) -> int:

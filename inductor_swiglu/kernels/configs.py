@@ -436,11 +436,11 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # be what the promoted rows lose to cuBLAS: a consumer in which the two promoted half a k-tile apart
 # (same sums, same registers) measured 1.04x-1.14x slower than the promote rows at 6 points
 # (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profiled (ncu, H200, 2026-12-04, q7B
-# M = 8192, one launch each, benchmarks/profile_scaled.py): the 128 x 128 promote row took 3.94 M cycles where cuBLAS's fp8
-# kernel of the same tile (128 x 128 x 128, cooperative, default accumulation) took 2.43 M; tensor
-# pipe 52% against 85%, 763 M instructions against 539 M, long-scoreboard stalls 2.6 against 1.2
-# per issued instruction, and 31% of its global-load sectors in excess (the epilogue's per-element
-# scale loads, RowColScale).  Promoting every 256 of K instead of 128 (CUTLASS's promotion
+# M = 8192, one launch each, benchmarks/profile_scaled.py): the 128 x 128 promote row took 3.94 M
+# cycles where cuBLAS's fp8 kernel of the same tile (128 x 128 x 128, cooperative, default
+# accumulation) took 2.43 M; tensor pipe 52% against 85%, 763 M instructions against 539 M,
+# long-scoreboard stalls 2.6 against 1.2 per issued instruction, and 31% of its global-load sectors
+# in excess (the epilogue's per-element scale loads, RowColScale).  Promoting every 256 of K instead of 128 (CUTLASS's promotion
 # interval; 9 points, M = 512-8192, ..._sweep_scaled_fp8_promote256.json): 11% slower to 23%
 # faster than the same tile promoted every 128, the best row of each kind 7% slower to 8% faster,
 # but 3.5-15x more outputs over 1% off (0.94% at q7B, 1.55% at q1.5B: worse than cuBLAS), and the
