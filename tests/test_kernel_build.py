@@ -40,6 +40,17 @@ def test_the_kernel_set_comes_from_the_environment(monkeypatch):
         build.kernel_set()
 
 
+def test_shipped_plus_a_kernel_builds_every_row_of_that_kernel_only():
+    shipped, plus = build.select("shipped"), build.select("shipped+scaled_gemm")
+    assert [r.name for r in plus.rows["scaled_gemm"]] == [r.name for r in configs.SCALED_GEMM]
+    assert {k: v for k, v in plus.rows.items() if k != "scaled_gemm"} == \
+        {k: v for k, v in shipped.rows.items() if k != "scaled_gemm"}
+    assert plus.dtypes == shipped.dtypes
+    for bad in ("shipped+nope", "all+scaled_gemm", "shipped+"):
+        with pytest.raises(build.BuildError, match="shipped\\+KERNEL"):
+            build.select(bad)
+
+
 def test_a_table_naming_an_unknown_configuration_fails_the_build(tmp_path, monkeypatch):
     data = json.loads(tables.table_path("h200").read_text())
     data["entries"][0]["config"] = "interleaved_999x999x64_c1x1"

@@ -121,8 +121,15 @@ def test_scaled_rows_names_macro_fields_and_limits():
                       strict=True))
     assert fields["accumulate"] == 0 and fields["tile_n"] == 256 and fields["cluster_m"] == 2
     assert ScaledGemmConfig(64, 128, accumulate="promote").macro_args()[-1] == 1
-    with pytest.raises(ValueError, match="64 x 192 per consumer warpgroup"):   # two accumulators of 64 x 256
+    with pytest.raises(ValueError, match="12288 accumulator values per consumer warpgroup"):   # two of 64 x 256
         ScaledGemmConfig(128, 256, "cooperative", accumulate="promote")
+    # overlapped promotion holds three accumulators: 64 x 128 per consumer warpgroup at most
+    overlap = ScaledGemmConfig(128, 128, "cooperative", accumulate="overlap")
+    assert overlap.name == "scaled_128x128x128_c1x1_overlap" and overlap.macro_args()[-1] == 2
+    assert ScaledGemmConfig(64, 128, accumulate="overlap").name == "scaled_64x128x128_c1x1_overlap"
+    for tile in ((128, 192, "cooperative"), (64, 192), (128, 128)):   # the last: pingpong, 128 x 128 per warpgroup
+        with pytest.raises(ValueError, match="8192 accumulator values per consumer warpgroup"):
+            ScaledGemmConfig(*tile, accumulate="overlap")
     with pytest.raises(ValueError, match="interleave of 8"):
         ScaledGemmConfig(128, 168, interleave=4)
     with pytest.raises(ValueError, match="unknown accumulate"):

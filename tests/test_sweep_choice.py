@@ -211,9 +211,11 @@ def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
     # the float8_e4m3fn entries at M = 128, 512, 2048, 8192 are sweep_scaled.py's choices from the
     # stored sweep (benchmarks/data/sweeps/h200/README.md): the fastest candidate, or the unfused row
     # where stock (torchao's use_fast_accum GEMMs) measured faster than every fused one
-    chosen = shipped_rows_reproduce("2026-12-03b_sweep_scaled_fp8_cutlass.json", benchmark_module("sweep_scaled").KEY)
+    chosen = shipped_rows_reproduce("2026-12-04_sweep_scaled_fp8_overlap.json", benchmark_module("sweep_scaled").KEY)
     assert len(chosen) == 28
     assert any(e.impl == "scaled_gemm" for e in chosen) and any("stock faster" in e.record["why"] for e in chosen)
+    # the rows that promote while the next k-tile's wgmmas run are what the fused entries chose
+    assert sum(e.config.endswith("_overlap") for e in chosen) >= 15
 
 
 def test_each_sweep_rewrites_only_its_own_clause_of_the_method():

@@ -115,7 +115,10 @@ struct GlobalPairSink {
 /// and the other one.  A step of 0 broadcasts one scale (per tensor), 1 reads one per row/column.
 /// Pointers are this thread's first row and output column; reads past the residues (the staged
 /// stores compute whole tiles, TMA clips them) take the first one instead.
+/// `factors` gives the two multipliers of one output; pair_mul_fragment asks for all of a
+/// fragment's before it computes or stores anything (see there).
 struct RowColScale {
+  static constexpr bool kApplies = true;
   const float* x_row = nullptr;
   const float* lo_col = nullptr;
   const float* hi_col = nullptr;
@@ -128,19 +131,27 @@ struct RowColScale {
     return *p;
 #endif
   }
-  CUTE_HOST_DEVICE void operator()(int dr, int dc, float& lo, float& hi) const {
+  CUTE_HOST_DEVICE void factors(int dr, int dc, float& f_lo, float& f_hi) const {
     int r = dr < res_m ? dr : 0;
     int c = dc < res_o ? dc : 0;
     float sx = load(x_row + r * x_step);
-    lo *= sx * load(lo_col + c * w_step);
-    hi *= sx * load(hi_col + c * w_step);
+    f_lo = sx * load(lo_col + c * w_step);
+    f_hi = sx * load(hi_col + c * w_step);
   }
 };
 
 /// Unscaled GEMMs (bf16, fp16): nothing to apply.
 struct NoScale {
-  CUTE_HOST_DEVICE void operator()(int, int, float&, float&) const {}
+  static constexpr bool kApplies = false;
+  CUTE_HOST_DEVICE void factors(int, int, float& f_lo, float& f_hi) const { f_lo = f_hi = 1.0f; }
 };
+
+/// The largest divisor of n that is at most cap.
+CUTE_HOST_DEVICE constexpr int largest_divisor_up_to(int n, int cap) {
+  int d = cap < n ? cap : n;
+  while (n % d != 0) --d;
+  return d;
+}
 
 /// The per-thread work of the node, host-callable so the host layout checks can run the very
 /// same code on emulated fragments: every gate value of `frg` times act() with its up partner,
@@ -160,30 +171,57 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
   cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
 
+  // A group's scales first, then its arithmetic and stores.  Asked for output by output, each
+  // output's three loads waited on their own, and the compiler could not merge repeated loads of
+  // a row's or a column's scale across the stores to `out` in between (it cannot rule out that
+  // they alias): on the H200 (ncu, Qwen2.5-7B M = 8192) 31% of the kernel's global-load sectors
+  // were such repeats, and long-scoreboard stalls twice cuBLAS's.  Groups of up to 8 chunks (a whole
+  // 64 x 128 warpgroup tile) bound the scale registers: a whole 128 x 256 tile's went to local memory.
+  constexpr int kChunks = FragmentSize / 8;
+  constexpr int kGroup = Scale::kApplies ? largest_divisor_up_to(kChunks, 8) : kChunks;
   CUTLASS_PRAGMA_UNROLL
-  for (int c = 0; c < FragmentSize / 8; ++c) {
-    auto crd = tCc_sub(epi_v * FragmentSize + 8 * c);  // (dm, dn) of the chunk's first gate value
-    int dm = int(cute::get<0>(crd));
-    int dn = int(cute::get<1>(crd));
-    if (!sink.chunk_in(dn)) continue;
+  for (int c0 = 0; c0 < kChunks; c0 += kGroup) {
+    float f_lo[4 * kGroup], f_hi[4 * kGroup];   // [chunk][half][j]
+    if constexpr (Scale::kApplies) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int g = 0; g < kGroup; ++g) {
+        auto crd = tCc_sub(epi_v * FragmentSize + 8 * (c0 + g));
+        int dm = int(cute::get<0>(crd));
+        int dn = int(cute::get<1>(crd));
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < 4; ++i) scale.factors(dm + 8 * (i / 2), (dn >> 1) + i % 2, f_lo[4 * g + i], f_hi[4 * g + i]);
+      }
+    }
 
     CUTLASS_PRAGMA_UNROLL
-    for (int half = 0; half < 2; ++half) {  // half 0: row dm, half 1: row dm + 8
-      if (!sink.row_in(dm + 8 * half)) continue;
-      cutlass::Array<float, 2> y;
+    for (int g = 0; g < kGroup; ++g) {
+      const int c = c0 + g;
+      auto crd = tCc_sub(epi_v * FragmentSize + 8 * c);  // (dm, dn) of the chunk's first gate value
+      int dm = int(cute::get<0>(crd));
+      int dn = int(cute::get<1>(crd));
+      if (!sink.chunk_in(dn)) continue;
+
       CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        float lo = frg[8 * c + 2 * half + j];      // column c + j     (block h = 0)
-        float hi = frg[8 * c + 4 + 2 * half + j];  // column c + 8 + j (block h = 1)
-        scale(dm + 8 * half, (dn >> 1) + j, lo, hi);
-        float g = up_first ? hi : lo;
-        float u = up_first ? lo : hi;
-        y[j] = activate<Activation>(g) * u;
+      for (int half = 0; half < 2; ++half) {  // half 0: row dm, half 1: row dm + 8
+        if (!sink.row_in(dm + 8 * half)) continue;
+        cutlass::Array<float, 2> y;
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < 2; ++j) {
+          float lo = frg[8 * c + 2 * half + j];      // column c + j     (block h = 0)
+          float hi = frg[8 * c + 4 + 2 * half + j];  // column c + 8 + j (block h = 1)
+          if constexpr (Scale::kApplies) {
+            lo *= f_lo[4 * g + 2 * half + j];
+            hi *= f_hi[4 * g + 2 * half + j];
+          }
+          float gv = up_first ? hi : lo;
+          float u = up_first ? lo : hi;
+          y[j] = activate<Activation>(gv) * u;
+        }
+        // virtual column dn (dn % 16 == 0) maps to output column offset dn / 2
+        Pack packed;
+        static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
+        sink.put(dm + 8 * half, dn >> 1, packed);
       }
-      // virtual column dn (dn % 16 == 0) maps to output column offset dn / 2
-      Pack packed;
-      static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
-      sink.put(dm + 8 * half, dn >> 1, packed);
     }
   }
 }

@@ -119,6 +119,7 @@
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "collectives/fp8_overlapped_promotion.hpp"
 #include "collectives/gate_up_view.hpp"
 #include "api/kernel_registry.hpp"
 #include "launch/gemm_universal_launch.hpp"
@@ -152,7 +153,7 @@ struct InternalElementsOf<Mainloop, std::void_t<typename Mainloop::InternalEleme
   using B = typename Mainloop::InternalElementB;
 };
 
-template <class StockMainloop, int Interleave>
+template <class StockMainloop, int Interleave, bool OverlapPromotion = false>
 struct PairedWeightMainloop : StockMainloop {
   using Base = StockMainloop;
   using typename Base::TileShape;
@@ -323,10 +324,24 @@ struct PairedWeightMainloop : StockMainloop {
 
   // Consumer: the stock wgmma loop.  It never reads its Params argument (CUTLASS 4.2), whose type
   // cannot be completed for every tile here (SmemLayoutBStage), so it gets ours, seen as the base's.
+  // The "overlap" rows replace the stock FP8 consumer's promotion by one that overlaps the next
+  // k-tile's wgmmas (fp8_overlapped_promotion.hpp).
+  static_assert(!OverlapPromotion || kPromotes, "overlapped promotion is a consumer of the FP8 mainloop");
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
                           int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const& params) {
-    if constexpr (kPromotes) {
+    if constexpr (OverlapPromotion) {
+      Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+      Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+      constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+      auto warp_groups = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+      int warp_group = __shfl_sync(0xffffffff, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+      TiledMma tiled_mma;
+      auto thread_mma = tiled_mma.get_slice(warp_groups(warp_group));
+      Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));                 // (MMA,MMA_M,MMA_K,PIPE)
+      Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));                 // (MMA,MMA_N,MMA_K,PIPE)
+      isw::collective::mma_overlapped_promotion(tiled_mma, tCrA, tCrB, pipeline, smem_pipe_read, accum, k_tile_count);
+    } else if constexpr (kPromotes) {
       Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params.mma_params);
     } else {
       Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors,
@@ -367,7 +382,8 @@ struct MainloopOf<true, Builder, Element, TileShape> {
 template <class Element_, class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
           int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8, bool SplitN = false,
-          class ElementIn_ = Element_, bool Scaled = false, int Activation = ISW_INTERLEAVED_ACTIVATION>
+          class ElementIn_ = Element_, bool Scaled = false, bool OverlapPromotion = false,
+          int Activation = ISW_INTERLEAVED_ACTIVATION>
 struct PairMulGemm {
   using Element = Element_;
   using ElementIn = ElementIn_;
@@ -410,7 +426,7 @@ struct PairMulGemm {
       KernelSchedule_>;
   using StockMainloop = typename MainloopOf<SplitN, MainloopBuilder, ElementIn, TileShape>::type;
 
-  using CollectiveMainloop = PairedWeightMainloop<StockMainloop, Interleave>;
+  using CollectiveMainloop = PairedWeightMainloop<StockMainloop, Interleave, OverlapPromotion>;
   static_assert(tile_size<1>(typename StockMainloop::TiledMma{}) == size<1>(TileShape{}),
                 "one wgmma per warpgroup must span its share of the tile's width (an extended GMMA shape, "
                 "see the top of this file)");
@@ -457,6 +473,8 @@ template <int S, int Acc> struct Fp8KernelSchedule { using type = typename Sched
 template <> struct Fp8KernelSchedule<0, 0> { using type = cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum; };
 template <> struct Fp8KernelSchedule<1, 0> { using type = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum; };
 template <> struct Fp8KernelSchedule<2, 0> : Fp8KernelSchedule<1, 0> {};
+// Acc 2: the FP8 mainloop's types, its consumer replaced (PairedWeightMainloop, OverlapPromotion).
+template <int S> struct Fp8KernelSchedule<S, 2> : Fp8KernelSchedule<S, 1> {};
 
 // An explicit subtile spans one warpgroup's MMA rows: 64 under pingpong, 128 under cooperative
 // (CUTLASS requires the MMA tile's M to divide the epilogue tile's).
@@ -504,7 +522,7 @@ using ScaledConfig = PairMulGemm<cutlass::bfloat16_t, Shape<Int<TileM>, Int<Tile
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Schedule,
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Tile,
                                  typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, 8, false,
-                                 cutlass::float_e4m3_t, true>;
+                                 cutlass::float_e4m3_t, true, Acc == 2>;
 
 static const char* const kConfigNames[] = {
 #define ISW_INTERLEAVED_CONFIG(name, ...) name,

@@ -12,10 +12,12 @@
     row scale and their own column scales before the activation.  Scales are fp32 with a step of
     0 (one per tensor) or 1 (one per row of x, one per weight row).
 
-    Two accumulations (kernels/configs.py ScaledGemmConfig.accumulate): "fast" keeps the fp8
+    Three accumulations (kernels/configs.py ScaledGemmConfig.accumulate): "fast" keeps the fp8
     wgmma's own accumulator over all of K (CUTLASS's FP8FastAccum; what torchao asks cuBLAS for,
     use_fast_accum=True), "promote" adds each k-tile's sum into an fp32 accumulator (CUTLASS's FP8
-    mainloop; cuBLAS's default), which costs registers and instructions and keeps fp32 accuracy.
+    mainloop; cuBLAS's default), which costs registers and instructions and keeps fp32 accuracy,
+    and "overlap" makes the same sums while the next k-tile's wgmmas run
+    (collectives/fp8_overlapped_promotion.hpp: a third accumulator's registers).
 
     SiLU is fixed at compile time (the GELUs decline and the op runs its other paths); out is
     bf16.  Configurations: kernels/configs.py SCALED_GEMM (scaled_gemm_configs.inc).

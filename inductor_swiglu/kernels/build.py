@@ -16,6 +16,8 @@ What is compiled (``INDUCTOR_SWIGLU_KERNELS``):
   fallback of the others), and only the element types those tables serve.  A CUTLASS kernel
   costs 5-10 s of one core to compile; this is what a user runs.
 * ``all``: every configuration of ``kernels/configs.py`` for bf16 and fp16, for sweeps.
+* ``shipped+KERNEL[+KERNEL]``: the shipped set and every configuration of the named kernels
+  (``shipped+scaled_gemm``): a sweep of one kernel's table without building all of them.
 
 This module imports nothing from torch (``setup.py`` loads it by path).  Each ``.cu`` file is one
 translation unit; units run in parallel, as many as the cores and the available memory hold
@@ -129,7 +131,7 @@ def table_module():
 class Selection:
     """What one build compiles: the rows of each kernel's table and the element types."""
 
-    kernels: str                     # "shipped" or "all"
+    kernels: str                     # "shipped", "all" or "shipped+KERNEL..."
     rows: dict                       # implementation name -> tuple of configuration rows
     dtypes: tuple[str, ...]          # "bfloat16", "float16"
 
@@ -152,21 +154,28 @@ class Selection:
         return 0   # no CUTLASS templates: seconds, a few hundred MB
 
 
-def kernel_set() -> str:
-    value = os.environ.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped"
-    if value not in KERNEL_SETS:
-        raise BuildError(f"INDUCTOR_SWIGLU_KERNELS={value!r}: expected one of {', '.join(KERNEL_SETS)}")
+def check_kernel_set(value: str) -> str:
+    """`value` if it names a kernel set (the module docstring), else BuildError."""
+    base, *whole = value.split("+")
+    tables = configs_module().TABLES
+    if base not in KERNEL_SETS or (whole and base != "shipped") or any(k not in tables for k in whole):
+        raise BuildError(f"INDUCTOR_SWIGLU_KERNELS={value!r}: expected one of {', '.join(KERNEL_SETS)}, or "
+                         f"shipped+KERNEL[+KERNEL] with KERNEL in {', '.join(tables)}")
     return value
+
+
+def kernel_set() -> str:
+    return check_kernel_set(os.environ.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped")
 
 
 def select(kernels: str | None = None) -> Selection:
     """The configurations and element types to build (see the module docstring)."""
-    kernels = kernels or kernel_set()
+    kernels = check_kernel_set(kernels) if kernels else kernel_set()
     configs = configs_module()
     if kernels == "all":
         return Selection(kernels, configs.select(None), tuple(DTYPE_BITS))
     tables = table_module().shipped()
-    used: dict[str, set[str]] = {}
+    used: dict[str, set[str]] = {impl: {r.name for r in configs.TABLES[impl]} for impl in kernels.split("+")[1:]}
     dtypes: set[str] = set()
     for t in tables.values():
         for impl, names in t.configs_used().items():
@@ -469,8 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="directory for the .so (default: the package's _lib/)")
     ap.add_argument("--jobs", type=int, default=None,
                     help="parallel nvcc processes (default: one per core, as many as the available memory holds)")
-    ap.add_argument("--kernels", choices=KERNEL_SETS, default=None,
-                    help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the dispatch tables use; all: every row")
+    ap.add_argument("--kernels", default=None,
+                    help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the dispatch tables use; all: every "
+                         "row; shipped+KERNEL: the shipped rows and every row of KERNEL (e.g. shipped+scaled_gemm)")
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs, kernels=args.kernels)

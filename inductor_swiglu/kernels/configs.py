@@ -181,12 +181,16 @@ class ScaledGemmConfig(InterleavedConfig):
     accumulate  "fast": the fp8 wgmma's own accumulator over all of K (CUTLASS's FP8FastAccum, what
                 torchao asks cuBLAS for); "promote": each k-tile's sum added into an fp32
                 accumulator (cuBLAS's default; twice the accumulator registers, so tiles of at most
-                64 x 192 per consumer warpgroup)
+                64 x 192 per consumer warpgroup); "overlap": the same sums, each k-tile's added
+                while the next one's wgmmas run (csrc/collectives/fp8_overlapped_promotion.hpp:
+                three accumulators, so at most 64 x 128 per consumer warpgroup)
     """
 
     accumulate: str = "fast"
 
-    ACCUMULATIONS = ("fast", "promote")
+    ACCUMULATIONS = ("fast", "promote", "overlap")
+    # accumulator values per consumer warpgroup that each accumulation's registers hold
+    MAX_PER_WARPGROUP = {"fast": 128 * 256, "promote": 64 * 192, "overlap": 64 * 128}
     MACRO_FIELDS = (*InterleavedConfig.MACRO_FIELDS, "accumulate")
 
     def __post_init__(self):
@@ -196,14 +200,14 @@ class ScaledGemmConfig(InterleavedConfig):
         if self.interleave != 8 or self.split != "m":
             raise ValueError("the scaled GEMM takes the interleave of 8 and split 'm' only")
         per_warpgroup = self.tile_m * self.tile_n // (1 if self.schedule == "pingpong" else 2)
-        if self.accumulate == "promote" and per_warpgroup > 64 * 192:
-            raise ValueError(f"accumulate='promote' holds two accumulators: {self.tile_m} x {self.tile_n} "
-                             "is more than 64 x 192 per consumer warpgroup")
+        if per_warpgroup > self.MAX_PER_WARPGROUP[self.accumulate]:
+            raise ValueError(f"accumulate={self.accumulate!r}: {self.tile_m} x {self.tile_n} is more than "
+                             f"{self.MAX_PER_WARPGROUP[self.accumulate]} accumulator values per consumer warpgroup")
 
     @property
     def name(self) -> str:
         base = super().name.replace("interleaved_", "scaled_", 1).replace("x64_", "x128_", 1)
-        return base + ("_promote" if self.accumulate == "promote" else "")
+        return base + ("" if self.accumulate == "fast" else "_" + self.accumulate)
 
     def macro_args(self) -> tuple:
         """ISW_INTERLEAVED_CONFIG's arguments after the name under scaled_gemm.cu: the interleaved
@@ -447,6 +451,12 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # unfused path still faster at 6 of 9: dropped.  So neither the drain at each promotion nor
 # its adds explain the gap; the instruction count and the stalls point at the consumer's per-k-tile
 # code and the epilogue's scale loads, which are where the next attempt should start.
+# Both measured and kept (H200, 2026-12-04, benchmarks/data/sweeps/h200/2026-12-04_sweep_scaled_fp8_overlap.json,
+# 28 points M = 128-8192): the epilogue loads each tile's scales before it computes (34 global loads
+# a thread per 128 x 128 tile instead of 80, pair_mul_store.hpp), and the "overlap" rows add each
+# k-tile's sum while the next k-tile's wgmmas run (collectives/fp8_overlapped_promotion.hpp; same
+# sums, same numerics).  The best overlap row was 0.98x-1.23x the speed of the best promote row
+# (both with the new epilogue) and is the table's choice at 20 of the 21 fused prefill entries.
 SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", accumulate="promote"),
     ScaledGemmConfig(64, 128, accumulate="promote"),
@@ -458,6 +468,16 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(64, 192, accumulate="promote"),
     ScaledGemmConfig(64, 192, cluster_m=2, accumulate="promote"),
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
+    ScaledGemmConfig(128, 128, "cooperative", accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, swizzle=4, accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "streamk", accumulate="overlap"),
+    ScaledGemmConfig(64, 128, accumulate="overlap"),
+    ScaledGemmConfig(64, 128, cluster_m=2, accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, store="tma", accumulate="overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, swizzle=4, store="tma", accumulate="overlap"),
+    ScaledGemmConfig(64, 128, store="tma", accumulate="overlap"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
