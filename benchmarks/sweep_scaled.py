@@ -361,10 +361,11 @@ def chosen_entry(row: dict, key: tables.Key = KEY) -> tables.Entry | None:
     lo, hi = next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     why = "fastest (worse of burst and sustained where both timed)"
-    stock = row["references"].get("stock", {}).get("us")
-    if stock is not None and impl != scaled_plans.UNFUSED and stock < row["candidates"][best]["us"]:
-        # the unfused plan leaves the graph to stock Inductor (the pass declines), which measured faster
-        impl, config, why, runner_up = scaled_plans.UNFUSED, "", f"stock faster than the best fused ({best})", best
+    if impl != scaled_plans.UNFUSED and not choice.beats_reference(row, best, "stock"):
+        # the unfused plan leaves the graph to stock Inductor (the pass declines), which the best
+        # fused candidate did not beat by the margin in every regime
+        impl, config, runner_up = scaled_plans.UNFUSED, "", best
+        why = f"stock within {100 * choice.DEFAULT_MARGIN:.0f}% of or faster than the best fused ({best})"
     return tables.Entry(key, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "us": round(times[best], 3), "why": why, "runner_up": runner_up})
 

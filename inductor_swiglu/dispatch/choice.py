@@ -16,7 +16,10 @@ Rules:
 * where sweeps of the same points on other machines of the kind exist, each candidate is scored
   by its worst standing over all of them (the H200s lent to us do not all rank the decode rows
   alike), and where a sweep holds both a burst and a sustained figure, by its regret in the worse
-  of the two regimes (``ok_times``).
+  of the two regimes (``ok_times``);
+* where a sweep times a reference the pass would leave the graph to (stock Inductor for the FP8
+  rows), a fused choice must beat it by the margin in each regime (``beats_reference``), or the
+  entry leaves the graph to it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,22 @@ def ok_times(row: dict) -> dict[str, float]:
     fastest = min(c["us"] for c in bursts.values())
     fastest_burst = min(c["burst_us"] for c in bursts.values())
     return {**{n: fastest * max(c["us"] / fastest, c["burst_us"] / fastest_burst) for n, c in bursts.items()}, **tri}
+
+
+def beats_reference(row: dict, name: str, ref: str, margin: float = DEFAULT_MARGIN) -> bool:
+    """Whether candidate `name` is faster than the reference `ref` (a column the pass would leave
+    the graph to, such as stock Inductor) by more than `margin` in every regime both were timed in:
+    sustained, and burst where both have a burst figure.  (Sustained alone chose fused FP8 kernels
+    6-10% behind stock after idle, and within 1-4% of it sustained, which a hotter GPU turned into
+    losses of 3-16%: H200, 2026-12-04, benchmarks/data/sweeps/h200/README.md.)  True where the row
+    has no such reference."""
+    cand, other = row["candidates"][name], row["references"].get(ref) or {}
+    if "us" not in other:
+        return True
+    faster = cand["us"] < other["us"] * (1 - margin)
+    if cand.get("burst_us") and other.get("burst_us"):
+        faster = faster and cand["burst_us"] < other["burst_us"] * (1 - margin)
+    return faster
 
 
 def timed_us(row: dict, name: str) -> float:
