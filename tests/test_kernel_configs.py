@@ -115,7 +115,7 @@ def test_generated_includes_have_one_line_per_selected_row():
 def test_scaled_rows_names_macro_fields_and_limits():
     from inductor_swiglu.kernels.configs import ScaledGemmConfig
 
-    assert configs.SCALED_GEMM[0].name == "scaled_128x128x128_c1x1_promote"   # the default accumulates in fp32
+    assert configs.SCALED_GEMM[0].name == "scaled_128x128x128_c1x1_overlap"   # the default promotes into fp32
     assert all(c.name.startswith("scaled_") and "x128_" in c.name for c in configs.SCALED_GEMM)
     fields = dict(zip(ScaledGemmConfig.MACRO_FIELDS, ScaledGemmConfig(128, 256, "cooperative", cluster_m=2).macro_args(),
                       strict=True))
@@ -138,7 +138,7 @@ def test_scaled_rows_names_macro_fields_and_limits():
     lines = [ln for ln in configs.includes(configs.select(None))["scaled_gemm_configs.inc"].splitlines()
              if ln.startswith("ISW_INTERLEAVED_CONFIG(")]
     assert len(lines) == len(configs.SCALED_GEMM)
-    assert lines[0].split('"')[1] == configs.SCALED_GEMM[0].name and lines[0].endswith(", 1)")
+    assert lines[0].split('"')[1] == configs.SCALED_GEMM[0].name and lines[0].endswith(", 2)")
     # a shipped build keeps the default and the rows a table names
     kept = configs.select({"scaled_gemm": {"scaled_128x192x128_c2x1_promote"}})["scaled_gemm"]
     assert [c.name for c in kept] == [configs.SCALED_GEMM[0].name, "scaled_128x192x128_c2x1_promote"]

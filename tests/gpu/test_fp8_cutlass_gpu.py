@@ -68,8 +68,8 @@ def test_every_configuration(config, M, N, K):
     check(run(ops, config, M, N), ops, config)
 
 
-@pytest.mark.parametrize("config", [CONFIGS[0], "scaled_128x192x128_c2x1_promote", "scaled_64x192x128_c1x1_promote",
-                                    "scaled_128x128x128_c1x1_overlap", "scaled_64x128x128_c1x1_overlap"])
+@pytest.mark.parametrize("config", [CONFIGS[0], "scaled_128x192x128_c2x1_promote", "scaled_64x128x128_c1x1_overlap",
+                                    "scaled_64x128x128_c1x1_tma_overlap", "scaled_128x128x128_c1x1_tma_overlap"])
 @pytest.mark.parametrize("per_row", [True, False])
 @pytest.mark.parametrize("up_first", [False, True])
 @pytest.mark.parametrize("M,N,K", [(77, 136, 4000), (513, 1032, 96), (1000, 1000, 2000)])
