@@ -12,7 +12,14 @@
     one while k-tile t - 1's, in the other, finish and are added (warpgroup_wait<1>), so the adds
     overlap tensor work and the pipe always holds a batch.  The same sums in the same order as the
     stock promotion (every k-tile, in K order), so the same numerics; the cost is a third
-    accumulator's registers (64 x 128 per consumer warpgroup at most).
+    accumulator's registers (64 x 128 per consumer warpgroup at most).  Measured the same way after
+    this change: 2.73 M cycles against the stock promotion's 3.28 M and cuBLAS's 2.44 M.
+
+    The loop's shape is what keeps ptxas from serializing the wgmmas, each form checked on the PTX:
+    the fp32 accumulator is zeroed and the first k-tile issued before the loop (a conditional
+    promotion inside it, or zeroing after the first issue, left copies or a drain at the loop's
+    entry: C7514 / C7517), and each trip issues two k-tiles so that part0 and part1 keep their
+    registers.
 
     Contract with the kernel layer (as the stock collective's): every stage but the last k-tile's
     is released here; mma_tail releases the last one (K_PIPE_MMAS = 1).
