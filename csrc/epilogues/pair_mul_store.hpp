@@ -140,10 +140,9 @@ struct RowColScale {
   }
 };
 
-/// Unscaled GEMMs (bf16, fp16): nothing to apply.
+/// Unscaled GEMMs (bf16, fp16): nothing to apply (pair_mul_fragment asks for no factors).
 struct NoScale {
   static constexpr bool kApplies = false;
-  CUTE_HOST_DEVICE void factors(int, int, float& f_lo, float& f_hi) const { f_lo = f_hi = 1.0f; }
 };
 
 /// The largest divisor of n that is at most cap.

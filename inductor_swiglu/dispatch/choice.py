@@ -61,8 +61,8 @@ def beats_reference(row: dict, name: str, ref: str, margin: float = DEFAULT_MARG
     """Whether candidate `name` is faster than the reference `ref` (a column the pass would leave
     the graph to, such as stock Inductor) by more than `margin` in every regime both were timed in:
     sustained, and burst where both have a burst figure.  (Sustained alone chose fused FP8 kernels
-    6-10% behind stock after idle, and within 1-4% of it sustained, which a hotter GPU turned into
-    losses of 3-16%: H200, 2026-12-04, benchmarks/data/sweeps/h200/README.md.)  True where the row
+    up to 11% behind stock after idle, and 1-7% ahead of it sustained, which a hotter GPU turned
+    into losses of 1-16%: H200, 2026-12-04, benchmarks/data/sweeps/h200/README.md.)  True where the row
     has no such reference."""
     cand, other = row["candidates"][name], row["references"].get(ref) or {}
     if "us" not in other:

@@ -189,8 +189,9 @@ class ScaledGemmConfig(InterleavedConfig):
     accumulate: str = "fast"
 
     ACCUMULATIONS = ("fast", "promote", "overlap")
-    # accumulator values per consumer warpgroup that each accumulation's registers hold
-    MAX_PER_WARPGROUP = {"fast": 128 * 256, "promote": 64 * 192, "overlap": 64 * 128}
+    # accumulator values per consumer warpgroup that each accumulation's registers hold: one
+    # accumulator as the interleaved GEMM's (up to 128 x 192), two, or three
+    MAX_PER_WARPGROUP = {"fast": 128 * 192, "promote": 64 * 192, "overlap": 64 * 128}
     MACRO_FIELDS = (*InterleavedConfig.MACRO_FIELDS, "accumulate")
 
     def __post_init__(self):
