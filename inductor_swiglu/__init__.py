@@ -35,6 +35,7 @@ from .compiler.stats import counters, reset_counters
 from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
 from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
+from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
 from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
@@ -58,5 +59,5 @@ __all__ = [
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
     "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
     "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
-    "fuse_fp8_gated_mlps", "FuseReport",
+    "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
 ]

@@ -34,6 +34,7 @@ from .pass_config import PassConfig
 from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
 from .passes.merge_equal_copies import MergeEqualCopies
 from .passes.report_near_misses import ReportNearMisses
+from .passes.scaled_down_fusion import ScaledDownFusion
 from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
 from .passes.split_merged_projections import SplitMergedProjections
 from .passes.swiglu_fusion import SwigluFusion
@@ -96,6 +97,8 @@ class PostGradPassManager(CustomGraphPass):
             VectorInputAsReshapes(),
             SwigluFusion(self.config),
             *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
+            # after it: the down projection of the FP8 MLPs it rewrote
+            *([ScaledDownFusion(self.config)] if self.config.fp8 else []),
             *([GroupedSwigluFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),

@@ -23,6 +23,7 @@ from torch._inductor.pattern_matcher import CallFunction, Ignored, PatternExpr, 
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
 from ..patterns import grouped_swiglu as grouped_patterns
+from ..patterns import scaled_down as scaled_down_patterns
 from ..patterns import scaled_swiglu as scaled_patterns
 from ..patterns import swiglu as swiglu_patterns
 
@@ -38,7 +39,8 @@ def trace_post_grad_form(fn, args, **kwargs) -> torch.fx.GraphModule:
 
 @dataclass(frozen=True)
 class RegisteredPattern:
-    spec: swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern | grouped_patterns.GroupedPattern
+    spec: (swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern | grouped_patterns.GroupedPattern
+           | scaled_down_patterns.ScaledDownPattern)
     expr: PatternExpr
 
 
@@ -83,6 +85,14 @@ def _with_fast_accum(expr: PatternExpr, given: bool, memo: dict | None = None) -
 def build_scaled_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ...]:
     """All FP8 (scaled GEMM) patterns as PatternExprs, each with and without use_fast_accum given."""
     traced = _trace(scaled_patterns.all_patterns(ranks=ranks), "FP8 SwiGLU")
+    return tuple(RegisteredPattern(rp.spec, _with_fast_accum(rp.expr, given))
+                 for rp in traced for given in (True, False))
+
+
+@functools.cache
+def build_scaled_down_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ...]:
+    """All FP8 down projection patterns as PatternExprs, with and without use_fast_accum given."""
+    traced = _trace(scaled_down_patterns.all_patterns(ranks=ranks), "FP8 down projection")
     return tuple(RegisteredPattern(rp.spec, _with_fast_accum(rp.expr, given))
                  for rp in traced for given in (True, False))
 

@@ -97,3 +97,16 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
     c = triton_rules.choose(FUSED, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
                             f"{key.text} on {device.name}", others)
     return ScaledPlan(c.impl, c.config, c.reason, c.detail)
+
+
+# The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves up to this many
+# rows of h.  Measured on the H200 (2026-12-04, benchmarks/sweep_rowwise_linear.py, weights from
+# HBM): at M = 1-16 over the Qwen2.5 shapes cuBLAS's fp8 GEMM took 1.7x-3.7x a pure read of the down
+# weight, and the per-row quantization before it another 2-11 us.
+ROWWISE_MAX_ROWS = 16
+ROWWISE_NOTE = "decode size: the quantization and the GEMM in the decode kernel (cuBLAS's fp8 GEMM is slow here)"
+
+
+def rowwise_linear_fused(M: int) -> bool:
+    """Whether fp8_rowwise_linear runs its decode kernel for M rows of h (else cuBLAS's GEMM)."""
+    return 0 < M <= ROWWISE_MAX_ROWS

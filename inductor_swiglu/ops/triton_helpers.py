@@ -59,10 +59,12 @@ def maximum(a, b):
     return tl.maximum(a, b)
 
 
-def jit_with_helpers(kernel_fn, **jit_kwargs):
-    """``triton.jit(kernel_fn)`` with the helpers resolved to JIT functions of the current mode."""
+def jit_with_helpers(kernel_fn, extra: dict | None = None, **jit_kwargs):
+    """``triton.jit(kernel_fn)`` with the helpers, and the module's own device functions named in
+    `extra`, resolved to JIT functions of the current mode."""
     namespace = dict(kernel_fn.__globals__, activate=triton.jit(activate), add=triton.jit(add),
                      maximum=triton.jit(maximum))
+    namespace.update({name: triton.jit(fn) for name, fn in (extra or {}).items()})
     kernel = types.FunctionType(kernel_fn.__code__, namespace, kernel_fn.__name__)
     kernel.__annotations__ = dict(kernel_fn.__annotations__)   # the tl.constexpr marks
     kernel.__qualname__ = kernel_fn.__qualname__

@@ -1,0 +1,126 @@
+"""The FP8 down projection at decode sizes: ``fp8_rowwise_linear`` against what stock runs.
+
+    python benchmarks/sweep_rowwise_linear.py --out /tmp/run [--models q7B,q72B] [--ms 1,8,16]
+
+Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
+the down Linear of a Qwen2.5 MLP: h [M, I] bf16 (the gated product), the weight [H, I]
+float8_e4m3fn with one fp32 scale per row.  Columns, per point:
+
+  op           torch.ops.inductor_swiglu.fp8_rowwise_linear (its decode kernel up to 16 rows)
+  stock        torch.compile(backend="inductor") of torchao's per-row quantization of h and
+               ``torch._scaled_mm(use_fast_accum=True)``: what the compiled torchao model runs
+  scaled_mm    the ``_scaled_mm`` alone on the already quantized h (cuBLAS's share of stock)
+  quantize     the compiled quantization alone (the reduction's share of stock)
+  weight_read  a kernel that only reads the fp8 weight (``weight_read.py``): the time bound
+
+Method (``timing.py``): weights from HBM (input sets rotated past 4x the L2), each column in its
+own CUDA graph, replayed round-robin, SM clock and board power logged.  The op's output is
+checked against the fp32 reference first (share of elements over 1% relative error, norm-wise
+error).  Writes <out>/sweep_rowwise_linear.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import Interleaved, sets_needed  # noqa: E402
+from weight_read import weight_read  # noqa: E402
+
+from inductor_swiglu.ops import fp8_rowwise_linear_op as op  # noqa: E402
+from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+# Qwen2.5 (hidden H, intermediate I): the down projection is [H, I]
+SHAPES = {"q0.5B": (896, 4864), "q1.5B": (1536, 8960), "q3B": (2048, 11008), "q7B": (3584, 18944),
+          "q14B": (5120, 13824), "q32B": (5120, 27648), "q72B": (8192, 29568)}
+
+
+def stock_quantize(h):
+    s = (h.abs().amax(dim=1, keepdim=True) / 448.0).to(torch.float32)
+    return (h.to(torch.float32) / s).clamp(-448.0, 448.0).to(FP8), s
+
+
+def stock_down(h, w, ws):
+    q, s = stock_quantize(h)
+    return torch._scaled_mm(q, w.t(), scale_a=s.unsqueeze(-1).reshape(-1, 1), scale_b=ws.t(),
+                            out_dtype=torch.bfloat16, use_fast_accum=True)
+
+
+def configs() -> list:
+    """The decode kernel's candidate configurations (--configs)."""
+    out = []
+    for fp8_mma in (False, True):
+        for bn, warps, stages, programs in ((64, 4, 4, 264), (64, 4, 6, 264), (64, 4, 4, 528), (128, 8, 4, 264),
+                                            (64, 8, 4, 264), (32, 4, 6, 528)):
+            out.append(tfl.RowwiseLinearConfig(block_n=bn, warps=warps, stages=stages, programs=programs, fp8_mma=fp8_mma))
+    return out
+
+
+def point(model: str, M: int, rounds: int, sweep: bool = False) -> dict:
+    H, inter = SHAPES[model]
+    sets = []
+    for i in range(sets_needed(H * inter + 3 * M * inter)):
+        g = torch.Generator(device="cuda").manual_seed(i)
+        h = torch.randn(M, inter, device="cuda", generator=g).to(torch.bfloat16)
+        w = (torch.randn(H, inter, device="cuda", generator=g) * 64).clamp(-448, 448).to(FP8)
+        ws = (torch.rand(H, 1, device="cuda", generator=g) + 0.5) / (64 * inter**0.5)
+        q, s = stock_quantize(h)
+        sets.append((h, w, ws, q, s.reshape(-1, 1)))
+    h, w, ws = sets[0][:3]
+    got = op.fp8_rowwise_linear(h, w, ws)
+    numerics = error_stats(got.float(), op.fp8_rowwise_linear_reference(h, w, ws, torch.float32))
+    compiled_down, compiled_quantize = torch.compile(stock_down), torch.compile(stock_quantize)
+    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
+    stock_numerics = error_stats(compiled_down(h, w, ws).float(), ref)
+    # how far stock's output is from the op's (the same quantization; cuBLAS accumulates fast)
+    numerics["normwise_vs_stock"] = error_stats(got.float(), compiled_down(h, w, ws).float())["normwise"]
+    bench = Interleaved(sets)
+    bench.add("op", lambda h, w, ws, q, s: op.fp8_rowwise_linear(h, w, ws))
+    bench.add("stock", lambda h, w, ws, q, s: compiled_down(h, w, ws))
+    bench.add("scaled_mm", lambda h, w, ws, q, s: torch._scaled_mm(q, w.t(), scale_a=s, scale_b=ws.t(),
+                                                                   out_dtype=torch.bfloat16, use_fast_accum=True))
+    bench.add("quantize", lambda h, w, ws, q, s: compiled_quantize(h))
+    bench.add("weight_read", lambda h, w, ws, q, s: weight_read(w[: H // 2], w[H // 2:]))
+    for c in configs() if sweep else ():
+        bench.add(c.name, lambda h, w, ws, q, s, c=c: tfl.rowwise_linear(h, w, ws, torch.bfloat16, c))
+    timings = bench.run(rounds=rounds)
+    row = {"model": model, "M": M, "N": H, "K": inter, "numerics": numerics, "stock_numerics": stock_numerics,
+           "us": {k: round(t.us, 2) for k, t in timings.items()}, "errors": bench.errors, **bench.clock_summary()}
+    us = row["us"]
+    if "op" in us and "stock" in us:
+        row["op_vs_stock"] = round(us["stock"] / us["op"], 3)
+        row["op_vs_read"] = round(us["op"] / us["weight_read"], 3)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
+    ap.add_argument("--models", default=",".join(SHAPES))
+    ap.add_argument("--ms", type=lambda v: [int(m) for m in v.split(",")], default=[1, 8, 16])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--configs", action="store_true", help="also time the decode kernel's candidate configurations")
+    args = ap.parse_args()
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    rows = []
+    for model in args.models.split(","):
+        for M in args.ms:
+            row = point(model, M, args.rounds, args.configs)
+            rows.append(row)
+            print(f"[{model} M={M}] {row['us']} op/stock {row.get('op_vs_stock')}x, op/read {row.get('op_vs_read')}x, "
+                  f"over 1%: {row['numerics']['frac_over_1pct']:.2e} (stock {row['stock_numerics']['frac_over_1pct']:.2e}), "
+                  f"SM {row['sm_mhz_median']} MHz", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "sweep_rowwise_linear.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

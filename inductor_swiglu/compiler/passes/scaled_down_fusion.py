@@ -1,0 +1,153 @@
+"""The FP8 down projection rewrite: the per-row quantization of ``swiglu_scaled``'s output and the
+``torch._scaled_mm`` after it become ``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in
+``patterns/scaled_down.py``).
+
+Why its own pass, after ``scaled_swiglu_fusion``: it matches the down projection of the FP8 MLP
+that pass rewrote, and only that one (h must come from ``swiglu_scaled``), so the model's other
+FP8 Linears are left to stock Inductor.  At decode sizes the op runs the quantization and the
+GEMM in one kernel where stock runs a reduction, a cast and cuBLAS's fp8 GEMM, which is slow for
+the down projection's shape (``dispatch.scaled_plans.ROWWISE_NOTE``); at other sizes it runs what
+stock runs, so a GPU graph whose M is known and above the decode sizes is left alone, and, as for
+the gated projection, GPU graphs are rewritten only under CUDA graphs (the op launches from Python).
+
+``can_rewrite`` re-checks what the patterns ignored: the constants of the quantization (448,
+e4m3's largest value, as divisor and clamp bounds), the reduced dim, the cast's dtype, the GEMM's
+output dtype and the operands' dtypes and shapes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor import config as inductor_config
+from torch._inductor.pattern_matcher import Match
+
+from ...dispatch import scaled_plans
+from ...ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
+from .. import pattern_registry
+from ..fx_utils import is_call, source_location, static_rows, statically_equal
+from ..inductor_pass import PatternPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, Rewrite
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _one(match: Match, target) -> list[torch.fx.Node]:
+    return [n for n in match.nodes if is_call(n, target)]
+
+
+def _arg(node: torch.fx.Node, i: int, name: str):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name)
+
+
+def quantization_reason(match: Match, rank: int) -> str:
+    """'' when the matched quantization is the per-row one the op computes, else why not."""
+    (amax,), (gemm,) = _one(match, aten.amax.default), _one(match, aten._scaled_mm.default)
+    dims = [d % rank if isinstance(d, int) else d for d in _arg(amax, 1, "dim")]
+    if dims != [rank - 1] or not _arg(amax, 2, "keepdim"):
+        return "h's scale is not one per row (amax over its last dim, kept)"
+    divs = [n for n in _one(match, aten.div.Tensor) if n.args[0] is amax]
+    if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
+        return f"h's scale is not amax / {FP8_MAX:g} (float8_e4m3fn's largest value)"
+    lo = [n.args[1] for n in _one(match, aten.clamp_min.default)]
+    hi = [n.args[1] for n in _one(match, aten.clamp_max.default)]
+    if lo != [-FP8_MAX] or hi != [FP8_MAX]:
+        return f"h is not clamped to +-{FP8_MAX:g} before the cast"
+    casts = {n.args[1] for n in _one(match, prims.convert_element_type.default)}
+    if casts != {torch.float32, FP8}:
+        return f"the quantization casts to {sorted(map(str, casts))}, not float32 and float8_e4m3fn"
+    out_dtype = _arg(gemm, 6, "out_dtype")
+    if out_dtype not in OUT_DTYPES:
+        return f"the scaled GEMM returns {out_dtype}; the op returns bf16, fp16 or fp32"
+    if _arg(gemm, 4, "bias") is not None or _arg(gemm, 5, "scale_result") is not None:
+        return "the scaled GEMM has a bias or a result scale"
+    return ""
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by fp8_rowwise_linear is exact and worth it, else the reason."""
+    h_node = match.kwargs["h"]
+    h, w, ws = _val(h_node), _val(match.kwargs["w"]), _val(match.kwargs["w_scale"])
+    if any(v is None for v in (h, w, ws)):
+        return "tensor metadata missing on the matched nodes"
+    if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_scaled.default):
+        return "the quantized input is not an FP8 gated MLP's product (only the down projection is rewritten)"
+    reason = quantization_reason(match, h.dim())
+    if reason:
+        return reason
+    if h.dtype not in IN_DTYPES:
+        return f"h is {h.dtype}, not bf16, fp16 or fp32"
+    if w.dtype != FP8 or w.dim() != 2:
+        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
+    if ws.dtype != torch.float32:
+        return f"the weight's scale is {ws.dtype}, not float32"
+    N, K = w.shape
+    if not statically_equal(h.shape[-1], K):
+        return f"h has {h.shape[-1]} features, the weight expects {K}"
+    if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
+        return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
+    out = _val(match.output_node())
+    expected = (*h.shape[:-1], N)
+    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape) if out is not None else '?'} is not h's leading shape + [N]"
+    if h.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if h.device.type == "cuda":
+        if not inductor_config.triton.cudagraphs:
+            return ("not compiled for CUDA graphs: the FP8 op launches from Python; "
+                    "mode=\"reduce-overhead\" rewrites it")
+        M = static_rows(h.shape)
+        if M is not None and not scaled_plans.rowwise_linear_fused(M):
+            return f"at M={M} cuBLAS's fp8 GEMM runs the product either way: left to stock Inductor"
+    elif h.device.type != "cpu":
+        return f"device {h.device.type} is not supported"
+    return ""
+
+
+class ScaledDownFusion(PatternPass):
+    """Post-grad pattern pass: FP8 down projection -> torch.ops.inductor_swiglu.fp8_rowwise_linear."""
+
+    name = "scaled_down_fusion"
+    what = "FP8 down projection"
+
+    def __init__(self, config: PassConfig | None = None) -> None:
+        super().__init__(config or PassConfig())
+
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default))
+
+    def patterns(self):
+        return pattern_registry.build_scaled_down_patterns(self.config.ranks)
+
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
+
+    def handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            (gemm,) = _one(match, aten._scaled_mm.default)
+            out_dtype = _arg(gemm, 6, "out_dtype")
+            fast = bool(_arg(gemm, 7, "use_fast_accum"))
+            h, w = _val(kwargs["h"]), _val(kwargs["w"])
+            location = source_location(match.output_node())
+            match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
+            counters["inductor"]["scaled_down_fusion"] += 1
+            if rec is not None:
+                N, K = (int(d) if isinstance(d, int) else str(d) for d in w.shape)
+                M = static_rows(h.shape)
+                dispatch = ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda" else
+                            "per call by M (decode kernel up to "
+                            f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else scaled_plans.ROWWISE_NOTE)
+                rec.rewrites.append(Rewrite(
+                    pattern=spec.name, location=location,
+                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in h.shape], n=N, k=K,
+                    dtype=str(h.dtype).replace("torch.", ""), device=h.device.type, dispatch=dispatch))
+
+        return handler
+

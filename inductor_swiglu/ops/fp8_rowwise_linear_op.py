@@ -1,0 +1,129 @@
+"""``torch.ops.inductor_swiglu.fp8_rowwise_linear``: the down projection of an FP8 gated MLP.
+
+    s   = max |h| / 448 per row of h            (fp32)
+    q   = float8_e4m3fn(clamp(h / s, -448, 448))
+    out = (q @ w.T) * s * w_scale                (fp32 sums, rounded once to out_dtype)
+
+What torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` runs for the
+``down`` Linear of a gated MLP: h quantized dynamically per row, then ``torch._scaled_mm``.  The
+pass (``compiler/passes/scaled_down_fusion.py``) rewrites it into this op where h is the output
+of ``swiglu_scaled``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
+
+Contract:
+
+* ``h``: ``[..., K]`` bf16, fp16 or fp32; ``w``: ``[N, K]`` float8_e4m3fn (the ``nn.Linear``
+  layout); ``w_scale``: fp32, one per output row (``[N]``, ``[N, 1]``, ``[1, N]``) or one element.
+* ``use_fast_accum``: the graph's own flag, passed on where cuBLAS runs the product.
+* The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
+* No autograd (an inference form); functional, no host synchronisation.
+
+Implementations, per call (``dispatch.scaled_plans.rowwise_linear_fused``):
+
+* the decode kernel (``triton_fp8_rowwise_linear``) at up to 16 rows of h on a GPU with fp8
+  (compute capability 8.9+): the quantization in registers, fp8 MMAs promoted to fp32 every 128
+  of K (cuBLAS's default accumulation; the graph's cuBLAS call accumulates fast);
+* otherwise the quantization (that module's ``quantize_rows`` on a GPU, torch ops on the CPU) and
+  ``torch._scaled_mm``: what stock Inductor runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..dispatch import scaled_plans
+from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
+
+QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
+SCHEMA = "(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype) -> Tensor"
+FP8 = torch.float8_e4m3fn
+FP8_MAX = triton_fp8_rowwise_linear.FP8_MAX
+IN_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def check_inputs(h, w, w_scale, out_dtype) -> None:
+    """A clear error for inputs the op does not define; works on fake tensors."""
+    who = "inductor_swiglu.fp8_rowwise_linear"
+    if h.dim() < 1 or w.dim() != 2:
+        raise ValueError(f"{who}: h must be [..., K] and w [N, K]")
+    if h.dtype not in IN_DTYPES:
+        raise TypeError(f"{who}: h is {h.dtype}; expected bf16, fp16 or fp32")
+    if w.dtype != FP8:
+        raise TypeError(f"{who}: w is {w.dtype}; expected float8_e4m3fn")
+    if w_scale.dtype != torch.float32:
+        raise TypeError(f"{who}: w_scale is {w_scale.dtype}; expected float32")
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"{who}: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+    N, K = w.shape
+    torch._check_value(h.shape[-1] == K, lambda: f"{who}: h has {h.shape[-1]} features, w expects {K}")
+    torch._check_value(w_scale.numel() == 1 or w_scale.numel() == N,
+                       lambda: f"{who}: w_scale {tuple(w_scale.shape)} is neither one scale nor one per row of w (N={N})")
+    if len({t.device for t in (h, w, w_scale)}) != 1:
+        raise ValueError(f"{who}: all inputs must be on one device")
+
+
+def quantize_rows_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, s [M, 1]) for a 2-D h, in torch ops: the quantization the module docstring defines."""
+    s = h2.abs().amax(dim=-1, keepdim=True).float() / FP8_MAX
+    return (h2.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8), s
+
+
+def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The op in fp32 from h's quantized values and the dequantized weight, rounded once: what the
+    decode kernel is held to (its sums are promoted to fp32 every 128 of K)."""
+    K, N = h.shape[-1], w.shape[0]
+    q, s = quantize_rows_reference(h.reshape(-1, K))
+    out = (q.float() * s) @ (w.float() * w_scale.reshape(-1, 1)).T
+    return out.to(out_dtype).reshape(*h.shape[:-1], N)
+
+
+def _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype) -> torch.Tensor:
+    # q's scale is per row, so w's is per column: a single one expanded
+    sb = w_scale.reshape(1, -1).expand(1, w.shape[0]).contiguous()
+    return torch._scaled_mm(q, w.t(), scale_a=s.reshape(-1, 1), scale_b=sb, out_dtype=out_dtype,
+                            use_fast_accum=use_fast_accum)
+
+
+torch.library.define(QUALNAME, SCHEMA)
+
+
+@torch.library.register_fake(QUALNAME)
+def _fake(h, w, w_scale, use_fast_accum, out_dtype):
+    check_inputs(h, w, w_scale, out_dtype)
+    return h.new_empty((*h.shape[:-1], w.shape[0]), dtype=out_dtype)
+
+
+@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+def _impl(h, w, w_scale, use_fast_accum, out_dtype):
+    check_inputs(h, w, w_scale, out_dtype)
+    K, N = h.shape[-1], w.shape[0]
+    lead = h.shape[:-1]
+    h2 = h.reshape(-1, K)
+    M = h2.shape[0]
+    if M == 0 or N == 0 or K == 0:
+        impl_stats.record(impl_stats.FALLBACK_CUDA if h.is_cuda else impl_stats.UNFUSED_CPU,
+                          "empty input: nothing to compute")
+        return torch.zeros((*lead, N), dtype=out_dtype, device=h.device)
+    if not h.is_cuda:
+        impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: the per-row quantization, then torch._scaled_mm")
+        q, s = quantize_rows_reference(h2)
+        return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
+    if h2.stride(-1) != 1:
+        h2 = h2.contiguous()
+    ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
+    if ok and scaled_plans.rowwise_linear_fused(M):
+        impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE,
+                          config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
+        out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype)
+        return out.reshape(*lead, N)
+    reason = (f"{M} rows: cuBLAS's GEMM runs the product" if ok else
+              f"the decode kernel cannot run here: {why}")
+    impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
+    q, s = triton_fp8_rowwise_linear.quantize_rows(h2) if ok else quantize_rows_reference(h2)
+    return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
+
+
+def fp8_rowwise_linear(h, w, w_scale, use_fast_accum: bool = True,
+                       out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The op, eagerly; see the module docstring."""
+    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype)

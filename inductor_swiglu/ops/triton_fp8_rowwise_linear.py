@@ -1,0 +1,232 @@
+"""The down projection of an FP8 gated MLP at decode sizes, in Triton: ``h`` (bf16, the gated
+product) quantized per row to float8 e4m3 the way torchao's dynamic per-row quantization does it,
+times an fp8 weight, in fp32, scaled:
+
+    s[m]    = max_k |h[m, k]| / 448                      (fp32; 448: e4m3's largest value)
+    q[m, k] = e4m3(clamp(h[m, k] / s[m], -448, 448))
+    out     = (q @ w^T) * s[m] * w_scale[n]              (fp32 sums, rounded once to out's dtype)
+
+which is what torchao's graph runs as an Inductor reduction, a cast and a ``torch._scaled_mm``.
+At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
+(measured on the H200, 2026-12-04, weights from HBM: 1.7x-3.7x a pure read of the down weight
+at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
+
+* ``row_scales``: one program per row of h computes s (the whole row in one load where K fits);
+* ``_rowwise_linear_kernel``: swap-AB GEMV tiles (the weight rows are the MMA's M operand, the
+  tokens its N), K split across programs so that small-N shapes still fill the GPU; each program
+  quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
+  MMAs whose sums are promoted to fp32 every K step of 128 (cuBLAS's default accumulation; stock's
+  GEMM accumulates fast), and writes fp32 partial sums.  Widening both operands to bf16 instead
+  (exact sums) measured 1.5-2x slower (H200, 2026-12-04: the weight tile then passes through
+  registers); that variant stays a configuration (``fp8_mma=False``).  Under Triton 3.6's
+  interpreter, which gets bf16 and fp8 ``tl.dot`` wrong, the same products are summed as fp32 dots;
+* ``_reduce_kernel``: adds the K splits' partial sums and applies the scales.
+
+A single K split writes out directly.  ``quantize_rows`` is the same quantization with the
+quantized copy written, for the sizes where cuBLAS's GEMM runs the product.  All of it runs
+under ``TRITON_INTERPRET=1`` on CPU tensors (the tests); no workspace outlives a call, no host
+synchronisation: CUDA graphs capture it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from . import triton_helpers
+from .triton_helpers import maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernels)
+
+FP8 = torch.float8_e4m3fn
+FP8_MAX = 448.0            # torch.finfo(torch.float8_e4m3fn).max: what torchao divides amax by
+ROW_CHUNK_MAX = 16384      # elements of a row one program loads at a time
+
+
+@dataclass(frozen=True)
+class RowwiseLinearConfig:
+    """One compile-time variant of the GEMV: `block_n` weight rows, `block_k` elements per K
+    step, up to `block_m` tokens (the MMA's N), `warps`, `stages`; K split until about
+    `programs` programs run.  The default measured fastest of twelve at every point of
+    benchmarks/sweep_rowwise_linear.py --configs but one (q32B, where 6 stages were 2% faster)."""
+
+    block_n: int = 64
+    block_k: int = 128
+    block_m: int = 16
+    warps: int = 4
+    stages: int = 4
+    programs: int = 264    # two per SM of an H100/H200
+    fp8_mma: bool = True   # fp8 MMAs, promoted to fp32 every K step; False: widened to bf16 (exact sums)
+
+    @property
+    def name(self) -> str:
+        return (f"rowwise_n{self.block_n}_k{self.block_k}_m{self.block_m}_w{self.warps}_s{self.stages}_p{self.programs}"
+                + ("_fp8mma" if self.fp8_mma else ""))
+
+
+DEFAULT_CONFIG = RowwiseLinearConfig()
+
+
+def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.constexpr, WRITE_Q: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, CHUNK)
+    amax = tl.full((CHUNK,), 0.0, tl.float32)
+    for k0 in range(0, K, CHUNK):
+        mask = k0 + offs < K
+        h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
+        amax = tl.maximum(amax, tl.abs(h))
+    s = tl.reduce(amax, 0, maximum) / 448.0   # 448.0: FP8_MAX
+    tl.store(s_ptr + row, s)
+    if WRITE_Q:
+        for k0 in range(0, K, CHUNK):
+            mask = k0 + offs < K
+            h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
+            tl.store(q_ptr + row * stride_q + k0 + offs, _quantize(h, s).to(q_ptr.dtype.element_ty), mask=mask)
+
+
+def _quantize(h, s):
+    # h / s clamped to e4m3's range; NaN stays NaN, as the graph's clamp keeps it (an all-zero row
+    # has s = 0 and 0 / 0 there: torchao's quantization does not guard it either).
+    q = h / s
+    return tl.where(q != q, q, tl.minimum(tl.maximum(q, -448.0), 448.0))
+
+
+def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
+                           M, N, K, k_per_split, stride_h, stride_w, stride_ws, stride_om,
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
+                           EVEN_K: tl.constexpr, DIRECT: tl.constexpr, FP32_DOT: tl.constexpr,
+                           FP8_MMA: tl.constexpr):
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_n = offs_n < N
+    mask_m = offs_m < M
+    rows_n = offs_n.to(tl.int64)
+    rows_m = offs_m.to(tl.int64)
+    s = tl.load(s_ptr + offs_m, mask=mask_m, other=1.0)
+    k_lo = pid_k * k_per_split
+    k_hi = tl.minimum(K, k_lo + k_per_split)
+    # acc^T [BLOCK_N, BLOCK_M] = w [BLOCK_N, BLOCK_K] @ q^T [BLOCK_K, BLOCK_M]
+    w_ptrs = w_ptr + rows_n[:, None] * stride_w + (k_lo + offs_k)[None, :]
+    h_ptrs = h_ptr + rows_m[None, :] * stride_h + (k_lo + offs_k)[:, None]
+    acc = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        # K a multiple of BLOCK_K (and so each split: k_per_split is one too): no mask along the
+        # unit-stride axis, so the loads vectorize (a K mask made them byte loads, 4x slower)
+        if EVEN_K:
+            w = tl.load(w_ptrs, mask=mask_n[:, None], other=0.0)
+            h = tl.load(h_ptrs, mask=mask_m[None, :], other=0.0).to(tl.float32)
+        else:
+            mask_k = k0 + offs_k < k_hi
+            w = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            h = tl.load(h_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0).to(tl.float32)
+        q = _quantize(h, s[None, :]).to(tl.float8e4nv)
+        if FP32_DOT:
+            acc = tl.dot(w.to(tl.float32), q.to(tl.float32), acc)
+        elif FP8_MMA:
+            acc = tl.dot(w, q, acc, max_num_imprecise_acc=BLOCK_K)
+        else:
+            acc = tl.dot(w.to(tl.bfloat16), q.to(tl.bfloat16), acc)
+        w_ptrs += BLOCK_K
+        h_ptrs += BLOCK_K
+    if DIRECT:
+        ws = tl.load(ws_ptr + rows_n * stride_ws, mask=mask_n, other=0.0)
+        y = acc * ws[:, None] * s[None, :]
+        tl.store(out_ptr + rows_m[None, :] * stride_om + rows_n[:, None], y.to(out_ptr.dtype.element_ty),
+                 mask=mask_n[:, None] & mask_m[None, :])
+    else:
+        # partial sums [split, M, N]
+        base = part_ptr + pid_k.to(tl.int64) * M * N
+        tl.store(base + rows_m[None, :] * N + rows_n[:, None], acc, mask=mask_n[:, None] & mask_m[None, :])
+
+
+def _reduce_kernel(part_ptr, s_ptr, ws_ptr, out_ptr, M, N, SPLIT, stride_ws, stride_om, BLOCK: tl.constexpr):
+    idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = idx < M * N
+    m = idx // N
+    n = idx % N
+    acc = tl.full((BLOCK,), 0.0, tl.float32)
+    for k in range(0, SPLIT):
+        acc += tl.load(part_ptr + k * M * N + idx, mask=mask, other=0.0)
+    s = tl.load(s_ptr + m, mask=mask, other=0.0)
+    ws = tl.load(ws_ptr + n * stride_ws, mask=mask, other=0.0)
+    tl.store(out_ptr + m * stride_om + n, (acc * s * ws).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.cache
+def _kernels(interpret: bool):
+    # keyed by the mode, as triton_scaled_swiglu._kernel: triton.jit fixes compiled or interpreted
+    # when it wraps a function, and the helpers must be of the same mode
+    jit = triton_helpers.jit_with_helpers
+    return (jit(_row_scale_kernel, extra={"_quantize": _quantize}, do_not_specialize=["K"]),
+            jit(_rowwise_linear_kernel, extra={"_quantize": _quantize}, do_not_specialize=["M"]),
+            jit(_reduce_kernel, do_not_specialize=["M"]))
+
+
+def _interpreting() -> bool:
+    return bool(triton.knobs.runtime.interpret)
+
+
+def _chunk(K: int) -> int:
+    return min(triton.next_power_of_2(max(K, 16)), ROW_CHUNK_MAX)
+
+
+def row_scales(h: torch.Tensor) -> torch.Tensor:
+    """[M] fp32: max |h[m, :]| / 448 for a 2-D h with unit stride along K."""
+    M, K = h.shape
+    s = torch.empty(M, device=h.device, dtype=torch.float32)
+    if M:
+        chunk = _chunk(K)
+        _kernels(_interpreting())[0][(M,)](h, s, s, K, h.stride(0), 0, CHUNK=chunk, WRITE_Q=False,
+                                           num_warps=16 if chunk >= 8192 else 4)
+    return s
+
+
+def quantize_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q [M, K] float8_e4m3fn, s [M] fp32): h quantized per row as the module docstring says."""
+    M, K = h.shape
+    s = torch.empty(M, device=h.device, dtype=torch.float32)
+    q = torch.empty((M, K), device=h.device, dtype=FP8)
+    if M:
+        chunk = _chunk(K)
+        _kernels(_interpreting())[0][(M,)](h, s, q, K, h.stride(0), q.stride(0), CHUNK=chunk, WRITE_Q=True,
+                                           num_warps=16 if chunk >= 8192 else 4)
+    return q, s
+
+
+def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> int:
+    """K splits: enough programs to fill the GPU (`config.programs`), at least 4 K steps each."""
+    n_tiles = triton.cdiv(N, config.block_n)
+    return max(1, min(triton.cdiv(config.programs, n_tiles), K // (4 * config.block_k)))
+
+
+def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_dtype: torch.dtype,
+                   config: RowwiseLinearConfig = DEFAULT_CONFIG) -> torch.Tensor:
+    """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
+    contiguous, w_scale fp32 with one element or one per row of w."""
+    M, K = h.shape
+    N = w.shape[0]
+    if M > config.block_m:
+        raise ValueError(f"rowwise_linear: {M} rows is more than the {config.block_m} a program covers")
+    out = torch.empty((M, N), device=h.device, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return out
+    row_scale, linear, reduce = _kernels(_interpreting())
+    s = row_scales(h)
+    split = splits_for(N, K, config)
+    k_per_split = triton.cdiv(triton.cdiv(K, split), config.block_k) * config.block_k
+    split = triton.cdiv(K, k_per_split)
+    stride_ws = 0 if w_scale.numel() == 1 else 1
+    ws = w_scale.reshape(-1)
+    part = out if split == 1 else torch.empty((split, M, N), device=h.device, dtype=torch.float32)
+    grid = (triton.cdiv(N, config.block_n), split)
+    linear[grid](h, s, w, ws, part, out, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws, out.stride(0),
+                 BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
+                 FP32_DOT=_interpreting(), FP8_MMA=config.fp8_mma,
+                 num_warps=config.warps, num_stages=config.stages)
+    if split > 1:
+        block = 1024
+        reduce[(triton.cdiv(M * N, block),)](part, s, ws, out, M, N, split, stride_ws, out.stride(0), BLOCK=block)
+    return out

@@ -1,0 +1,83 @@
+"""FP8 down projection search patterns and their replacement, side by side.
+
+The form: h (the gated product, ``swiglu_scaled``'s output once ``scaled_swiglu`` rewrote it)
+quantized dynamically per row and multiplied by the down weight with ``torch._scaled_mm``, as
+torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` runs every Linear:
+
+    s  = (|h|.amax(-1, keepdim=True) / 448).to(float32)
+    q  = (h.to(float32) / s).clamp(-448, 448).to(float8_e4m3fn)
+    y  = _scaled_mm(q.reshape(-1, K), w.t(), s.unsqueeze(-1).reshape(-1, 1), w_scale.t())
+
+What the search space covers: h of rank 2 or 3 (torchao quantizes h in its own shape and flattens
+the float8 copy), the weight's scale transposed (torchao's ``[N, 1]``) or as is.  Constants,
+dims and dtypes are ignored when matching; the pass re-checks them and that h comes from the
+FP8 gated projection (``compiler/passes/scaled_down_fusion.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+FP8 = torch.float8_e4m3fn
+
+
+def rowwise_replacement(out_dtype: torch.dtype, use_fast_accum: bool) -> Callable:
+    def replacement(h, w, w_scale):
+        return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype)
+
+    return replacement
+
+
+@dataclass(frozen=True)
+class ScaledDownPattern:
+    name: str
+    search: Callable
+    rank: int                    # 2 or 3: rank of h
+    w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
+    scale_form: str              # how h's scale reaches the GEMM: SCALE_FORMS
+
+    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool) -> Callable:
+        return rowwise_replacement(out_dtype, use_fast_accum)
+
+    def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
+        K, N = 32, 48   # distinct, so the tracer cannot confuse them
+        h = torch.empty(((2, 3) if self.rank == 3 else (6,)) + (K,), dtype=torch.bfloat16, device=device)
+        w = torch.empty((N, K), dtype=FP8, device=device)
+        ws = torch.empty((N, 1) if self.w_scale_transposed else (1, N), dtype=torch.float32, device=device)
+        return [h, w, ws]
+
+
+# torchao's unsqueeze + reshape; Inductor folds them to one reshape, or to nothing, where the
+# sizes are known and they change nothing but the rank (one row of h: decode at batch 1)
+SCALE_FORMS = {
+    "unsqueeze_reshape": lambda s: s.unsqueeze(-1).reshape(-1, 1),
+    "reshape": lambda s: s.reshape(-1, 1),
+    "as_is": lambda s: s,
+}
+
+
+def _make_search(rank: int, w_scale_transposed: bool, scale_form: str):
+    as_gemm_scale = SCALE_FORMS[scale_form]
+
+    def search(h, w, w_scale):
+        s = (h.abs().amax(dim=rank - 1, keepdim=True) / 448.0).to(torch.float32)
+        q = (h.to(torch.float32) / s).clamp(-448.0, 448.0).to(FP8)
+        qa = q.reshape(-1, h.shape[-1]) if rank == 3 else q
+        sb = w_scale.t() if w_scale_transposed else w_scale
+        y = torch._scaled_mm(qa, w.t(), scale_a=as_gemm_scale(s), scale_b=sb,
+                             out_dtype=torch.bfloat16, use_fast_accum=True)
+        return y.reshape(*h.shape[:-1], y.shape[-1]) if rank == 3 else y
+
+    return search
+
+
+def all_patterns(ranks=(2, 3)) -> list[ScaledDownPattern]:
+    """Every combination; the pass registers each once."""
+    return [ScaledDownPattern(f"scaled_down.{rank}d.{'ws_t' if t else 'ws'}.{form}", _make_search(rank, t, form),
+                              rank, t, form)
+            for rank, t, form in itertools.product(ranks, (False, True), SCALE_FORMS)
+            if not (rank == 3 and form == "as_is")]   # a 3-D h's scale needs a reshape to [M, 1]

@@ -1,0 +1,133 @@
+"""The FP8 down projection on a GPU with fp8 conversions: the decode kernel against the fp32
+reference on random h (the hardware's e4m3 rounding, which the CPU interpreter cannot hold), the
+K splits and odd shapes, an all-zero row (NaN, as stock's graph gives), the fallback above the
+decode sizes, CUDA-graph replay with new inputs, and a torchao float8 MLP compiled with the
+backend under CUDA graphs (both projections rewritten, the decode kernel run, stock's numbers)."""
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+from mlp_models import GatedMLP
+
+import inductor_swiglu
+from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.ops import fp8_rowwise_linear_op as op
+from inductor_swiglu.ops import impl_stats, triton_scaled_swiglu
+from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+from inductor_swiglu.ops.triton_scaled_swiglu import FP8_MMA_OVER_1PCT_BOUND
+from inductor_swiglu.testing.numerics import error_stats
+
+pytestmark = [pytest.mark.gpu]
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) or not triton_scaled_swiglu.available()[0]:
+    pytest.skip("needs a GPU with fp8 (sm_89+) and Triton", allow_module_level=True)
+
+FP8 = torch.float8_e4m3fn
+
+
+def operands(M, N, K, per_row=True, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    h = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
+    w = (torch.randn(N, K, device="cuda", generator=g) * 64).clamp(-448, 448).to(FP8)
+    ws = ((torch.rand(N, 1, device="cuda", generator=g) + 0.5) if per_row else torch.ones(1, device="cuda")) / (64 * K**0.5)
+    return h, w, ws
+
+
+@pytest.mark.parametrize("M", [1, 3, 8, 16])
+@pytest.mark.parametrize("N,K", [(896, 4864), (3584, 18944), (200, 1000), (130, 384)])
+@pytest.mark.parametrize("per_row", [True, False])
+def test_the_decode_kernel_matches_the_reference(M, N, K, per_row):
+    h, w, ws = operands(M, N, K, per_row, seed=M * 7 + N)
+    q, s = tfl.quantize_rows(h)
+    # against h's quantized values (the kernel's, see below) times the weights in fp32
+    ref = (q.float() * s[:, None]) @ (w.float() * ws.reshape(-1, 1)).T
+    for config in (tfl.DEFAULT_CONFIG, dataclasses.replace(tfl.DEFAULT_CONFIG, fp8_mma=False)):
+        got = tfl.rowwise_linear(h, w, ws, torch.float32, config)
+        err = error_stats(got, ref)
+        if config.fp8_mma:
+            # fp8 MMAs promoted every 128 of K: cuBLAS's default accumulation's bound (MMA_NOTE)
+            assert err["nonfinite"] == 0 and err["frac_over_1pct"] <= FP8_MMA_OVER_1PCT_BOUND, err
+            assert err["normwise"] < 1e-3, err
+        else:   # exact products summed in fp32
+            assert err["nonfinite"] == 0 and err["frac_over_1pct"] < 1e-3 and err["normwise"] < 1e-5, err
+    q_ref, s_ref = op.quantize_rows_reference(h)
+    assert torch.equal(s, s_ref.reshape(-1))
+    # Triton's fp32 division may differ from torch's by an ulp, which can move a value across a
+    # rounding boundary of e4m3's grid: rare, and one grid step
+    same = (q.float() == q_ref.float()).float().mean().item()
+    assert same > 0.9999, same
+
+
+def test_an_all_zero_row_gives_nan_as_the_graph_does():
+    h, w, ws = operands(4, 256, 1024)
+    h[2] = 0
+    got = tfl.rowwise_linear(h, w, ws, torch.bfloat16)
+    want = torch._scaled_mm(*op.quantize_rows_reference(h)[:1], w.t(), scale_a=op.quantize_rows_reference(h)[1],
+                            scale_b=ws.t().contiguous(), out_dtype=torch.bfloat16)
+    assert torch.equal(torch.isnan(got), torch.isnan(want)) and torch.isnan(got[2]).all()
+    assert torch.isfinite(got[[0, 1, 3]]).all()
+
+
+def test_the_op_dispatches_by_rows_and_says_so():
+    h, w, ws = operands(16, 512, 2048)
+    inductor_swiglu.reset_op_stats()
+    got = op.fp8_rowwise_linear(h.reshape(2, 8, 2048), w, ws)
+    assert got.shape == (2, 8, 512)
+    assert inductor_swiglu.op_stats()["calls"] == {impl_stats.ROWWISE_TRITON: 1}
+    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
+    assert error_stats(got.reshape(16, 512).float(), ref)["normwise"] < 4e-3
+    big, wb, wsb = operands(scaled_plans.ROWWISE_MAX_ROWS + 1, 512, 2048)
+    inductor_swiglu.reset_op_stats()
+    got = op.fp8_rowwise_linear(big, wb, wsb)
+    assert inductor_swiglu.op_stats()["calls"] == {impl_stats.FALLBACK_CUDA: 1}
+    ref = op.fp8_rowwise_linear_reference(big, wb, wsb, torch.float32)
+    assert error_stats(got.float(), ref)["normwise"] < 1e-2   # cuBLAS's fast accumulation, as the graph asked
+
+
+def test_cuda_graph_replay_with_new_inputs():
+    h, w, ws = operands(8, 3584, 18944)
+    static_h = h.clone()
+    out = op.fp8_rowwise_linear(static_h, w, ws)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = op.fp8_rowwise_linear(static_h, w, ws)
+    for seed in (1, 2):
+        new_h = operands(8, 3584, 18944, seed=seed)[0]
+        static_h.copy_(new_h)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        ref = op.fp8_rowwise_linear_reference(new_h, w, ws, torch.float32)
+        err = error_stats(out.float(), ref)
+        assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
+
+
+@pytest.mark.parametrize("M", [1, 8])
+def test_a_torchao_mlp_runs_both_projections_fused_at_decode(M):
+    pytest.importorskip("torchao")
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+    # Qwen2.5-0.5B's MLP, whose float8 rows the shipped table has (the gated projection is rewritten first)
+    model = GatedMLP(896, 4864, down=True).to(torch.bfloat16).cuda()
+    reference = copy.deepcopy(model).float()
+    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
+    x = torch.randn(M, 896, device="cuda", dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        want = reference(x.float())
+        stock_fn = torch.compile(model, mode="reduce-overhead")
+        for _ in range(3):
+            stock = stock_fn(x).clone()
+        torch._dynamo.reset()
+        inductor_swiglu.reset_op_stats()
+        torch._dynamo.utils.counters.clear()
+        compiled = inductor_swiglu.compile(model, mode="reduce-overhead")
+        for _ in range(3):
+            out = compiled(x).clone()
+    assert torch._dynamo.utils.counters["inductor"]["scaled_down_fusion"] == 1
+    assert inductor_swiglu.op_stats()["calls"].get(impl_stats.ROWWISE_TRITON, 0) >= 1
+    # Both quantize x and h to fp8 (a few % from the unquantized model); two valid roundings of h
+    # differ by that noise, so the check is: no further from the unquantized model than stock
+    ours, theirs = error_stats(out.float(), want)["normwise"], error_stats(stock.float(), want)["normwise"]
+    assert torch.isfinite(out).all() and ours <= 1.1 * theirs + 1e-3, (ours, theirs)

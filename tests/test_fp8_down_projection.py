@@ -1,0 +1,199 @@
+"""The FP8 down projection: ``fp8_rowwise_linear`` (torchao's per-row dynamic quantization of h and
+``torch._scaled_mm``), its rewrite after the FP8 gated projection, and its decode kernel under
+Triton's interpreter.  The GPU lowering, the bf16 MMAs and e4m3 rounding on the hardware, CUDA
+graphs and the speed are tested on the device (tests/gpu/test_fp8_down_projection_gpu.py)."""
+
+import pytest
+import torch
+from mlp_models import GatedMLP
+
+import inductor_swiglu
+from inductor_swiglu.compiler.records import RECORDS
+from inductor_swiglu.ops import fp8_rowwise_linear_op as op
+from inductor_swiglu.testing.compiled import compile_and_count
+from inductor_swiglu.testing.numerics import error_stats
+
+FP8 = torch.float8_e4m3fn
+
+
+def relerr(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def weights(N, K, seed=0, per_row=True):
+    g = torch.Generator().manual_seed(seed)
+    w = (torch.randn(N, K, generator=g) * 64).clamp(-448, 448).to(FP8)
+    s = (torch.rand(N, 1, generator=g) + 0.5) / (64 * K**0.5) if per_row else torch.tensor([0.01])
+    return w, s
+
+
+def grid_h(M, K, seed=0):
+    """bf16 h whose quantized values need no rounding: h / s lands on e4m3's grid (Triton 3.6's
+    interpreter rounds values that carry into the next power of two wrongly; the GPU test holds the
+    kernel's rounding to torch's on random h)."""
+    g = torch.Generator().manual_seed(seed)
+    v = (torch.randn(M, K, generator=g) * 100).clamp(-440, 440).to(FP8).float()
+    v[:, 0] = 448.0
+    return (v * 2.0 ** torch.randint(-8, 2, (M, 1), generator=g).float()).to(torch.bfloat16)
+
+
+def test_the_op_is_the_quantization_then_a_scaled_gemm():
+    h = torch.randn(6, 96).to(torch.bfloat16)
+    w, ws = weights(40, 96)
+    q, s = op.quantize_rows_reference(h)
+    assert q.dtype == FP8 and s.shape == (6, 1)
+    assert torch.equal(s, h.abs().amax(-1, keepdim=True).float() / 448.0)
+    got = op.fp8_rowwise_linear(h, w, ws)
+    want = torch._scaled_mm(q, w.t(), scale_a=s, scale_b=ws.t().contiguous(), out_dtype=torch.bfloat16)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
+    assert relerr(got, ref) < 1e-2
+    # every weight-scale layout, a single weight scale, a 3-D h, another output dtype
+    for layout in (lambda t: t.reshape(-1), lambda t: t.reshape(1, -1)):
+        assert torch.equal(op.fp8_rowwise_linear(h, w, layout(ws)), got)
+    w1, one = weights(40, 96, per_row=False)
+    assert relerr(op.fp8_rowwise_linear(h, w1, one), op.fp8_rowwise_linear_reference(h, w1, one, torch.float32)) < 1e-2
+    got3 = op.fp8_rowwise_linear(h.reshape(2, 3, 96), w, ws, True, torch.float16)
+    assert got3.shape == (2, 3, 40) and got3.dtype == torch.float16
+    assert relerr(got3.reshape(6, 40), ref) < 1e-2
+
+
+def test_empty_inputs_and_bad_inputs():
+    w, ws = weights(8, 32)
+    assert op.fp8_rowwise_linear(torch.empty(0, 32, dtype=torch.bfloat16), w, ws).shape == (0, 8)
+    h = torch.randn(3, 32).to(torch.bfloat16)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        op.fp8_rowwise_linear(h, w.float(), ws)
+    with pytest.raises(TypeError, match="w_scale"):
+        op.fp8_rowwise_linear(h, w, ws.double())
+    with pytest.raises(ValueError, match="features"):
+        op.fp8_rowwise_linear(torch.randn(3, 16).to(torch.bfloat16), w, ws)
+    with pytest.raises(ValueError, match="one per row"):
+        op.fp8_rowwise_linear(h, w, torch.ones(3))
+    with pytest.raises(TypeError, match="out_dtype"):
+        op.fp8_rowwise_linear(h, w, ws, True, torch.int8)
+
+
+def test_the_op_traces_with_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        h = torch.empty(2, 5, 64, dtype=torch.bfloat16)
+        w, ws = torch.empty(24, 64, dtype=FP8), torch.empty(24, 1)
+        out = torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16)
+    assert out.shape == (2, 5, 24) and out.dtype == torch.bfloat16
+
+
+@pytest.fixture
+def torchao_float8(monkeypatch):
+    """torchao's float8 configs, built on the CPU: its hardware check asks for an sm_89+ GPU."""
+    pytest.importorskip("torchao")
+    import torchao.float8.inference as inference
+    import torchao.quantization.quant_api as quant_api
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+
+    monkeypatch.setattr(inference, "_check_hardware_support", lambda *a, **k: None)
+    monkeypatch.setattr(quant_api, "_check_hardware_support", lambda *a, **k: None)
+    return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+@pytest.mark.parametrize("rows", [1, 8])
+def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, rank, rows):
+    quantize_, config, granularities = torchao_float8
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config(granularity=granularities["row"]))
+    # one row (decode at batch 1): Inductor folds the reshapes of h's scale away
+    x = torch.randn(*((rows // 2 or 1, 2 if rows > 1 else 1) if rank == 3 else (rows,)), 128, dtype=torch.bfloat16)
+    out, rewrites = compile_and_count(model, x, counter="scaled_down_fusion")
+    assert rewrites == 1, [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    patterns = [r.pattern for g in RECORDS.graphs[-1:] for r in g.rewrites]
+    assert any(p.startswith("scaled_mm.") for p in patterns)
+    assert any(p.startswith("scaled_down.") for p in patterns), patterns
+    # both ops ran (on the CPU: the unfused paths, the same ops stock Inductor runs)
+    assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu") == 2
+    torch._dynamo.reset()
+    with torch.no_grad():
+        stock = torch.compile(model)(x)
+    assert out.shape == stock.shape and relerr(out, stock) < 1e-2
+
+
+def test_other_fp8_linears_and_per_tensor_down_projections_are_left_alone(torchao_float8):
+    quantize_, config, granularities = torchao_float8
+    # one FP8 Linear: a quantized x and a scaled GEMM, but no gated product before it
+    single = torch.nn.Sequential(torch.nn.Linear(128, 64, bias=False)).to(torch.bfloat16)
+    quantize_(single, config(granularity=granularities["row"]))
+    _, rewrites = compile_and_count(single, torch.randn(8, 128, dtype=torch.bfloat16), counter="scaled_down_fusion")
+    assert rewrites == 0
+    # per-tensor granularity quantizes h with one scale: not this op's form, so stock runs it
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config(granularity=granularities["tensor"]))
+    _, rewrites = compile_and_count(model, torch.randn(8, 128, dtype=torch.bfloat16), counter="scaled_down_fusion")
+    assert rewrites == 0
+
+
+def test_a_changed_quantization_constant_is_declined():
+    class Custom(torch.nn.Module):
+        def __init__(self, limit):
+            super().__init__()
+            self.limit = limit
+            self.wg, self.sg = weights(96, 64, seed=1)
+            self.wu, self.su = weights(96, 64, seed=2)
+            self.wd, self.sd = weights(64, 96, seed=3)
+
+        def forward(self, x):
+            xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
+            xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
+            g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
+            u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
+            h = torch.nn.functional.silu(g) * u
+            s = (h.abs().amax(-1, keepdim=True) / self.limit).float()
+            q = (h.float() / s).clamp(-self.limit, self.limit).to(FP8)
+            # torchao's spelling of h's scale for the GEMM
+            s = s.unsqueeze(-1).reshape(-1, 1)
+            return torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
+
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    _, rewrites = compile_and_count(Custom(448.0), x, counter="scaled_down_fusion")
+    assert rewrites == 1
+    _, rewrites = compile_and_count(Custom(240.0), x, counter="scaled_down_fusion")
+    assert rewrites == 0
+    reasons = [m.reason for g in RECORDS.graphs[-1:] for m in g.near_misses]
+    assert any("amax / 448" in r for r in reasons), reasons
+
+
+@pytest.fixture
+def interpreter():
+    pytest.importorskip("triton")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 96, 1000), (5, 200, 640), (16, 64, 4096), (3, 130, 384)])
+@pytest.mark.parametrize("per_row", [True, False])
+def test_the_decode_kernel_matches_the_reference(interpreter, M, N, K, per_row):
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    h = grid_h(M, K, seed=M + N)
+    w, ws = weights(N, K, seed=N, per_row=per_row)
+    got = tfl.rowwise_linear(h, w, ws, torch.float32)
+    err = error_stats(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32))
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
+    q, s = tfl.quantize_rows(h)
+    q_ref, s_ref = op.quantize_rows_reference(h)
+    assert torch.equal(s, s_ref.reshape(-1)) and torch.equal(q.float(), q_ref.float())
+
+
+def test_the_decode_kernel_splits_k_to_fill_the_gpu(interpreter):
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    # Qwen2.5-7B's and 72B's down projections (56 and 128 tiles of 64 rows) and a one-tile problem
+    assert tfl.splits_for(3584, 18944) == 5 and tfl.splits_for(8192, 29568) == 3 and tfl.splits_for(64, 256) == 1
+    h = grid_h(2, 1536)
+    w, ws = weights(64, 1536)
+    assert tfl.splits_for(64, 1536) == 3   # three K splits and the reduction kernel
+    got = tfl.rowwise_linear(h, w, ws, torch.bfloat16)
+    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)) < 5e-3
+    with pytest.raises(ValueError, match="rows"):
+        tfl.rowwise_linear(grid_h(17, 64), *weights(64, 64), torch.bfloat16)
