@@ -28,6 +28,7 @@ DEFAULT_ORDER = [
     "vector_input_as_reshapes",
     "swiglu_fusion",
     "scaled_swiglu_fusion",
+    "scaled_down_fusion",
     "grouped_swiglu_fusion",
     "use_native_op",
     "report_near_misses",
