@@ -55,3 +55,16 @@ def isw_logs():
     yield handler
     logger.removeHandler(handler)
     logger.setLevel(old_level)
+
+
+@pytest.fixture
+def torchao_float8(monkeypatch):
+    """torchao's float8 configs, built on the CPU: its hardware check asks for an sm_89+ GPU."""
+    pytest.importorskip("torchao")
+    import torchao.float8.inference as inference
+    import torchao.quantization.quant_api as quant_api
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+
+    monkeypatch.setattr(inference, "_check_hardware_support", lambda *a, **k: None)
+    monkeypatch.setattr(quant_api, "_check_hardware_support", lambda *a, **k: None)
+    return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}

@@ -250,19 +250,6 @@ def test_shipped_float8_rows_name_kernel_configurations():
                 assert all(e.impl != "scaled_triton" for e in table.rows_for(key))
 
 
-@pytest.fixture
-def torchao_float8(monkeypatch):
-    """torchao's float8 configs, built on the CPU: its hardware check asks for an sm_89+ GPU."""
-    pytest.importorskip("torchao")
-    import torchao.float8.inference as inference
-    import torchao.quantization.quant_api as quant_api
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
-
-    monkeypatch.setattr(inference, "_check_hardware_support", lambda *a, **k: None)
-    monkeypatch.setattr(quant_api, "_check_hardware_support", lambda *a, **k: None)
-    return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}
-
-
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
 def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank):

@@ -84,19 +84,6 @@ def test_the_op_traces_with_fake_tensors():
     assert out.shape == (2, 5, 24) and out.dtype == torch.bfloat16
 
 
-@pytest.fixture
-def torchao_float8(monkeypatch):
-    """torchao's float8 configs, built on the CPU: its hardware check asks for an sm_89+ GPU."""
-    pytest.importorskip("torchao")
-    import torchao.float8.inference as inference
-    import torchao.quantization.quant_api as quant_api
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
-
-    monkeypatch.setattr(inference, "_check_hardware_support", lambda *a, **k: None)
-    monkeypatch.setattr(quant_api, "_check_hardware_support", lambda *a, **k: None)
-    return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}
-
-
 @pytest.mark.parametrize("rank", [2, 3])
 @pytest.mark.parametrize("rows", [1, 8])
 def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, rank, rows):

@@ -316,6 +316,11 @@ def merged_output_elsewhere(proj, split_src: torch.fx.Node, first: torch.fx.Node
     return found
 
 
+def meta_val(node):
+    """The fake value Inductor traced for `node` (None for a non-node argument or a node without one)."""
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
 def static_rows(shape) -> int | None:
     """The number of rows of a [..., K] operand (the product of its leading sizes) where every
     size is known when compiling, else None."""

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass
 
 from ..kernels import configs as kernel_configs
+from ..ops import triton_fp8_rowwise_linear as tfl
 from ..ops import triton_scaled_swiglu as tss
 from . import triton_rules
 from .devices import DeviceKind
@@ -99,11 +100,11 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
     return ScaledPlan(c.impl, c.config, c.reason, c.detail)
 
 
-# The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves up to this many
-# rows of h.  Measured on the H200 (2026-12-04, benchmarks/sweep_rowwise_linear.py, weights from
+# The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves the rows one
+# program covers (16).  Measured on the H200 (2026-12-04, benchmarks/sweep_rowwise_linear.py, weights from
 # HBM): at M = 1-16 over the Qwen2.5 shapes cuBLAS's fp8 GEMM took 1.7x-3.7x a pure read of the down
 # weight, and the per-row quantization before it another 2-11 us.
-ROWWISE_MAX_ROWS = 16
+ROWWISE_MAX_ROWS = tfl.DEFAULT_CONFIG.block_m
 ROWWISE_NOTE = "decode size: the quantization and the GEMM in the decode kernel (cuBLAS's fp8 GEMM is slow here)"
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import triton_helpers
+from . import triton_helpers, triton_swiglu
 from .triton_helpers import maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernels)
 
 FP8 = torch.float8_e4m3fn
@@ -165,35 +165,31 @@ def _kernels(interpret: bool):
             jit(_reduce_kernel, do_not_specialize=["M"]))
 
 
-def _interpreting() -> bool:
-    return bool(triton.knobs.runtime.interpret)
-
-
 def _chunk(K: int) -> int:
     return min(triton.next_power_of_2(max(K, 16)), ROW_CHUNK_MAX)
 
 
-def row_scales(h: torch.Tensor) -> torch.Tensor:
-    """[M] fp32: max |h[m, :]| / 448 for a 2-D h with unit stride along K."""
+def _row_pass(h: torch.Tensor, q: torch.Tensor | None) -> torch.Tensor:
+    """[M] fp32 row scales of a 2-D h with unit stride along K; h quantized into `q` as well if given."""
     M, K = h.shape
     s = torch.empty(M, device=h.device, dtype=torch.float32)
     if M:
         chunk = _chunk(K)
-        _kernels(_interpreting())[0][(M,)](h, s, s, K, h.stride(0), 0, CHUNK=chunk, WRITE_Q=False,
-                                           num_warps=16 if chunk >= 8192 else 4)
+        _kernels(triton_swiglu.interpreting())[0][(M,)](
+            h, s, s if q is None else q, K, h.stride(0), 0 if q is None else q.stride(0), CHUNK=chunk,
+            WRITE_Q=q is not None, num_warps=16 if chunk >= 8192 else 4)
     return s
+
+
+def row_scales(h: torch.Tensor) -> torch.Tensor:
+    """[M] fp32: max |h[m, :]| / 448 for a 2-D h with unit stride along K."""
+    return _row_pass(h, None)
 
 
 def quantize_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [M, K] float8_e4m3fn, s [M] fp32): h quantized per row as the module docstring says."""
-    M, K = h.shape
-    s = torch.empty(M, device=h.device, dtype=torch.float32)
-    q = torch.empty((M, K), device=h.device, dtype=FP8)
-    if M:
-        chunk = _chunk(K)
-        _kernels(_interpreting())[0][(M,)](h, s, q, K, h.stride(0), q.stride(0), CHUNK=chunk, WRITE_Q=True,
-                                           num_warps=16 if chunk >= 8192 else 4)
-    return q, s
+    q = torch.empty(h.shape, device=h.device, dtype=FP8)
+    return q, _row_pass(h, q)
 
 
 def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> int:
@@ -213,7 +209,7 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     out = torch.empty((M, N), device=h.device, dtype=out_dtype)
     if M == 0 or N == 0:
         return out
-    row_scale, linear, reduce = _kernels(_interpreting())
+    _, linear, reduce = _kernels(triton_swiglu.interpreting())
     s = row_scales(h)
     split = splits_for(N, K, config)
     k_per_split = triton.cdiv(triton.cdiv(K, split), config.block_k) * config.block_k
@@ -224,7 +220,7 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     grid = (triton.cdiv(N, config.block_n), split)
     linear[grid](h, s, w, ws, part, out, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws, out.stride(0),
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
-                 FP32_DOT=_interpreting(), FP8_MMA=config.fp8_mma,
+                 FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma,
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024

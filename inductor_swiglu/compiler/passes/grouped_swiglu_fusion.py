@@ -27,7 +27,7 @@ from ...dispatch import grouped_plans
 from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from .. import pattern_registry
-from ..fx_utils import equal_halves, is_call, source_location, statically_equal
+from ..fx_utils import equal_halves, is_call, meta_val, source_location, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -35,10 +35,6 @@ from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-
-
-def _val(node):
-    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
 def _shape(shape) -> list:
@@ -97,14 +93,14 @@ def _fills_zero(where: torch.fx.Node) -> bool:
 def _problem(match: Match, spec) -> tuple:
     """(x, E, K, N, weight description) of a match, from its operands' metadata."""
     kw = match.kwargs
-    x = _val(kw["x"])
+    x = meta_val(kw["x"])
     if spec.form == "grouped_pair":
-        w, wu = _val(kw["w_gate"]), _val(kw["w_up"])
+        w, wu = meta_val(kw["w_gate"]), meta_val(kw["w_up"])
         if w is None or wu is None or w.dim() != 3 or tuple(w.shape) != tuple(wu.shape):
             raise Declined("the gate and up expert weights are not both [E, K, N]")
         E, K, N = w.shape
         return x, E, K, N, w
-    w = _val(kw["w"])
+    w = meta_val(kw["w"])
     if w is None or w.dim() != 3:
         raise Declined("the expert weights are not 3-D [E, ., .]")
     if spec.form == "grouped" or spec.weights_in_out:
@@ -116,7 +112,7 @@ def _problem(match: Match, spec) -> tuple:
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by grouped_swiglu is exact, else the reason it is not."""
-    x = _val(match.kwargs["x"])
+    x = meta_val(match.kwargs["x"])
     if x is None:
         return "tensor metadata missing on the matched nodes"
     try:
@@ -141,18 +137,18 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         if not statically_equal(2 * halves[2], 2 * N) or not statically_equal(w.shape[2 if spec.form == "grouped" or spec.weights_in_out else 1], 2 * N):
             return f"the halves ({halves[2]}) do not split the merged weights {list(w.shape)} in the middle"
     if spec.masked:
-        mask = _val(match.kwargs["mask"])
+        mask = meta_val(match.kwargs["mask"])
         if mask is None or mask.dtype != torch.bool or mask.dim() != 2 or not statically_equal(mask.shape[1], 1):
             return "the mask before the gating is not one flag per routed row"
     if spec.form == "batched":
-        ids = _val(match.kwargs["expert_ids"])
+        ids = meta_val(match.kwargs["expert_ids"])
         if ids is None or ids.dim() != 1 or ids.dtype not in (torch.int64, torch.int32) or not statically_equal(ids.shape[0], x.shape[0]):
             return "the expert ids are not one integer per routed row"
     else:
-        offs = _val(match.kwargs["offs"])
+        offs = meta_val(match.kwargs["offs"])
         if offs is None or offs.dim() != 1 or offs.dtype != torch.int32 or not statically_equal(offs.shape[0], E):
             return "the group offsets are not [E] int32"
-    out = _val(match.output_node())
+    out = meta_val(match.output_node())
     if out is None or out.dtype != x.dtype or len(out.shape) != 2 or not statically_equal(out.shape[1], N):
         return f"the product is not [S, {N}] of the rows' dtype"
     if len({t.device for t in (x, w)}) != 1:

@@ -25,17 +25,13 @@ from torch._inductor.pattern_matcher import Match
 from ...dispatch import scaled_plans
 from ...ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import is_call, source_location, static_rows, statically_equal
+from ..fx_utils import is_call, meta_val, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-def _val(node):
-    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
 def _one(match: Match, target) -> list[torch.fx.Node]:
@@ -73,7 +69,7 @@ def quantization_reason(match: Match, rank: int) -> str:
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by fp8_rowwise_linear is exact and worth it, else the reason."""
     h_node = match.kwargs["h"]
-    h, w, ws = _val(h_node), _val(match.kwargs["w"]), _val(match.kwargs["w_scale"])
+    h, w, ws = meta_val(h_node), meta_val(match.kwargs["w"]), meta_val(match.kwargs["w_scale"])
     if any(v is None for v in (h, w, ws)):
         return "tensor metadata missing on the matched nodes"
     if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_scaled.default):
@@ -92,7 +88,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"h has {h.shape[-1]} features, the weight expects {K}"
     if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
-    out = _val(match.output_node())
+    out = meta_val(match.output_node())
     expected = (*h.shape[:-1], N)
     if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
         return f"output shape {list(out.shape) if out is not None else '?'} is not h's leading shape + [N]"
@@ -134,7 +130,7 @@ class ScaledDownFusion(PatternPass):
             (gemm,) = _one(match, aten._scaled_mm.default)
             out_dtype = _arg(gemm, 6, "out_dtype")
             fast = bool(_arg(gemm, 7, "use_fast_accum"))
-            h, w = _val(kwargs["h"]), _val(kwargs["w"])
+            h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
             location = source_location(match.output_node())
             match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
             counters["inductor"]["scaled_down_fusion"] += 1

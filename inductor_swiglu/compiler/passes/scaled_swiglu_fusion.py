@@ -27,17 +27,13 @@ from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import is_call, source_location, static_rows, statically_equal
+from ..fx_utils import is_call, meta_val, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
 from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
-
-
-def _val(node):
-    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
 # Why the rewrite waits for CUDA graphs (sweep_scaled.py --op, H200, 2026-12-03).
@@ -72,8 +68,8 @@ def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by swiglu_scaled is exact, else the reason it is not."""
     kw = match.kwargs
-    x, xs = _val(kw["x"]), _val(kw["x_scale"])
-    wg, wgs, wu, wus = (_val(kw[n]) for n in ("w_gate", "w_gate_scale", "w_up", "w_up_scale"))
+    x, xs = meta_val(kw["x"]), meta_val(kw["x_scale"])
+    wg, wgs, wu, wus = (meta_val(kw[n]) for n in ("w_gate", "w_gate_scale", "w_up", "w_up_scale"))
     if any(v is None for v in (x, xs, wg, wgs, wu, wus)):
         return "tensor metadata missing on the matched nodes"
     gemms = _scaled_gemms(match)
@@ -109,12 +105,12 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         if not (statically_equal(t.numel(), 1) or statically_equal(t.numel(), N)):
             return f"{name} {list(t.shape)} is neither one scale nor one per output row"
     for g in gemms:   # the GEMM's own operand shapes: x flattened to [M, K], the scales as _scaled_mm takes them
-        a, sa = _val(g.args[0]), _val(g.args[2])
+        a, sa = meta_val(g.args[0]), meta_val(g.args[2])
         if a is None or sa is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
             return "the scaled GEMM does not read x flattened to [M, K]"
         if not (statically_equal(sa.numel(), 1) or statically_equal(sa.shape[0], M)):
             return "the scaled GEMM's x scale is not one per row of x"
-    out = _val(match.output_node())
+    out = meta_val(match.output_node())
     expected = (*x.shape[:-1], N)
     if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
         return f"output shape {list(out.shape) if out is not None else '?'} is not x's leading shape + [N]"
@@ -162,7 +158,7 @@ class ScaledSwigluFusion(PatternPass):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
             out = match.output_node()
-            x, wg = _val(kwargs["x"]), _val(kwargs["w_gate"])
+            x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
             gemm = _scaled_gemms(match)[0]
             out_dtype = gemm.args[6] if len(gemm.args) > 6 else gemm.kwargs["out_dtype"]
             location = source_location(out)

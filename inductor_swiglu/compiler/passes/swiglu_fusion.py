@@ -31,7 +31,7 @@ from ... import dispatch
 from ...ops import cuda_impl, impl_stats, native
 from ...ops.swiglu_op import cpu_impl
 from .. import pattern_registry
-from ..fx_utils import as_gelu, source_location, static_rows, statically_equal
+from ..fx_utils import as_gelu, meta_val, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -39,10 +39,6 @@ from ..records import RECORDS, Rewrite
 log = logging.getLogger("inductor_swiglu.pass")
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-def _val(node):
-    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
 def _show_shape(shape) -> list:
@@ -82,7 +78,7 @@ def check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> N
             if list(node.args[1]) != [1, 0]:
                 raise Declined(f"weight permuted with dims {node.args[1]}, expected a transpose")
         elif t is prims.convert_element_type.default:
-            src = _val(node.args[0])
+            src = meta_val(node.args[0])
             dst = node.args[1]
             if src is not None and src.dtype == x_dtype and dst != torch.float32:
                 raise Declined(f"the activation upcasts to {dst}, expected float32")
@@ -96,10 +92,10 @@ def check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> N
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by the fused op is exact, else the reason it is not."""
     kw = match.kwargs
-    x, wg, wu = _val(kw["x"]), _val(kw["w_gate"]), _val(kw["w_up"])
+    x, wg, wu = meta_val(kw["x"]), meta_val(kw["w_gate"]), meta_val(kw["w_up"])
     if x is None or wg is None or wu is None:
         return "tensor metadata missing on the matched nodes"
-    out = _val(match.output_node())
+    out = meta_val(match.output_node())
     try:
         check_ignored_args(match, x.dtype, spec.op_activation)
     except Declined as e:
@@ -126,7 +122,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"x has {x.shape[-1]} features, weights expect {K}"
     for name in ("b_gate", "b_up"):
         if name in kw:
-            b = _val(kw[name])
+            b = meta_val(kw[name])
             if b is None or b.dim() != 1 or not statically_equal(b.shape[0], N) or b.dtype != x.dtype:
                 return f"{name} is not a [{N}] {x.dtype} vector"
     if out is None or out.dtype != x.dtype:
@@ -178,8 +174,8 @@ class SwigluFusion(PatternPass):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
             out = match.output_node()
-            x = _val(kwargs["x"])
-            wg = _val(kwargs["w_gate"])
+            x = meta_val(kwargs["x"])
+            wg = meta_val(kwargs["w_gate"])
             n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
             N, K = wg.shape[n_dim], wg.shape[k_dim]
             names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
