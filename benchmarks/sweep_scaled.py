@@ -3,6 +3,7 @@ baselines, choose per (K, N, M bucket), and write the float8 rows of the dispatc
 
     python benchmarks/sweep_scaled.py --out /tmp/run [--models q0.5B,q7B] [--ms 1,16,2048] [--install]
     python benchmarks/sweep_scaled.py --out /tmp/run --op      # time the installed op instead
+    python benchmarks/sweep_scaled.py --out /tmp/run --fast-accum [--install]   # graphs with use_fast_accum=True
     python benchmarks/sweep_scaled.py --out /tmp/run --blockwise [--peer-fp8 DIR] [--install]
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
@@ -34,6 +35,14 @@ configuration that widens to bf16 for the MMA may have no such element off by mo
 fp8 MMAs at most ``FP8_MMA_OVER_1PCT_BOUND`` of them (what cuBLAS's fp8 GEMMs measure), and the
 unfused path's own share is recorded beside it; else it is never chosen.  Writes sweep_scaled.json
 and sweep_scaled.md; ``--install`` replaces the float8 rows of the device's table.
+
+``--fast-accum``: the rows of graphs whose scaled GEMMs ask for ``use_fast_accum=True`` (torchao's
+default; key ``float8_e4m3fn_fast_accum``), at M >= 128 (below, the weights stream and the exact
+rows serve).  Candidates: the scaled CUTLASS GEMM's configurations that accumulate in the fp8 MMA
+over all of K, the row the exact key's table runs at the point, and the unfused path with the
+flag (stock's GEMMs); no other Triton rows (none won a point from M = 128 on in the exact sweep).  A candidate's numerics may
+be no worse than the unfused path's with the flag at the same point (its share of elements over
+1% and its norm-wise error, 10% slack): the model asked for that accumulation already.
 
 ``--blockwise``: operands as an FP8 checkpoint holds them (DeepSeek-V3 / Qwen3-FP8: weights e4m3
 with one scale per 128 x 128 block, bf16 x quantized per row and 128 elements on every call), the
@@ -67,6 +76,7 @@ from weight_read import weight_read  # noqa: E402
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
+from inductor_swiglu.kernels import configs as kernel_configs  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import (  # noqa: E402
     block_fp8_swiglu_op,
@@ -81,6 +91,8 @@ from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled
 
 FP8 = torch.float8_e4m3fn
 KEY = scaled_plans.key_of("silu")
+FAST_KEY = scaled_plans.key_of("silu", fast_accum=True)
+FAST_MS = "128,512,2048,8192"
 BLOCK_KEY = scaled_plans.key_of("silu", blockwise=True)
 SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
 
@@ -139,6 +151,27 @@ def unfused(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
     return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
 
 
+def unfused_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
+    return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
+
+
+def fast_candidates(names: tuple[str, ...], M: int, N: int, K: int) -> list[str]:
+    """The --fast-accum CUTLASS candidates: the library's fast-accumulating rows and the row the
+    exact key's table runs at this point (a fast graph may take an exact row where it is faster)."""
+    fast = {c.name for c in kernel_configs.SCALED_GEMM if c.accumulate == "fast"}
+    exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
+    return [n for n in names if n in fast or (exact.cutlass and n == exact.config)]
+
+
+def fast_numerics_ok(bound: dict):
+    """The --fast-accum judge: no worse than the unfused path with the flag on the same operands
+    (`bound`, its error statistics), with 10% slack."""
+    def judge(name: str, err: dict) -> bool:
+        return (err["nonfinite"] == 0 and err["normwise"] <= 1.1 * bound["normwise"]
+                and err["frac_over_1pct_resolved"] <= 1.1 * bound["frac_over_1pct_resolved"])
+    return judge
+
+
 def stock_compile():
     """Stock torch.compile of the two scaled GEMMs and the gated product, compiled afresh."""
     torch._dynamo.reset()
@@ -162,6 +195,10 @@ def the_op(x, xs, wg, sg, wu, su, *_):
     return torch.ops.inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
 
 
+def the_op_fast(x, xs, wg, sg, wu, su, *_):
+    return torch.ops.inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
+
+
 def read_weights(x, xs, wg, sg, wu, su, *_):
     # the fp8 weights' bytes as bf16 elements: the same bytes, one read each
     return weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16))
@@ -175,11 +212,21 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     row = {"model": model, "M": M, "K": K, "N": N, "input_sets": len(sets), "candidates": {}, "references": {}}
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
-                                if c.serves(M) and c.smem_bytes() <= smem]
+    timed = [] if args.op or args.fast_accum else [
+        (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
+        if c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
-        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in cutlass_scaled_swiglu.config_names()]
-    timed.insert(0, ("op", the_op) if args.op else (scaled_plans.UNFUSED, unfused))
+        names = cutlass_scaled_swiglu.config_names()
+        if args.fast_accum:
+            names = fast_candidates(names, M, N, K)
+        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in names]
+        exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
+        if args.fast_accum and exact.impl == scaled_plans.FUSED:
+            timed.append((f"{scaled_plans.FUSED}:{exact.config}", fused(exact.kernel_config)))
+    if args.op:
+        timed.insert(0, ("op", the_op_fast if args.fast_accum else the_op))
+    else:
+        timed.insert(0, (scaled_plans.UNFUSED, unfused_fast if args.fast_accum else unfused))
 
     def check(fn) -> dict:   # (the unfused candidate's entry holds the unfused path's own numerics)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -187,7 +234,11 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         torch.cuda.synchronize()
         return error_stats(got.reshape(M, N), ref)
 
-    admit(bench, row, timed, check, numerics_ok, f"{model} M={M}")
+    judge = numerics_ok
+    if args.fast_accum:
+        row["fast_accum_bound"] = check(unfused_fast)
+        judge = fast_numerics_ok(row["fast_accum_bound"])
+    admit(bench, row, timed, check, judge, f"{model} M={M}")
     bench.add("scaled_mm_2N", scaled_mm_2n)
     bench.add("scaled_mm_2N_fast", scaled_mm_2n_fast)
     if not args.no_compile:
@@ -385,6 +436,8 @@ def install(rows: list[dict], meta: dict, device: str, key: tables.Key = KEY) ->
 
 def markdown(rows: list[dict], meta: dict) -> str:
     scales = "128 x 128 block scales, bf16 x quantized per call" if meta.get("blockwise") else "per-row scales"
+    if meta.get("fast_accum"):
+        scales += "; graphs asking for use_fast_accum=True"
     lines = [f"FP8 (e4m3, {scales}, bf16 out) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
              "GPU us per call, CUDA-graph replays interleaved, weights from HBM; sustained from M >= "
              f"{meta['sustained_from']} (burst in parentheses).", "",
@@ -439,10 +492,16 @@ def main(argv=None) -> int:
                     help="time the scaled CUTLASS GEMM's configurations from this many tokens on")
     ap.add_argument("--install", action="store_true", help="write the float8 rows into the device's table")
     ap.add_argument("--blockwise", action="store_true", help="128 x 128 block-scaled operands (FP8 checkpoints)")
+    ap.add_argument("--fast-accum", action="store_true",
+                    help=f"the rows of graphs asking for use_fast_accum=True (M defaults to {FAST_MS})")
     ap.add_argument("--peer-fp8", type=Path, default=None, metavar="DIR",
                     help="with --blockwise: a folder holding kernels-community's finegrained_fp8 package")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new points after this many seconds")
     args = ap.parse_args(argv)
+    if args.fast_accum and args.blockwise:
+        ap.error("--fast-accum is for per-row and single scales (block scales always promote)")
+    if args.fast_accum and args.ms == ",".join(map(str, REPORT_MS)):
+        args.ms = FAST_MS
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 1
@@ -454,9 +513,9 @@ def main(argv=None) -> int:
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
             "torch": torch.__version__, "sustained_from": args.sustained_from, "device_kind": kind.name,
             "kernels": {k: v for k, v in inductor_swiglu.kernel_status().items() if k != "configs"},
-            "blockwise": args.blockwise}
+            "blockwise": args.blockwise, "fast_accum": args.fast_accum}
     peer, meta["transformers_path"] = load_peer(args.peer_fp8) if args.blockwise else (None, "")
-    stem = "sweep_block_fp8" if args.blockwise else "sweep_scaled"
+    stem = "sweep_block_fp8" if args.blockwise else "sweep_scaled_fast_accum" if args.fast_accum else "sweep_scaled"
     args.out.mkdir(parents=True, exist_ok=True)
     clock = GpuSensors(torch.cuda.current_device())
     # M-major: a sweep cut short by --budget-s has measured every shape at the first sizes
@@ -493,7 +552,8 @@ def main(argv=None) -> int:
         if kind.table is None:
             print(f"no table for {kind.name}: nothing installed", file=sys.stderr)
             return 1
-        print(f"installed {install(rows, meta, kind.table, BLOCK_KEY if args.blockwise else KEY)}")
+        key = BLOCK_KEY if args.blockwise else FAST_KEY if args.fast_accum else KEY
+        print(f"installed {install(rows, meta, kind.table, key)}")
     return 0
 
 

@@ -36,10 +36,12 @@ import torch.nn.functional as F
 # --------------------------------------------------------------------------- #
 
 
-def scaled_replacement(activation: str, out_dtype: torch.dtype) -> Callable:
+def scaled_replacement(activation: str, out_dtype: torch.dtype, use_fast_accum: bool = False) -> Callable:
+    # use_fast_accum: the graph's own flag (both GEMMs'), which says how much accumulation error
+    # the model accepts; the op's dispatch honours it
     def replacement(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale):
         return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
-                                                       activation, out_dtype)
+                                                       activation, out_dtype, use_fast_accum)
 
     return replacement
 
@@ -74,8 +76,8 @@ class ScaledPattern:
     def op_activation(self) -> str:
         return self.activation
 
-    def replacement(self, out_dtype: torch.dtype) -> Callable:
-        return scaled_replacement(self.activation, out_dtype)
+    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool = False) -> Callable:
+        return scaled_replacement(self.activation, out_dtype, use_fast_accum)
 
     def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
         # Small, distinct sizes so the tracer cannot confuse K with N or batch dims.

@@ -94,26 +94,29 @@ class HandWrittenFP8(torch.nn.Module):
     """An FP8 gated projection written with torch._scaled_mm: float8 weights with their scales,
     x quantized per row (or per tensor) on every call."""
 
-    def __init__(self, K=64, N=48, per_row=True, w_scale_t=True, activation=F.silu, up_first=False):
+    def __init__(self, K=64, N=48, per_row=True, w_scale_t=True, activation=F.silu, up_first=False,
+                 fast_accum=(False, False)):
         super().__init__()
         _, _, wgq, wgs, wuq, wus = operands(K=K, N=N, per_row=per_row, seed=3)
         self.per_row, self.w_scale_t, self.act, self.up_first = per_row, w_scale_t, activation, up_first
+        self.fast_accum = fast_accum   # use_fast_accum of the gate's and the up's GEMM
         # torchao keeps a weight's scale [N, 1] and passes .t(); by hand it is often [1, N] already
         self.register_buffer("wg", wgq)
         self.register_buffer("wu", wuq)
         self.register_buffer("sg", wgs if w_scale_t else wgs.reshape(1, -1))
         self.register_buffer("su", wus if w_scale_t else wus.reshape(1, -1))
 
-    def project(self, xq, xs, w, s):
+    def project(self, xq, xs, w, s, fast=False):
         lead = xq.shape[:-1]
         x2 = xq.reshape(-1, xq.shape[-1])
         y = torch._scaled_mm(x2, w.t(), scale_a=xs.reshape(-1, 1) if self.per_row else xs,
-                             scale_b=s.t() if self.w_scale_t else s, out_dtype=torch.bfloat16)
+                             scale_b=s.t() if self.w_scale_t else s, out_dtype=torch.bfloat16, use_fast_accum=fast)
         return y.reshape(*lead, y.shape[-1])
 
     def forward(self, x):
         xq, xs = quantize(x, self.per_row)
-        g, u = self.project(xq, xs, self.wg, self.sg), self.project(xq, xs, self.wu, self.su)
+        g = self.project(xq, xs, self.wg, self.sg, self.fast_accum[0])
+        u = self.project(xq, xs, self.wu, self.su, self.fast_accum[1])
         return u * self.act(g) if self.up_first else self.act(g) * u
 
 
@@ -166,10 +169,15 @@ def test_declined_forms_are_reported_with_the_reason():
 
 def fp8_table():
     key = Key("float8_e4m3fn", "silu")
+    fast = Key("float8_e4m3fn_fast_accum", "silu")
     rows = (Entry(key, 64, 48, 1, 16, "scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma"),
             Entry(key, 64, 48, 17, 1024, "unfused", ""),
-            Entry(key, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_128x256x128_c2x1"))
-    return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key}, rows)
+            Entry(key, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_128x128x128_c1x1_overlap"),
+            # fast accumulation: measured from M = 65 on only
+            Entry(fast, 64, 48, 65, 256, "scaled_gemm", "scaled_128x256x128_c1x1"),
+            Entry(fast, 64, 48, 257, 1024, "unfused", ""),
+            Entry(fast, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_64x256x128_c1x1"))
+    return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key, fast: fast}, rows)
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +199,7 @@ def test_gpu_plans_follow_the_float8_rows(monkeypatch):
     p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
     assert not p.fused and p.reason == "measured_unfused"
     p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64)   # a row of the scaled CUTLASS GEMM
-    assert p.fused and p.cutlass and p.config == "scaled_128x256x128_c2x1" and p.kernel_config is None
+    assert p.fused and p.cutlass and p.config == "scaled_128x128x128_c1x1_overlap" and p.kernel_config is None
     # block scales never take it (it reads per-row and single scales)
     assert not scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True).cutlass
     for name, impl, reason in (("triton", "scaled_triton", "forced"), ("unfused", "unfused", "forced"),
@@ -204,6 +212,53 @@ def test_gpu_plans_follow_the_float8_rows(monkeypatch):
         assert scaled_plans.scaled_plan(h200, "silu", 100, 48, 64).config == scaled_plans.CUTLASS_DEFAULT
     p = scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 8, 48, 64)
     assert not p.fused and p.reason == "no_table"
+
+
+def test_fast_accumulation_plans_take_their_own_rows_where_measured(monkeypatch):
+    """A graph asking for use_fast_accum=True takes the fast-accumulation rows at the M buckets they
+    were measured at and the exact rows elsewhere; a graph that does not never takes them."""
+    h200 = devices.kind_of("NVIDIA H200", (9, 0))
+    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
+    p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, fast_accum=True)
+    assert p.cutlass and p.config == "scaled_128x256x128_c1x1" and "float8_e4m3fn_fast_accum rows" in p.detail
+    assert not scaled_plans.scaled_plan(h200, "silu", 100, 48, 64).fused       # exact rows: unfused
+    assert scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, fast_accum=True).config == "scaled_64x256x128_c1x1"
+    assert scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64).config == "scaled_128x128x128_c1x1_overlap"
+    assert not scaled_plans.scaled_plan(h200, "silu", 500, 48, 64, fast_accum=True).fused
+    # below the fast rows' buckets (decode sizes) and for an activation they do not serve: the exact rows
+    p = scaled_plans.scaled_plan(h200, "silu", 8, 48, 64, fast_accum=True)
+    assert p.impl == "scaled_triton" and "fast_accum" not in p.detail
+    assert scaled_plans.scaled_plan(h200, "gelu", 100, 48, 64, fast_accum=True).reason == "measured_unfused"
+    # block scales always promote: the flag changes nothing there
+    assert (scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True, fast_accum=True)
+            == scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True))
+
+
+@pytest.mark.parametrize("flags,want", [((False, False), False), ((True, True), True), ((True, False), None)])
+def test_the_graphs_fast_accumulation_flag_reaches_the_op(monkeypatch, flags, want):
+    """The rewrite passes the GEMMs' use_fast_accum on, and the op's unfused path hands it to
+    _scaled_mm as stock would.  A pair whose flags differ is not matched: stock runs it as written."""
+    seen = []
+    real = op.unfused
+
+    def spy(*args, **kwargs):
+        seen.append(args[8] if len(args) > 8 else kwargs.get("use_fast_accum", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(op, "unfused", spy)
+    out, want_out, rewrites = compile_and_count(HandWrittenFP8(fast_accum=flags), torch.randn(10, 64))
+    assert relerr(out, want_out) < 1e-2
+    assert (rewrites, seen) == ((0, []) if want is None else (1, [want]))
+
+
+def test_gpu_rewrites_follow_the_fast_accumulation_plan(monkeypatch):
+    from inductor_swiglu.ops import cuda_impl
+
+    monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
+    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
+    with torch._inductor.config.patch({"triton.cudagraphs": True}):
+        assert "unfused path is the plan" in scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
+        assert scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu", fast_accum=True) == ""
 
 
 class _Meta:
@@ -237,23 +292,28 @@ def test_shipped_float8_rows_name_kernel_configurations():
 
     for table in shipped().values():
         for key in table.serves:
-            if key.dtype in ("float8_e4m3fn", "float8_e4m3fn_block128"):
+            if key.dtype in ("float8_e4m3fn", "float8_e4m3fn_fast_accum", "float8_e4m3fn_block128"):
                 rows = table.rows_for(key)
                 assert rows and all(e.impl in ("scaled_triton", "scaled_gemm", "unfused") for e in rows)
                 configs = [triton_scaled_swiglu.BY_NAME[e.config] for e in rows if e.impl == "scaled_triton"]
-                cutlass = {c.name for c in kernel_configs.SCALED_GEMM}
+                cutlass = {c.name: c for c in kernel_configs.SCALED_GEMM}
                 assert all(e.config in cutlass for e in rows if e.impl == "scaled_gemm")
-                assert key.dtype == "float8_e4m3fn" or all(e.impl != "scaled_gemm" for e in rows)
+                assert key.dtype != "float8_e4m3fn_block128" or all(e.impl != "scaled_gemm" for e in rows)
+                # a graph that did not ask for fast accumulation never runs a row that does it
+                assert key.dtype != "float8_e4m3fn" or all(
+                    cutlass[e.config].accumulate != "fast" for e in rows if e.impl == "scaled_gemm")
                 # block-scaled rows only name configurations that take block scales
-                assert all(c.blockwise for c in configs) or key.dtype == "float8_e4m3fn"
+                assert all(c.blockwise for c in configs) or key.dtype != "float8_e4m3fn_block128"
             else:
                 assert all(e.impl != "scaled_triton" for e in table.rows_for(key))
 
 
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
-def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank):
+def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank, monkeypatch):
     quantize_, config, granularities = torchao_float8
+    flags, real = [], op.unfused
+    monkeypatch.setattr(op, "unfused", lambda *a, **k: flags.append(a[8]) or real(*a, **k))
     torch.manual_seed(0)
     model = GatedMLP(128, 192, down=False).to(torch.bfloat16)
     quantize_(model, config(granularity=granularities[granularity]))
@@ -261,6 +321,7 @@ def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank):
     out, want, rewrites = compile_and_count(model, x)
     assert rewrites == 1, [m.reason for g in RECORDS.graphs for m in g.near_misses]
     assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu") == 1
+    assert flags == [True]   # torchao's default use_fast_accum reached the op
     # torchao quantizes x once per Linear: the two quantizations were merged into one
     passes = {p.name: p.changes for g in RECORDS.graphs for p in g.passes}
     assert passes.get("merge_equal_copies", 0) > 0

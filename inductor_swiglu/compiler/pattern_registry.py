@@ -68,8 +68,8 @@ def build_patterns(variant_key: tuple) -> tuple[RegisteredPattern, ...]:
 def _with_fast_accum(expr: PatternExpr, given: bool, memo: dict | None = None) -> PatternExpr:
     """The pattern with every _scaled_mm's use_fast_accum flag ignored when `given`, or left out
     (its default) when not: gen_pattern keeps the literal, and the flag says how the GEMM
-    accumulates, not what it computes (the op accumulates in fp32).  A sub-pattern used twice
-    stays one object (the matcher binds it to one node)."""
+    accumulates, not what it computes (the passes read it from the matched nodes and hand it to
+    the op).  A sub-pattern used twice stays one object (the matcher binds it to one node)."""
     memo = {} if memo is None else memo
     if not isinstance(expr, CallFunction):
         return expr

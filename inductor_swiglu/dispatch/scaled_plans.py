@@ -7,6 +7,13 @@ device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3f
 <activation>"`` (128 x 128 block scales: ``swiglu_block_fp8``), so an fp8 model never runs a bf16
 row nor a block-scaled one a per-row row; the rules are ``triton_rules``' (forced names, the
 table's entry, the unfused path where the table has no rows).
+
+Accumulation: a graph whose scaled GEMMs ask for ``use_fast_accum=True`` (torchao's default)
+accepts the fp8 MMA's own accumulator over all of K.  Its calls take the rows of
+``"float8_e4m3fn_fast_accum/<activation>"`` (measured against stock's fast-accumulating cuBLAS,
+fast CUTLASS rows among the candidates) at the M buckets those rows were measured at, and the
+``float8_e4m3fn`` rows elsewhere (decode sizes stream the weights: the accumulation costs nothing
+there).  A graph without the flag never runs a fast row.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from .forced import forced_kernel
 from .table import Key, table_for
 
 FP8_DTYPE = "float8_e4m3fn"
+FAST_ACCUM_DTYPE = "float8_e4m3fn_fast_accum"   # the same operands, fp8 MMA accumulation allowed
 BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 128 x 128 blocks
 FUSED = "scaled_triton"
 CUTLASS = "scaled_gemm"      # the scaled CUTLASS GEMM (per-row and single scales; not block scales)
@@ -68,26 +76,43 @@ def clear_cache() -> None:
     _plan.cache_clear()
 
 
-def key_of(activation: str, blockwise: bool = False) -> Key:
-    return Key(BLOCK_DTYPE if blockwise else FP8_DTYPE, activation)
+def key_of(activation: str, blockwise: bool = False, fast_accum: bool = False) -> Key:
+    if blockwise:
+        return Key(BLOCK_DTYPE, activation)
+    return Key(FAST_ACCUM_DTYPE if fast_accum else FP8_DTYPE, activation)
 
 
 def serves(device: DeviceKind, activation: str, blockwise: bool = False) -> bool:
-    """Whether the device's table has FP8 rows for this activation (a fused kernel may run)."""
+    """Whether the device's table has FP8 rows for this activation (a fused kernel may run); a
+    fast-accumulating graph is served wherever the exact one is (its own rows are an addition)."""
     table = table_for(device.table)
     return table is not None and table.source_of(key_of(activation, blockwise)) is not None
 
 
-def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool = False) -> ScaledPlan:
+def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool = False,
+                fast_accum: bool = False) -> ScaledPlan:
     """What an FP8 call of this size runs (the module docstring has the rules)."""
-    return _plan(device, activation, M, N, K, blockwise, forced_kernel())
+    return _plan(device, activation, M, N, K, blockwise, fast_accum and not blockwise, forced_kernel())
+
+
+def _rows(table, activation: str, M: int, blockwise: bool, fast_accum: bool) -> tuple[Key, tuple]:
+    """The key and table rows a call takes: the fast-accumulation key's where one of its buckets
+    holds M."""
+    key = key_of(activation, blockwise)
+    if table is None:
+        return key, ()
+    if fast_accum:
+        fast = table.rows_for(key_of(activation, fast_accum=True))
+        if any(e.m_lo <= M <= e.m_hi for e in fast):
+            return key_of(activation, fast_accum=True), fast
+    return key, table.rows_for(key)
 
 
 @functools.lru_cache(maxsize=4096)   # per call on the op's path: the lookup once per size
-def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool, name: str | None) -> ScaledPlan:
-    key = key_of(activation, blockwise)
+def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool, fast_accum: bool,
+          name: str | None) -> ScaledPlan:
     table = table_for(device.table)
-    rows = table.rows_for(key) if table is not None else ()
+    key, rows = _rows(table, activation, M, blockwise, fast_accum)
     # block scales take one K step per scale block: only those configurations can serve them
     configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
     if name == "interleaved_gemm" and not blockwise:
@@ -97,7 +122,8 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
     others = () if blockwise else (CUTLASS,)
     c = triton_rules.choose(FUSED, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
                             f"{key.text} on {device.name}", others)
-    return ScaledPlan(c.impl, c.config, c.reason, c.detail)
+    detail = f"{key.dtype} rows; {c.detail}" if key.dtype == FAST_ACCUM_DTYPE else c.detail
+    return ScaledPlan(c.impl, c.config, c.reason, detail)
 
 
 # The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves the rows one

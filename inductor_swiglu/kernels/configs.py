@@ -480,6 +480,18 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, accumulate="promote"),
     ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, swizzle=4, accumulate="promote"),
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
+    # Fast accumulation serves graphs that ask for it (use_fast_accum=True, torchao's default) and
+    # only them (dispatch/scaled_plans.py).  Swept against stock's fast-accumulating cuBLAS (H200,
+    # 2026-12-04, 28 points M = 128-8192, ..._sweep_scaled_fp8_fast_accum.json): the best of these
+    # 1.19x stock (geomean; 0.98x-1.83x), 0.93x one fast cuBLAS GEMM [M, 2N, K], numerics no worse
+    # than stock's (the activation in fp32 before one rounding).  Of the table's 28 entries: 64 x 256
+    # 10, 64 x 128 with TMA stores 8, 128 x 256 4, an exact (overlap) row 1, stock 5 (M = 8192, within
+    # 2% of the best fused row or ahead in one regime).  Tried and dropped: 128 x 192 and 128 x 128
+    # cooperative with 2-CTA clusters (never the best), 128 x 128 pingpong (spills to local memory).
+    ScaledGemmConfig(128, 256, "cooperative"),
+    ScaledGemmConfig(128, 256, "cooperative", cluster_m=2, store="tma"),
+    ScaledGemmConfig(64, 256),
+    ScaledGemmConfig(64, 128, store="tma"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows

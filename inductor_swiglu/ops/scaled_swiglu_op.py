@@ -15,6 +15,10 @@ Contract:
 * ``w_gate``, ``w_up``: ``[N, K]`` float8_e4m3fn, the ``nn.Linear`` layout; ``w_*_scale``: fp32,
   one per output row (``[N]``, ``[N, 1]`` or ``[1, N]``) or one element.
 * The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
+* ``use_fast_accum``: the graph's own flag (``torch._scaled_mm``'s).  True allows the fp8 MMA's
+  own accumulator over all of K, as cuBLAS runs it for torchao (its default): the dispatch then
+  also takes the table's fast-accumulation rows, and the unfused path passes the flag on.  False
+  (the default): fp32 sums, every k-tile promoted.
 * No autograd: FP8 weights are an inference form.  Functional, no host synchronisation.
 
 Implementations, chosen per call by ``dispatch.scaled_plans`` from the device's table:
@@ -42,7 +46,7 @@ from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_
 
 QUALNAME = "inductor_swiglu::swiglu_scaled"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
-          "str activation, ScalarType out_dtype) -> Tensor")
+          "str activation, ScalarType out_dtype, bool use_fast_accum=False) -> Tensor")
 FP8_DTYPES = (torch.float8_e4m3fn,)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -103,7 +107,8 @@ def swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, 
     return (activations.apply(activation, gate) * up).to(out_dtype).reshape(*x.shape[:-1], N)
 
 
-def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype) -> torch.Tensor:
+def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
+            use_fast_accum: bool = False) -> torch.Tensor:
     """Two scaled GEMMs in the model's output dtype, then act(gate) * up in fp32 and one rounding:
     what stock Inductor runs (the GEMMs round gate and up first)."""
     gemm_dtype = torch.bfloat16 if out_dtype == torch.float32 else out_dtype
@@ -111,9 +116,9 @@ def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_
     lead, x = x.shape[:-1], x.reshape(-1, K)
     M = x.shape[0]
     sa, sb = scaled_mm_scales(x_scale, w_gate_scale, M, N)
-    gate = torch._scaled_mm(x, w_gate.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
+    gate = torch._scaled_mm(x, w_gate.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype, use_fast_accum=use_fast_accum)
     sa, sb = scaled_mm_scales(x_scale, w_up_scale, M, N)
-    up = torch._scaled_mm(x, w_up.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype)
+    up = torch._scaled_mm(x, w_up.t(), scale_a=sa, scale_b=sb, out_dtype=gemm_dtype, use_fast_accum=use_fast_accum)
     if x.is_cuda and out_dtype == gemm_dtype and kl.get_library() is not None:
         # one elementwise kernel, as stock Inductor fuses it (eager torch would launch four)
         out = torch.empty((M, N), dtype=out_dtype, device=x.device)
@@ -126,13 +131,13 @@ torch.library.define(QUALNAME, SCHEMA)
 
 
 @torch.library.register_fake(QUALNAME)
-def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype):
+def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
     return x.new_empty((*x.shape[:-1], w_gate.shape[0]), dtype=out_dtype)
 
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
-def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype):
+def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
     K, N = x.shape[-1], w_gate.shape[0]
     if x.numel() == 0 or N == 0:
@@ -142,9 +147,10 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
         return torch.zeros((*x.shape[:-1], N), dtype=out_dtype, device=x.device)
     if not x.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: two scaled GEMMs, then act(gate) * up")
-        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
+                       use_fast_accum).contiguous()
     M = x.numel() // K
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K)
+    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=use_fast_accum)
     if plan.cutlass:
         out, why = _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.config)
         if out is not None:
@@ -152,7 +158,8 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
                               config=plan.config)
             return out
         impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}", detail=plan.detail)
-        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
+                       use_fast_accum).contiguous()
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
@@ -164,7 +171,8 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
     else:
         reason = scaled_plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
-    return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype).contiguous()
+    return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
+                   use_fast_accum).contiguous()
 
 
 def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config):
@@ -183,7 +191,7 @@ def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out
 
 
 def swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
-                  out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+                  out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
     return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
-                                                   out_dtype)
+                                                   out_dtype, use_fast_accum)

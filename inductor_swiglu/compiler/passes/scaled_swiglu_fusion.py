@@ -10,6 +10,10 @@ runs the path a GPU with an FP8 table gets).  GPU graphs are rewritten only when
 them in CUDA graphs (``mode="reduce-overhead"``): the op runs its plan from Python, which costs more
 host time per call than stock's launches, and only a graph replay does not pay it.
 
+The GEMMs' ``use_fast_accum`` reaches the op (``asks_fast_accum``): a graph that asks for the fp8
+MMA's own accumulation (torchao's default) may run the table's fast-accumulation rows, one that
+does not never does.
+
 Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
 ignored (reshape targets, output dtypes, transposes, the activation's constants and casts) are
 re-checked, and the operands' dtypes and scale shapes must be what the op takes.
@@ -40,7 +44,7 @@ aten = torch.ops.aten
 HOST_NOTE = "133 us of host time per call against 84 us for stock's three launches (H200, 2026-12-03)"
 
 
-def gpu_reason(x, N: int, K: int, activation: str) -> str:
+def gpu_reason(x, N: int, K: int, activation: str, fast_accum: bool = False) -> str:
     """'' where the fused FP8 kernel serves this GPU problem, else why the rewrite is declined: no
     table rows for FP8 on this GPU, or (M known at compile time) the table measured the unfused
     path faster, which is what stock Inductor runs anyway."""
@@ -55,7 +59,7 @@ def gpu_reason(x, N: int, K: int, activation: str) -> str:
                 "Inductor, which runs the same two scaled GEMMs")
     M = static_rows(x.shape)
     if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
-        plan = scaled_plans.scaled_plan(device, activation, M, N, K)
+        plan = scaled_plans.scaled_plan(device, activation, M, N, K, fast_accum=fast_accum)
         if not plan.fused:
             return f"at M={M} the unfused path is the plan ({plan.describe()}): left to stock Inductor"
     return ""
@@ -63,6 +67,13 @@ def gpu_reason(x, N: int, K: int, activation: str) -> str:
 
 def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
     return [n for n in match.nodes if is_call(n, aten._scaled_mm.default)]
+
+
+def asks_fast_accum(match: Match) -> bool:
+    """Whether both scaled GEMMs ask for the fp8 MMA's own accumulation (one asking for fp32 sums
+    gets them for both)."""
+    return all(bool(g.args[7] if len(g.args) > 7 else g.kwargs.get("use_fast_accum", False))
+               for g in _scaled_gemms(match))
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
@@ -119,7 +130,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     if x.device.type == "cpu" and not config.fuse_on_cpu:
         return "CPU graph and fuse_on_cpu=False"
     if x.device.type == "cuda":
-        reason = gpu_reason(x, N, K, spec.op_activation)
+        reason = gpu_reason(x, N, K, spec.op_activation, asks_fast_accum(match))
         if reason:
             return reason
     if x.device.type not in ("cpu", "cuda"):
@@ -127,13 +138,13 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     return ""
 
 
-def _dispatch_text(x, N, K, activation: str) -> str:
+def _dispatch_text(x, N, K, activation: str, fast: bool) -> str:
     if x.device.type != "cuda":
         return "unfused on the CPU: two scaled GEMMs, then act(gate) * up"
     M = static_rows(x.shape)
     if M is None or not isinstance(N, int) or not isinstance(K, int):
-        return "per call by M (dispatch table, float8 rows)"
-    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K).describe()
+        return "per call by M (dispatch table, float8 rows" + (", fast accumulation allowed)" if fast else ")")
+    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=fast).describe()
 
 
 class ScaledSwigluFusion(PatternPass):
@@ -162,8 +173,9 @@ class ScaledSwigluFusion(PatternPass):
             gemm = _scaled_gemms(match)[0]
             out_dtype = gemm.args[6] if len(gemm.args) > 6 else gemm.kwargs["out_dtype"]
             location = source_location(out)
+            fast = asks_fast_accum(match)
             names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-            match.replace_by_example(spec.replacement(out_dtype), [kwargs[n] for n in names])
+            match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs[n] for n in names])
             counters["inductor"]["scaled_swiglu_fusion"] += 1
             if rec is not None:
                 N, K = (int(d) if isinstance(d, int) else str(d) for d in wg.shape)
@@ -171,6 +183,6 @@ class ScaledSwigluFusion(PatternPass):
                     pattern=spec.name, location=location,
                     x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
                     dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
-                    dispatch=_dispatch_text(x, N, K, spec.op_activation)))
+                    dispatch=_dispatch_text(x, N, K, spec.op_activation, fast)))
 
         return handler
