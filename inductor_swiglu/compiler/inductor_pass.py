@@ -23,6 +23,7 @@ from torch._inductor.custom_graph_pass import get_hash_for_files
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 
 from .fx_utils import source_location
+from .pass_config import PassConfig
 from .records import RECORDS, NearMiss
 
 log = logging.getLogger("inductor_swiglu.pass")
@@ -74,8 +75,8 @@ class PatternPass(GraphPass):
 
     what: str = ""
 
-    def __init__(self, config) -> None:
-        self.config = config
+    def __init__(self, config: PassConfig | None = None) -> None:
+        self.config = config or PassConfig()
         self.pm = PatternMatcherPass(pass_name=f"inductor_swiglu_{self.name}")
         self._registered = False
         self._register_lock = threading.Lock()

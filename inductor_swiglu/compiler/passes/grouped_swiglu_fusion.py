@@ -180,9 +180,6 @@ class GroupedSwigluFusion(PatternPass):
     name = "grouped_swiglu_fusion"
     what = "routed-experts SwiGLU"
 
-    def __init__(self, config: PassConfig | None = None) -> None:
-        super().__init__(config or PassConfig())
-
     def applies(self, graph: torch.fx.Graph) -> bool:
         return bool(graph.find_nodes(op="call_function", target=aten._grouped_mm.default)
                     or graph.find_nodes(op="call_function", target=aten.bmm.default))

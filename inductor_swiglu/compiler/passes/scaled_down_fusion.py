@@ -112,9 +112,6 @@ class ScaledDownFusion(PatternPass):
     name = "scaled_down_fusion"
     what = "FP8 down projection"
 
-    def __init__(self, config: PassConfig | None = None) -> None:
-        super().__init__(config or PassConfig())
-
     def applies(self, graph: torch.fx.Graph) -> bool:
         return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default))
 

@@ -153,9 +153,6 @@ class ScaledSwigluFusion(PatternPass):
     name = "scaled_swiglu_fusion"
     what = "FP8 SwiGLU"
 
-    def __init__(self, config: PassConfig | None = None) -> None:
-        super().__init__(config or PassConfig())
-
     def applies(self, graph: torch.fx.Graph) -> bool:
         return bool(graph.find_nodes(op="call_function", target=aten._scaled_mm.default))
 

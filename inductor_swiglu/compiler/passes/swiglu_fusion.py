@@ -156,9 +156,6 @@ class SwigluFusion(PatternPass):
     name = "swiglu_fusion"
     what = "SwiGLU"
 
-    def __init__(self, config: PassConfig | None = None) -> None:
-        super().__init__(config or PassConfig())
-
     def uuid(self) -> str:
         # whether the C++ op library loaded: it decides the dispatch recorded per rewrite and,
         # through use_native_op, which op the rewrite calls
