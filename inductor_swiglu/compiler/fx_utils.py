@@ -31,6 +31,16 @@ def is_call(n, *targets) -> bool:
     return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
 
 
+def node_arg(node: torch.fx.Node, index: int, name: str, default=None):
+    """An argument of a call node, given positionally at `index` or by keyword `name`."""
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+
+
+def calls_in(nodes, *targets) -> list[torch.fx.Node]:
+    """The call_function nodes of `targets` among `nodes` (a match's, say), in their order."""
+    return [n for n in nodes if is_call(n, *targets)]
+
+
 def strip_reshape(n):
     while is_call(n, *RESHAPES):
         n = n.args[0]
@@ -251,7 +261,7 @@ def equal_halves(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node, obj
     slices = [u for u in node.users if is_call(u, aten.slice.Tensor)]
     if len(splits) == 1 and not slices:
         split = splits[0]
-        dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
+        dim = node_arg(split, 2, "dim", 0)
         sizes = split.args[1]
         if dim not in (-1, last):
             return None

@@ -25,7 +25,7 @@ from torch._inductor.pattern_matcher import Match
 from ...dispatch import scaled_plans
 from ...ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import is_call, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import calls_in, is_call, meta_val, node_arg, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -34,34 +34,26 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 
-def _one(match: Match, target) -> list[torch.fx.Node]:
-    return [n for n in match.nodes if is_call(n, target)]
-
-
-def _arg(node: torch.fx.Node, i: int, name: str):
-    return node.args[i] if len(node.args) > i else node.kwargs.get(name)
-
-
 def quantization_reason(match: Match, rank: int) -> str:
     """'' when the matched quantization is the per-row one the op computes, else why not."""
-    (amax,), (gemm,) = _one(match, aten.amax.default), _one(match, aten._scaled_mm.default)
-    dims = [d % rank if isinstance(d, int) else d for d in _arg(amax, 1, "dim")]
-    if dims != [rank - 1] or not _arg(amax, 2, "keepdim"):
+    (amax,), (gemm,) = calls_in(match.nodes, aten.amax.default), calls_in(match.nodes, aten._scaled_mm.default)
+    dims = [d % rank if isinstance(d, int) else d for d in node_arg(amax, 1, "dim")]
+    if dims != [rank - 1] or not node_arg(amax, 2, "keepdim"):
         return "h's scale is not one per row (amax over its last dim, kept)"
-    divs = [n for n in _one(match, aten.div.Tensor) if n.args[0] is amax]
+    divs = [n for n in calls_in(match.nodes, aten.div.Tensor) if n.args[0] is amax]
     if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
         return f"h's scale is not amax / {FP8_MAX:g} (float8_e4m3fn's largest value)"
-    lo = [n.args[1] for n in _one(match, aten.clamp_min.default)]
-    hi = [n.args[1] for n in _one(match, aten.clamp_max.default)]
+    lo = [n.args[1] for n in calls_in(match.nodes, aten.clamp_min.default)]
+    hi = [n.args[1] for n in calls_in(match.nodes, aten.clamp_max.default)]
     if lo != [-FP8_MAX] or hi != [FP8_MAX]:
         return f"h is not clamped to +-{FP8_MAX:g} before the cast"
-    casts = {n.args[1] for n in _one(match, prims.convert_element_type.default)}
+    casts = {n.args[1] for n in calls_in(match.nodes, prims.convert_element_type.default)}
     if casts != {torch.float32, FP8}:
         return f"the quantization casts to {sorted(map(str, casts))}, not float32 and float8_e4m3fn"
-    out_dtype = _arg(gemm, 6, "out_dtype")
+    out_dtype = node_arg(gemm, 6, "out_dtype")
     if out_dtype not in OUT_DTYPES:
         return f"the scaled GEMM returns {out_dtype}; the op returns bf16, fp16 or fp32"
-    if _arg(gemm, 4, "bias") is not None or _arg(gemm, 5, "scale_result") is not None:
+    if node_arg(gemm, 4, "bias") is not None or node_arg(gemm, 5, "scale_result") is not None:
         return "the scaled GEMM has a bias or a result scale"
     return ""
 
@@ -124,9 +116,9 @@ class ScaledDownFusion(PatternPass):
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
             rec = RECORDS.current_graph()
-            (gemm,) = _one(match, aten._scaled_mm.default)
-            out_dtype = _arg(gemm, 6, "out_dtype")
-            fast = bool(_arg(gemm, 7, "use_fast_accum"))
+            (gemm,) = calls_in(match.nodes, aten._scaled_mm.default)
+            out_dtype = node_arg(gemm, 6, "out_dtype")
+            fast = bool(node_arg(gemm, 7, "use_fast_accum"))
             h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
             location = source_location(match.output_node())
             match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])

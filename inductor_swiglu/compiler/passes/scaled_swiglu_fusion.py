@@ -31,7 +31,7 @@ from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import is_call, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import calls_in, meta_val, node_arg, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -66,14 +66,13 @@ def gpu_reason(x, N: int, K: int, activation: str, fast_accum: bool = False) -> 
 
 
 def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
-    return [n for n in match.nodes if is_call(n, aten._scaled_mm.default)]
+    return calls_in(match.nodes, aten._scaled_mm.default)
 
 
 def asks_fast_accum(match: Match) -> bool:
     """Whether both scaled GEMMs ask for the fp8 MMA's own accumulation (one asking for fp32 sums
     gets them for both)."""
-    return all(bool(g.args[7] if len(g.args) > 7 else g.kwargs.get("use_fast_accum", False))
-               for g in _scaled_gemms(match))
+    return all(bool(node_arg(g, 7, "use_fast_accum", False)) for g in _scaled_gemms(match))
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
@@ -84,7 +83,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     if any(v is None for v in (x, xs, wg, wgs, wu, wus)):
         return "tensor metadata missing on the matched nodes"
     gemms = _scaled_gemms(match)
-    out_dtypes = {g.args[6] if len(g.args) > 6 else g.kwargs.get("out_dtype") for g in gemms}
+    out_dtypes = {node_arg(g, 6, "out_dtype") for g in gemms}
     if len(gemms) != 2 or len(out_dtypes) != 1:
         return "the gate and up scaled GEMMs have different output dtypes"
     out_dtype = out_dtypes.pop()
@@ -168,7 +167,7 @@ class ScaledSwigluFusion(PatternPass):
             out = match.output_node()
             x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
             gemm = _scaled_gemms(match)[0]
-            out_dtype = gemm.args[6] if len(gemm.args) > 6 else gemm.kwargs["out_dtype"]
+            out_dtype = node_arg(gemm, 6, "out_dtype")
             location = source_location(out)
             fast = asks_fast_accum(match)
             names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")

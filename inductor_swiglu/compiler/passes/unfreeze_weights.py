@@ -24,7 +24,7 @@ import operator
 
 import torch
 
-from ..fx_utils import RESHAPES, as_gate_activation, gated_operands, is_call, strip_reshape
+from ..fx_utils import RESHAPES, as_gate_activation, gated_operands, is_call, node_arg, strip_reshape
 from ..inductor_pass import GraphPass
 
 aten = torch.ops.aten
@@ -108,7 +108,7 @@ def _split_concatenated(graph: torch.fx.Graph, consts: _Constants | None) -> tup
               *graph.find_nodes(op="call_function", target=aten.split.Tensor)]
     for split in splits:
         mm = split.args[0]
-        dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
+        dim = node_arg(split, 2, "dim", 0)
         sizes = split.args[1]
         if split.target is aten.split.Tensor:  # equal chunks of `sizes` columns
             total = mm.meta["val"].shape[-1] if is_call(mm, aten.mm.default) else None

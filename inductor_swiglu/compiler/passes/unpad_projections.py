@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..fx_utils import gated_operands, is_call, operand_sources, slice_bounds, statically_equal
+from ..fx_utils import gated_operands, is_call, node_arg, operand_sources, slice_bounds, statically_equal
 from ..inductor_pass import GraphPass
 
 aten = torch.ops.aten
@@ -39,7 +39,7 @@ def _zero_padded(n) -> tuple[torch.fx.Node, int, int]:
     if not is_call(n, aten.constant_pad_nd.default):
         return n, 0, 0
     pad = n.args[1]
-    value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0)
+    value = node_arg(n, 2, "value", 0)
     if value != 0 or len(pad) != 4 or not all(isinstance(p, int) for p in pad) or pad[0] or pad[2] or min(pad) < 0:
         return n, 0, 0
     return n.args[0], pad[1], pad[3]
