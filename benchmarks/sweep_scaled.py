@@ -155,11 +155,11 @@ def unfused_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
     return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
 
 
-def fast_candidates(names: tuple[str, ...], M: int, N: int, K: int) -> list[str]:
+def fast_candidates(names: tuple[str, ...], exact: scaled_plans.ScaledPlan) -> list[str]:
     """The --fast-accum CUTLASS candidates: the library's fast-accumulating rows and the row the
-    exact key's table runs at this point (a fast graph may take an exact row where it is faster)."""
+    exact key's table runs at this point, `exact` (a fast graph may take an exact row where it is
+    faster)."""
     fast = {c.name for c in kernel_configs.SCALED_GEMM if c.accumulate == "fast"}
-    exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
     return [n for n in names if n in fast or (exact.cutlass and n == exact.config)]
 
 
@@ -217,10 +217,10 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         if c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
         names = cutlass_scaled_swiglu.config_names()
-        if args.fast_accum:
-            names = fast_candidates(names, M, N, K)
-        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in names]
         exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
+        if args.fast_accum:
+            names = fast_candidates(names, exact)
+        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in names]
         if args.fast_accum and exact.impl == scaled_plans.FUSED:
             timed.append((f"{scaled_plans.FUSED}:{exact.config}", fused(exact.kernel_config)))
     if args.op:
