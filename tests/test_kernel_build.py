@@ -103,12 +103,13 @@ def test_local_memory_is_read_from_ptxas_output():
 
 
 class _Done:
-    def __init__(self, stderr=""):
-        self.returncode, self.stdout, self.stderr = 0, "", stderr
+    def __init__(self, stderr="", returncode=0):
+        self.returncode, self.stdout, self.stderr = returncode, "", stderr
 
 
-def _fake_toolchain(monkeypatch, tmp_path, sources, stderr=""):
-    """nvcc that writes its output file (so objects are cached) and prints `stderr` per unit."""
+def _fake_toolchain(monkeypatch, tmp_path, sources, stderr="", returncode=0):
+    """nvcc that writes its output file (so objects are cached) and prints `stderr` per unit, exiting
+    with `returncode` (negative: killed by that signal, as subprocess reports it)."""
     compiled = []
 
     def fake_run(cmd, **kwargs):
@@ -117,7 +118,7 @@ def _fake_toolchain(monkeypatch, tmp_path, sources, stderr=""):
             open(out, "w").write("obj")
         if "-c" in cmd:
             compiled.append(cmd[cmd.index("-c") + 1])
-            return _Done(stderr)
+            return _Done(stderr, returncode)
         return _Done()
 
     monkeypatch.setattr(build, "find_nvcc", lambda: "nvcc")
@@ -133,6 +134,20 @@ def test_a_kernel_in_local_memory_fails_the_build(tmp_path, monkeypatch):
     src.write_text("// a translation unit whose kernel ptxas puts in local memory\n")
     _fake_toolchain(monkeypatch, tmp_path, [src], PTXAS_LOCAL_MEMORY)
     with pytest.raises(build.BuildError, match="kernel9_example.cu: 1 kernel.*local memory"):
+        build.build(out_dir=tmp_path / "lib", jobs=1, verbose=False)
+
+
+def test_a_compiler_killed_for_memory_is_named_on_the_first_line(tmp_path, monkeypatch):
+    # The kernel OOM killer leaves nvcc's output empty; pip shows only the warning's first line.
+    src = tmp_path / "kernel9_example.cu"
+    src.write_text("// a unit\n")
+    _fake_toolchain(monkeypatch, tmp_path, [src], returncode=-9)
+    with pytest.raises(build.BuildError) as err:
+        build.build(out_dir=tmp_path / "lib", jobs=1, verbose=False)
+    first = str(err.value).splitlines()[0]
+    assert "compiling kernel9_example.cu failed" in first and "signal 9" in first and "out of memory" in first
+    _fake_toolchain(monkeypatch, tmp_path, [src], stderr="error: expected a ;", returncode=2)
+    with pytest.raises(build.BuildError, match=r"failed \(exit status 2\)(.|\n)*expected a ;"):
         build.build(out_dir=tmp_path / "lib", jobs=1, verbose=False)
 
 

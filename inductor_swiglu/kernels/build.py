@@ -40,6 +40,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -106,6 +107,20 @@ KERNEL_SETS = ("shipped", "all")
 
 class BuildError(RuntimeError):
     pass
+
+
+def failure(what: str, cmd: list[str], res: subprocess.CompletedProcess) -> BuildError:
+    """The error for a compiler run that failed, its cause on the first line: pip shows only that
+    line of a build's warning, and a compiler killed for memory prints nothing at all."""
+    if res.returncode < 0:
+        sig = -res.returncode
+        cause = f"{what} failed: the compiler was killed by signal {sig}" + (
+            " (most likely out of memory: another build running beside this one? "
+            "`python -m inductor_swiglu.kernels.build --jobs 1` compiles one unit at a time)"
+            if sig == signal.SIGKILL else "")
+    else:
+        cause = f"{what} failed (exit status {res.returncode})"
+    return BuildError(f"{cause}:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
 
 
 def _load_by_path(name: str, path: Path):
@@ -380,7 +395,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
         cmd = [nvcc, *flags_of(src), "-c", str(src), "-o", str(tmp)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
-            raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+            raise failure(f"compiling {src.name}", cmd, res)
         lmem = local_memory_functions(res.stderr)
         if lmem and src.name not in LOCAL_MEMORY_ALLOWED:
             raise BuildError(f"{src.name}: {len(lmem)} kernel(s) use local memory (a register array indexed at run "
@@ -420,7 +435,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     cmd = [nvcc, "-shared", "-cudart=static", *SM90A, *[str(o) for o in objects], "-o", str(tmp)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
-        raise BuildError(f"linking failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+        raise failure("linking", cmd, res)
     tmp.replace(lib)
     log(f"wrote {lib} ({lib.stat().st_size / 1e6:.1f} MB) in {time.time() - t_start:.0f} s")
     return lib
@@ -455,7 +470,7 @@ def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
         cmd = [cxx, *flags, "-c", str(src), "-o", str(tmp)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
-            raise BuildError(f"compiling {src.name} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+            raise failure(f"compiling {src.name}", cmd, res)
         tmp.replace(obj)
     lib = out_dir / OP_LIB_NAME
     tmp = lib.with_suffix(".so.tmp")
@@ -465,7 +480,7 @@ def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
            "-Wl,-rpath,$ORIGIN", "-o", str(tmp)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
-        raise BuildError(f"linking {OP_LIB_NAME} failed:\n{' '.join(cmd)}\n{res.stdout}{res.stderr}")
+        raise failure(f"linking {OP_LIB_NAME}", cmd, res)
     tmp.replace(lib)
     if verbose:
         print(f"[inductor_swiglu build] wrote {lib} against torch headers in {torch_dir} "
