@@ -9,6 +9,7 @@ Public API:
     swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
     swiglu_reference   its fp32 reference
     swiglu_scaled      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
+    swiglu_fp8_weight  the weight-only FP8 form: bf16/fp16 x, float8 weights with their scales
     grouped_swiglu     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
@@ -36,6 +37,7 @@ from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
 from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
 from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
+from .ops.fp8_weight_swiglu_op import swiglu_fp8_weight, swiglu_fp8_weight_reference
 from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
@@ -59,5 +61,6 @@ __all__ = [
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
     "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
     "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
+    "swiglu_fp8_weight", "swiglu_fp8_weight_reference",
     "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
 ]

@@ -68,3 +68,11 @@ def torchao_float8(monkeypatch):
     monkeypatch.setattr(inference, "_check_hardware_support", lambda *a, **k: None)
     monkeypatch.setattr(quant_api, "_check_hardware_support", lambda *a, **k: None)
     return quantize_, Float8DynamicActivationFloat8WeightConfig, {"row": PerRow(), "tensor": PerTensor()}
+
+
+@pytest.fixture
+def torchao_float8_weight_only(torchao_float8):
+    """torchao's quantize_ and its weight-only float8 config, built on the CPU (same hardware check)."""
+    from torchao.quantization import Float8WeightOnlyConfig
+
+    return torchao_float8[0], Float8WeightOnlyConfig

@@ -292,7 +292,11 @@ def test_shipped_float8_rows_name_kernel_configurations():
 
     for table in shipped().values():
         for key in table.serves:
-            if key.dtype in ("float8_e4m3fn", "float8_e4m3fn_fast_accum", "float8_e4m3fn_block128"):
+            if key.dtype == "float8_e4m3fn_weight_only":
+                # only the Triton kernel takes unquantized x, with its weight-only configurations
+                assert all(e.impl == "unfused" or (e.impl == "scaled_triton" and e.config in triton_scaled_swiglu.
+                           WEIGHT_ONLY_BY_NAME) for e in table.rows_for(key))
+            elif key.dtype in ("float8_e4m3fn", "float8_e4m3fn_fast_accum", "float8_e4m3fn_block128"):
                 rows = table.rows_for(key)
                 assert rows and all(e.impl in ("scaled_triton", "scaled_gemm", "unfused") for e in rows)
                 configs = [triton_scaled_swiglu.BY_NAME[e.config] for e in rows if e.impl == "scaled_triton"]

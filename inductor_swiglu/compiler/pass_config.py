@@ -27,8 +27,9 @@ class PassConfig:
 
     fp8: bool = True
     """Rewrite FP8 gated MLPs (two torch._scaled_mm of one float8 x: torchao's float8 dynamic
-    quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_scaled, where a fused FP8 kernel
-    serves the device (CPU graphs: always, for the tests)."""
+    quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_scaled, and weight-only FP8 ones
+    (torchao's Float8WeightOnlyConfig) into swiglu_fp8_weight, where a fused FP8 kernel serves the
+    device (CPU graphs: always, for the tests)."""
 
     moe: bool = True
     """Rewrite the routed experts of MoE layers (torch._grouped_mm or transformers' gathered bmm, then

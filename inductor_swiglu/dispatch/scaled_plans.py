@@ -1,11 +1,13 @@
-"""The plan for one call of the FP8 ops (``swiglu_scaled``, ``swiglu_block_fp8``): the fused Triton
+"""The plan for one call of the FP8 ops (``swiglu_scaled``, ``swiglu_block_fp8``,
+``swiglu_fp8_weight``): the fused Triton
 kernel and its configuration, the scaled CUTLASS GEMM and its configuration (per-row and single
 scales), or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
 device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3fn_block128/
-<activation>"`` (128 x 128 block scales: ``swiglu_block_fp8``), so an fp8 model never runs a bf16
-row nor a block-scaled one a per-row row; the rules are ``triton_rules``' (forced names, the
+<activation>"`` (128 x 128 block scales: ``swiglu_block_fp8``) and ``"float8_e4m3fn_weight_only/
+<activation>"`` (x unquantized, e4m3 weights: ``swiglu_fp8_weight``), so an fp8 model never runs a
+bf16 row nor one FP8 form another's; the rules are ``triton_rules``' (forced names, the
 table's entry, the unfused path where the table has no rows).
 
 Accumulation: a graph whose scaled GEMMs ask for ``use_fast_accum=True`` (torchao's default)
@@ -32,6 +34,7 @@ from .table import Key, table_for
 FP8_DTYPE = "float8_e4m3fn"
 FAST_ACCUM_DTYPE = "float8_e4m3fn_fast_accum"   # the same operands, fp8 MMA accumulation allowed
 BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 128 x 128 blocks
+WEIGHT_ONLY_DTYPE = "float8_e4m3fn_weight_only"   # e4m3 weights, x in the model's bf16/fp16
 FUSED = "scaled_triton"
 CUTLASS = "scaled_gemm"      # the scaled CUTLASS GEMM (per-row and single scales; not block scales)
 CUTLASS_DEFAULT = kernel_configs.SCALED_GEMM[0].name   # the library's default row
@@ -66,6 +69,11 @@ class ScaledPlan:
         """The Triton kernel's configuration (None for the other implementations)."""
         return tss.BY_NAME.get(self.config) if self.impl == FUSED else None
 
+    @property
+    def weight_only_config(self) -> tss.ScaledConfig | None:
+        """The Triton kernel's configuration for a weight-only call (None for the unfused path)."""
+        return tss.WEIGHT_ONLY_BY_NAME.get(self.config) if self.impl == FUSED else None
+
     def describe(self) -> str:
         what = f"{self.impl} {self.config}".strip()
         return f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
@@ -74,24 +82,30 @@ class ScaledPlan:
 def clear_cache() -> None:
     """Forget the plans looked up so far (after a table changed, e.g. in tests)."""
     _plan.cache_clear()
+    _weight_only_plan.cache_clear()
 
 
-def key_of(activation: str, blockwise: bool = False, fast_accum: bool = False) -> Key:
+def key_of(activation: str, blockwise: bool = False, fast_accum: bool = False, weight_only: bool = False) -> Key:
+    if weight_only:
+        return Key(WEIGHT_ONLY_DTYPE, activation)
     if blockwise:
         return Key(BLOCK_DTYPE, activation)
     return Key(FAST_ACCUM_DTYPE if fast_accum else FP8_DTYPE, activation)
 
 
-def serves(device: DeviceKind, activation: str, blockwise: bool = False) -> bool:
-    """Whether the device's table has FP8 rows for this activation (a fused kernel may run); a
-    fast-accumulating graph is served wherever the exact one is (its own rows are an addition)."""
+def serves(device: DeviceKind, activation: str, blockwise: bool = False, weight_only: bool = False) -> bool:
+    """Whether the device's table has rows of this FP8 form for this activation (a fused kernel may
+    run); a fast-accumulating graph is served wherever the exact one is (its own rows are an
+    addition)."""
     table = table_for(device.table)
-    return table is not None and table.source_of(key_of(activation, blockwise)) is not None
+    return table is not None and table.source_of(key_of(activation, blockwise, weight_only=weight_only)) is not None
 
 
 def scaled_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise: bool = False,
-                fast_accum: bool = False) -> ScaledPlan:
+                fast_accum: bool = False, weight_only: bool = False) -> ScaledPlan:
     """What an FP8 call of this size runs (the module docstring has the rules)."""
+    if weight_only:
+        return _weight_only_plan(device, activation, M, N, K, forced_kernel())
     return _plan(device, activation, M, N, K, blockwise, fast_accum and not blockwise, forced_kernel())
 
 
@@ -124,6 +138,17 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
                             f"{key.text} on {device.name}", others)
     detail = f"{key.dtype} rows; {c.detail}" if key.dtype == FAST_ACCUM_DTYPE else c.detail
     return ScaledPlan(c.impl, c.config, c.reason, detail)
+
+
+@functools.lru_cache(maxsize=4096)
+def _weight_only_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, name: str | None) -> ScaledPlan:
+    # Only the Triton kernel takes unquantized x (no CUTLASS row, and a forced CUTLASS name runs unfused).
+    table = table_for(device.table)
+    key = key_of(activation, weight_only=True)
+    rows = table.rows_for(key) if table is not None else ()
+    c = triton_rules.choose(FUSED, rows, M, N, K, name, tss.WEIGHT_ONLY_BY_NAME,
+                            tss.weight_only_default_config(M).name, f"{key.text} on {device.name}")
+    return ScaledPlan(c.impl, c.config, c.reason, c.detail)
 
 
 # The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves the rows one

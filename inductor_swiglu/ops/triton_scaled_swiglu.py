@@ -15,6 +15,12 @@ Qwen3-FP8, one scale per 128 x 128 weight block and per row and 128 elements of 
 beforehand by ``triton_fp8_quantize``) take the same kernel with one K step per scale block: each
 step's products are summed in fp32 and carry their own scales (RESCALE_NOTE in the kernel).
 
+Weight-only FP8 (``swiglu_fp8_weight_triton``: torchao's ``Float8WeightOnlyConfig``, x stays in
+the model's bf16 or fp16, the weights e4m3 with one scale per row) takes the same kernel with its
+weight tiles widened to x's type in registers (exact: every e4m3 value is a bf16 and an fp16
+value) and the weight scales in the epilogue: the weights stream at one byte per element, where
+the unfused form writes and reads them again dequantized.
+
 Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
 
 * row tiles (prefill): each program owns a ``BLOCK_M x BLOCK_N`` tile of ``out`` and two fp32
@@ -42,6 +48,7 @@ from .triton_helpers import activate, tl, triton
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+WEIGHT_ONLY_X_DTYPES = (torch.bfloat16, torch.float16)
 
 # MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
 # fp32.  Measured on an H200 (2026-12-03, M = 16, N = 896, K = 1024, against the fp32 sums of the
@@ -163,7 +170,7 @@ def _scaled_swiglu_kernel(
     stride_xsk, stride_wgsk, stride_wusk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr, PROMOTE_K: tl.constexpr,
-    BF16_MMA: tl.constexpr, BLOCKWISE: tl.constexpr,
+    BF16_MMA: tl.constexpr, BLOCKWISE: tl.constexpr, WEIGHT_ONLY: tl.constexpr,
 ):
     # BLOCKWISE: one scale per row of x and 128 elements of K (x_scale [M, K/128]) and one per
     # 128 x 128 weight block ([N/128, K/128]); BLOCK_K is 128 and BLOCK_N at most 128, so a tile's
@@ -241,19 +248,23 @@ def _scaled_swiglu_kernel(
                 acc_u = acc_u * (prev_u / big_u)[:, None]
             prev_g = big_g
             prev_u = big_u
-        if BF16_MMA:
+        if WEIGHT_ONLY:
+            # x is already bf16 or fp16: the weights widen to it, and the MMA sums in fp32
+            wg = wg.to(x.dtype)
+            wu = wu.to(x.dtype)
+        elif BF16_MMA:
             x = x.to(tl.bfloat16)
             wg = wg.to(tl.bfloat16)
             wu = wu.to(tl.bfloat16)
         if SWAP_AB:
-            if BF16_MMA:
+            if BF16_MMA or WEIGHT_ONLY:
                 acc_g = tl.dot(wg, x, acc_g)
                 acc_u = tl.dot(wu, x, acc_u)
             else:
                 acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
                 acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
         else:
-            if BF16_MMA:
+            if BF16_MMA or WEIGHT_ONLY:
                 acc_g = tl.dot(x, wg, acc_g)
                 acc_u = tl.dot(x, wu, acc_u)
             else:
@@ -277,8 +288,11 @@ def _scaled_swiglu_kernel(
             gate = acc_g * prev_g[:, None]
             up = acc_u * prev_u[:, None]
     else:
-        # A single scale has stride 0: every row reads element 0.
-        s_x = tl.load(xs_ptr + rows_m * stride_xs, mask=mask_m, other=0.0)
+        # A single scale has stride 0: every row reads element 0.  Weight-only: x has no scale.
+        if WEIGHT_ONLY:
+            s_x = tl.full((BLOCK_M,), 1.0, tl.float32)
+        else:
+            s_x = tl.load(xs_ptr + rows_m * stride_xs, mask=mask_m, other=0.0)
         s_g = tl.load(wgs_ptr + rows_n * stride_wgs, mask=mask_n, other=0.0)
         s_u = tl.load(wus_ptr + rows_n * stride_wus, mask=mask_n, other=0.0)
         if SWAP_AB:
@@ -309,15 +323,18 @@ def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, i
     return flat, flat.stride(0)
 
 
-def _check_operands(who: str, x, w_gate, w_up, out_dtype, out, tensors, fp8_hint: str = "") -> None:
-    """The checks both entries share: [..., K] x and [N, K] weights, all e4m3, the output dtype and
-    buffer, one device for `tensors`."""
+def _check_operands(who: str, x, w_gate, w_up, out_dtype, out, tensors, fp8_hint: str = "",
+                    weight_only: bool = False) -> None:
+    """The checks every entry shares: [..., K] x and [N, K] weights, all e4m3 (the weights only, with
+    `weight_only`: x is then bf16 or fp16), the output dtype and buffer, one device for `tensors`."""
     if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
         raise ValueError(f"{who}: x must be [..., K] and the weights [N, K]")
     if w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[-1]:
         raise ValueError(f"{who}: shapes do not match: x {tuple(x.shape)}, w_gate "
                          f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}")
-    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
+    if weight_only and x.dtype not in WEIGHT_ONLY_X_DTYPES:
+        raise TypeError(f"{who}: x is {x.dtype}; expected bf16 or fp16 (weight-only runs keep x in the model's dtype)")
+    for name, t in (("w_gate", w_gate), ("w_up", w_up)) if weight_only else (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
         if t.dtype != FP8:
             raise TypeError(f"{who}: {name} is {t.dtype}; expected float8_e4m3fn{fp8_hint}")
     if out_dtype not in OUT_DTYPES:
@@ -401,7 +418,62 @@ def swiglu_block_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
                 blockwise=True)
 
 
-def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, blockwise: bool) -> torch.Tensor:
+def weight_only_smem_bytes(config: ScaledConfig) -> int:
+    """``smem_bytes`` with x's tiles in two bytes (weight-only runs read x in the model's dtype)."""
+    return config.num_stages * (2 * config.block_m + 2 * config.block_n) * config.block_k
+
+
+# Weight-only runs widen the weights to x's type whatever bf16_mma says, so of each pair of
+# configurations differing only in it one is kept, and those whose tiles fit Hopper's shared memory
+# (232448 bytes per block on the H200) with x in two bytes.
+WEIGHT_ONLY_CONFIGS: tuple[ScaledConfig, ...] = tuple(
+    c for c in CONFIGS
+    if weight_only_smem_bytes(c) <= 232448
+    and (c.bf16_mma or ScaledConfig(c.block_m, c.block_n, c.block_k, c.num_warps, c.num_stages, swap_ab=c.swap_ab,
+                                    group_m=c.group_m, bf16_mma=True) not in CONFIGS))
+WEIGHT_ONLY_BY_NAME = {c.name: c for c in WEIGHT_ONLY_CONFIGS}
+
+
+def weight_only_default_config(M: int) -> ScaledConfig:
+    """Where no measurement chose one: the per-row defaults' tilings (weight-streaming swapped
+    tiles for decode, 64-row tiles for prefill)."""
+    if M <= 16:
+        return WEIGHT_ONLY_BY_NAME["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
+    if M <= 64:
+        return WEIGHT_ONLY_BY_NAME["fp8_swap_m64_n128_k128_w8_s4_bf16mma"]
+    return WEIGHT_ONLY_BY_NAME["fp8_m64_n128_k128_w8_s4_bf16mma"]
+
+
+def check_weight_only(x, w_gate, w_gate_scale, w_up, w_up_scale, out) -> None:
+    who = "swiglu_fp8_weight_triton"
+    _check_operands(who, x, w_gate, w_up, x.dtype, out, (x, w_gate, w_gate_scale, w_up, w_up_scale),
+                    weight_only=True)
+    for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"{who}: {name} is {t.dtype}; expected float32")
+
+
+def swiglu_fp8_weight_triton(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = activations.SILU,
+                             config: ScaledConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The fused gated projection of a weight-only FP8 model: ``act(gate) * up`` with
+    ``gate = (x @ w_gate^T) * w_gate_scale[n]`` (likewise up), x ``[..., K]`` bf16 or fp16, the
+    weights ``[N, K]`` e4m3 with fp32 scales (one per row or one for all).  Returns ``[..., N]`` of
+    x's dtype; ``config=None`` takes ``weight_only_default_config(M)``."""
+    check_weight_only(x, w_gate, w_gate_scale, w_up, w_up_scale, out)
+    M = math.prod(x.shape[:-1])
+    N = w_gate.shape[0]
+    config = config or weight_only_default_config(M)
+    if weight_only_smem_bytes(config) > 232448:
+        raise ValueError(f"swiglu_fp8_weight_triton: configuration {config.name} does not fit shared memory "
+                         "with x in two bytes")
+    wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
+    wus, swus = _per_row(w_up_scale, N, "w_up_scale")
+    return _run(x, (wgs, 0, 0), w_gate, (wgs, swgs, 0), w_up, (wus, swus, 0), activation, x.dtype, config, out,
+                blockwise=False, weight_only=True)
+
+
+def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, blockwise: bool,
+         weight_only: bool = False) -> torch.Tensor:
     """Launch the kernel over checked operands; each scale is (tensor, row stride, K-block stride)."""
     act_id = activations.activation_id(activation)
     K, N = x.shape[-1], w_gate.shape[0]
@@ -431,7 +503,7 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
                 PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
-                BLOCKWISE=blockwise,
+                BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     launch = _kernel(interpret)[grid]
     if x.is_cuda:

@@ -1,0 +1,159 @@
+"""The weight-only FP8 rewrite: two GEMMs of x against dequantized e4m3 weights and
+``act(gate) * up`` become ``torch.ops.inductor_swiglu.swiglu_fp8_weight`` (patterns in
+``patterns/fp8_weight_only_swiglu.py``).
+
+Why its own pass, run before ``swiglu_fusion``: the bf16 rewrite would take the dequantized
+weights as ordinary ones, and its kernels would read them at two bytes per element after an
+Inductor kernel wrote them, every call; this op reads the fp8 weights themselves.  Where a GPU's
+dispatch table has no weight-only rows, or measured the unfused path faster at a size known when
+compiling, the rewrite is declined (so the bf16 rewrite takes the product, as it did before this
+pass existed); CPU graphs are rewritten, so that CI runs the path a GPU with such rows gets.  GPU
+graphs are rewritten only under CUDA graphs, for the reason ``scaled_swiglu_fusion`` gives.
+
+Safety before speed (``can_rewrite``): the dtypes the patterns ignored are re-checked (e4m3
+weights with fp32 scales, dequantized to x's dtype, the activation's casts), and so are the
+reshapes and the scales' shapes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor import config as inductor_config
+from torch._inductor.pattern_matcher import Match
+
+from ...dispatch import scaled_plans
+from ...dispatch.forced import forced_kernel
+from ...ops import cuda_impl
+from ...ops.fp8_weight_swiglu_op import X_DTYPES
+from .. import pattern_registry
+from ..fx_utils import calls_in, meta_val, source_location, static_rows, statically_equal
+from ..inductor_pass import PatternPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, Rewrite
+from .scaled_swiglu_fusion import HOST_NOTE
+from .swiglu_fusion import Declined, check_ignored_args
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+FP8 = torch.float8_e4m3fn
+
+
+def gpu_reason(x, N: int, K: int, activation: str) -> str:
+    """'' where the fused kernel serves this GPU problem, else why the rewrite is declined."""
+    device = cuda_impl.device_kind(x.device)
+    if forced_kernel() == "triton":
+        return ""   # the user asked for the fused kernel
+    if not inductor_config.triton.cudagraphs:
+        return (f"not compiled for CUDA graphs: the FP8 op launches from Python, {HOST_NOTE}; "
+                "mode=\"reduce-overhead\" rewrites it")
+    if not scaled_plans.serves(device, activation, weight_only=True):
+        return ("no fused weight-only FP8 kernel was measured on this GPU (its dispatch table has no "
+                f"{scaled_plans.WEIGHT_ONLY_DTYPE} rows): left to the bf16 rewrite over the dequantized weights")
+    M = static_rows(x.shape)
+    if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
+        plan = scaled_plans.scaled_plan(device, activation, M, N, K, weight_only=True)
+        if not plan.fused:
+            return f"at M={M} the unfused path is the plan ({plan.describe()}): left to the bf16 rewrite"
+    return ""
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by swiglu_fp8_weight is exact, else the reason it is not."""
+    kw = match.kwargs
+    x = meta_val(kw["x"])
+    wg, wgs, wu, wus = (meta_val(kw[n]) for n in ("w_gate", "w_gate_scale", "w_up", "w_up_scale"))
+    if any(v is None for v in (x, wg, wgs, wu, wus)):
+        return "tensor metadata missing on the matched nodes"
+    if x.dtype not in X_DTYPES:
+        return f"x is {x.dtype}, not bf16 or fp16"
+    try:
+        check_ignored_args(match, x.dtype, spec.op_activation)   # includes: the weights dequantized to x's dtype
+    except Declined as e:
+        return str(e)
+    for name, t in (("w_gate", wg), ("w_up", wu)):
+        if t.dtype != FP8:
+            return f"{name} is {t.dtype}, not float8_e4m3fn"
+    for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
+        if t.dtype != torch.float32:
+            return f"{name} is {t.dtype}, not float32"
+    if not (x.device == wg.device == wgs.device == wu.device == wus.device):
+        return "inputs on different devices"
+    if wg.dim() != 2 or tuple(wg.shape) != tuple(wu.shape):
+        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights are not both [N, K]"
+    N, K = wg.shape
+    if not statically_equal(x.shape[-1], K):
+        return f"x has {x.shape[-1]} features, weights expect {K}"
+    for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
+        # the search transposes the scale with the weight: one per weight row, [N, 1] (or one)
+        if not (statically_equal(t.numel(), 1) or (t.dim() == 2 and statically_equal(t.shape[0], N)
+                                                   and statically_equal(t.shape[1], 1))):
+            return f"{name} {list(t.shape)} is neither one scale nor one per weight row ([N, 1])"
+    M = 1
+    for d in x.shape[:-1]:
+        M = M * d
+    for g in calls_in(match.nodes, aten.mm.default):   # the GEMM reads x flattened to [M, K]
+        a = meta_val(g.args[0])
+        if a is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
+            return "the GEMM does not read x flattened to [M, K]"
+    out = meta_val(match.output_node())
+    expected = (*x.shape[:-1], N)
+    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape) if out is not None else '?'} is not x's leading shape + [N]"
+    if out.dtype != x.dtype:
+        return f"the product is {out.dtype}, not x's {x.dtype}"
+    if x.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if x.device.type == "cuda":
+        reason = gpu_reason(x, N, K, spec.op_activation)
+        if reason:
+            return reason
+    if x.device.type not in ("cpu", "cuda"):
+        return f"device {x.device.type} is not supported"
+    return ""
+
+
+def _dispatch_text(x, N, K, activation: str) -> str:
+    if x.device.type != "cuda":
+        return "unfused on the CPU: dequantized weights, two GEMMs, then act(gate) * up"
+    M = static_rows(x.shape)
+    if M is None or not isinstance(N, int) or not isinstance(K, int):
+        return f"per call by M (dispatch table, {scaled_plans.WEIGHT_ONLY_DTYPE} rows)"
+    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True).describe()
+
+
+class Fp8WeightOnlyFusion(PatternPass):
+    """Post-grad pattern pass: weight-only FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_fp8_weight."""
+
+    name = "fp8_weight_only_fusion"
+    what = "weight-only FP8 SwiGLU"
+
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        # the form starts by converting a float8 weight: a graph without such a cast has nothing to match
+        return any(getattr(meta_val(n.args[0]), "dtype", None) == FP8
+                   for n in graph.find_nodes(op="call_function", target=prims.convert_element_type.default))
+
+    def patterns(self):
+        return pattern_registry.build_weight_only_patterns(self.config.ranks)
+
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
+
+    def handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            out = match.output_node()
+            x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
+            location = source_location(out)
+            names = ("x", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
+            match.replace_by_example(spec.replacement(), [kwargs[n] for n in names])
+            counters["inductor"]["fp8_weight_only_fusion"] += 1
+            if rec is not None:
+                N, K = (int(d) if isinstance(d, int) else str(d) for d in wg.shape)
+                rec.rewrites.append(Rewrite(
+                    pattern=spec.name, location=location,
+                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
+                    dtype=f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights", device=x.device.type,
+                    dispatch=_dispatch_text(x, N, K, spec.op_activation)))
+
+        return handler
