@@ -282,3 +282,32 @@ def test_a_dense_sweep_keeps_the_other_sweeps_clauses():
     assert tables.method_clause(table.method, "bfloat16/silu").startswith("benchmarks/sweep_dispatch.py, the fastest")
     for label in ("routed-expert", "float8_e4m3fn", "float8_e4m3fn_block128"):
         assert tables.method_clause(table.method, label) == tables.method_clause(shipped.method, label)
+
+
+def _weight_only_row(fused_us, stock_us, rewrite_us, M=16):
+    return {"model": "q0.5B", "M": M, "K": 896, "N": 4864,
+            "candidates": {"unfused": {"us": stock_us * 1.01, "numerics_ok": True},
+                           "scaled_triton:fp8_swap_m16_n64_k256_w8_s4_bf16mma": {"us": fused_us, "numerics_ok": True}},
+            "references": {"stock": {"us": stock_us}, "bf16_rewrite": {"us": rewrite_us}}}
+
+
+def test_a_weight_only_fused_row_must_beat_stock_and_the_bf16_rewrite(monkeypatch, tmp_path):
+    sweep = benchmark_module("sweep_fp8_weight_only")
+    fused = sweep.chosen_entry(_weight_only_row(10.0, 30.0, 20.0))
+    assert (fused.impl, fused.config, fused.key.dtype) == ("scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma",
+                                                           "float8_e4m3fn_weight_only")
+    assert (fused.m_lo, fused.m_hi) == next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == 16)
+    # faster than stock, but not than the bf16 rewrite the graph gets when the pass declines
+    kept = sweep.chosen_entry(_weight_only_row(10.0, 30.0, 10.1))
+    assert kept.impl == "unfused" and "bf16_rewrite within 2%" in kept.record["why"]
+    # installed beside the shipped keys, which keep their rows; the GeGLUs take SiLU's rows
+    shipped = tables.load(tables.table_path("h200"))
+    path = tmp_path / "h200.json"
+    tables.save(shipped, path)
+    monkeypatch.setattr(tables, "table_path", lambda device: path)
+    meta = {"date": "2026-12-04", "device": "NVIDIA H200", "torch": "2.11.0"}
+    sweep.install([_weight_only_row(10.0, 30.0, 20.0)], meta, "h200")
+    after = tables.load(path)
+    assert [e for e in after.entries if e.key != sweep.KEY] == list(shipped.entries)
+    assert after.source_of(tables.Key("float8_e4m3fn_weight_only", "gelu_tanh")) == sweep.KEY
+    assert [e.config for e in after.rows_for(sweep.KEY)] == ["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
