@@ -335,3 +335,21 @@ def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank, 
     with torch.no_grad():
         stock = torch.compile(model)(x)
     assert out.shape == want.shape and relerr(out, stock) < 1e-2
+
+
+def test_torchao_static_activation_scales_are_a_near_miss(torchao_float8):
+    """torchao's (prototype) static float8 config gives every Linear its own activation scale, so gate
+    and up read two quantizations of x, which one fused GEMM cannot: left to stock, with the reason."""
+    quantize_ = torchao_float8[0]
+    from torchao.quantization import Float8StaticActivationFloat8WeightConfig, PerTensor
+
+    torch.manual_seed(0)
+    model = GatedMLP(128, 192).to(torch.bfloat16)
+    quantize_(model, Float8StaticActivationFloat8WeightConfig(act_quant_scale=torch.tensor([[0.02]]),
+                                                              granularity=PerTensor()))
+    x = torch.randn(8, 128, dtype=torch.bfloat16)
+    out, want, rewrites = compile_and_count(model, x)
+    assert rewrites == 0
+    reasons = [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    assert any("x quantized differently for each projection" in r for r in reasons), reasons
+    assert relerr(out, want) < 2e-2
