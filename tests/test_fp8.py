@@ -326,6 +326,8 @@ def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank, 
     assert rewrites == 1, [m.reason for g in RECORDS.graphs for m in g.near_misses]
     assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu") == 1
     assert flags == [True]   # torchao's default use_fast_accum reached the op
+    c = inductor_swiglu.counters()   # the rewrite reached Inductor's code
+    assert c["swiglu_rewrites"] == c["swiglu_ops_in_output_code"] == 1
     # torchao quantizes x once per Linear: the two quantizations were merged into one
     passes = {p.name: p.changes for g in RECORDS.graphs for p in g.passes}
     assert passes.get("merge_equal_copies", 0) > 0

@@ -99,6 +99,8 @@ def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, ran
     assert any(p.startswith("scaled_down.") for p in patterns), patterns
     # both ops ran (on the CPU: the unfused paths, the same ops stock Inductor runs)
     assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu") == 2
+    c = inductor_swiglu.counters()   # both rewrites reached Inductor's code
+    assert c["swiglu_rewrites"] == c["swiglu_ops_in_output_code"] == 2
     torch._dynamo.reset()
     with torch.no_grad():
         stock = torch.compile(model)(x)

@@ -239,6 +239,8 @@ def test_torchao_weight_only_models_are_rewritten(torchao_float8_weight_only, ra
     assert rewrites == 1, [m.reason for g in RECORDS.graphs for m in g.near_misses]
     assert bf16_rewrites == 0   # the bf16 pass did not take the dequantized weights
     assert inductor_swiglu.op_stats()["calls"] == {"unfused_cpu": 1}
+    c = inductor_swiglu.counters()   # the rewrite reached Inductor's code
+    assert c["swiglu_rewrites"] == c["swiglu_ops_in_output_code"] == 1
     rec = [r for g in RECORDS.graphs for r in g.rewrites]
     assert rec[0].pattern.startswith(f"fp8_weight_only.{act}.") and "float8_e4m3fn weights" in rec[0].dtype
     torch._dynamo.reset()

@@ -123,6 +123,8 @@ def test_transformers_experts_are_rewritten_once_per_moe_layer(build, implementa
     out, stock, eager, rewrites = compile_and_count(model, ids)
     assert rewrites == 3
     assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu", 0) == 3
+    c = inductor_swiglu.counters()   # the rewrites (shared experts' dense MLPs too) reached Inductor's code
+    assert c["swiglu_ops_in_output_code"] == c["swiglu_rewrites"] >= 3
     # the op rounds as stock Inductor does: the same logits up to the order of bf16 sums
     torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
     torch.testing.assert_close(_logits(out).float(), _logits(eager).float(), rtol=0.05, atol=0.05)
