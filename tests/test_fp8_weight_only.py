@@ -249,6 +249,22 @@ def test_torchao_weight_only_models_are_rewritten(torchao_float8_weight_only, ra
     assert out.shape == stock.shape and relerr(out, stock) < 1e-2
 
 
+def test_dynamic_token_counts_are_rewritten(torchao_float8_weight_only):
+    # one graph for every sequence length: the op's plan is looked up per call
+    quantize_, config = torchao_float8_weight_only
+    torch.manual_seed(0)
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config())
+    x = torch.randn(2, 5, 128, dtype=torch.bfloat16)
+    torch._dynamo.mark_dynamic(x, 1)
+    out, rewrites, _ = compile_and_count(model, x)
+    assert rewrites == 1
+    rec = [r for g in RECORDS.graphs for r in g.rewrites][0]
+    assert not all(isinstance(d, int) for d in rec.x_shape), rec.x_shape   # the rewrite holds a symbolic size
+    with torch.no_grad():
+        assert relerr(out, model(x)) < 1e-2
+
+
 class HandDequantized(nn.Module):
     """The weight-only form written by hand, with knobs for the near misses."""
 
