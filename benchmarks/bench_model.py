@@ -2,7 +2,7 @@
 every variant in one run.
 
     python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b|qwen3-30b-a3b] [--layers N] [--tokens 256] [--record]
-    python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 row    # torchao float8 (per-row) model
+    python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 row    # torchao float8 (per-row) model; weight: weight-only
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--shapes static` compiles every variant with `dynamic=False`: a graph per batch size and prompt
@@ -128,11 +128,20 @@ def _build(args, dtype: torch.dtype):
 
 
 def quantize_fp8(model, granularity: str) -> str:
-    """torchao float8 dynamic activations and weights on every Linear (as a user serving FP8 does);
-    returns what was applied, for the report."""
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+    """torchao float8 on every Linear (as a user serving FP8 does): dynamic activations and weights
+    ("row", "tensor"), or the weights only ("weight"); returns what was applied, for the report."""
+    from torchao.quantization import (
+        Float8DynamicActivationFloat8WeightConfig,
+        Float8WeightOnlyConfig,
+        PerRow,
+        PerTensor,
+        quantize_,
+    )
 
-    config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row" else PerTensor())
+    if granularity == "weight":
+        config = Float8WeightOnlyConfig()
+    else:
+        config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row" else PerTensor())
     quantize_(model, config)
     return f"torchao {type(config).__name__}({granularity})"
 
@@ -340,9 +349,10 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", choices=("auto", "static"), default="auto",
                     help="auto: torch.compile's default (a second batch size or length recompiles with symbolic "
                          "shapes); static: dynamic=False for every variant, one graph per shape")
-    ap.add_argument("--fp8", choices=("row", "tensor"), default=None,
+    ap.add_argument("--fp8", choices=("row", "tensor", "weight"), default=None,
                     help="quantize every Linear with torchao's Float8DynamicActivationFloat8WeightConfig "
-                         "(PerRow or PerTensor) before compiling: the FP8 op's whole-model figure")
+                         "(PerRow or PerTensor), or its Float8WeightOnlyConfig (weight), before compiling: "
+                         "the FP8 ops' whole-model figure")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
     ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
                     help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")
@@ -356,8 +366,8 @@ def main(argv=None) -> int:
         ap.error(f"--prefill-lengths takes any of {PREFILL_LENGTHS}")
     if args.no_decode and args.no_prefill:
         ap.error("--no-decode and --no-prefill leave nothing to measure")
-    if args.fp8 and args.device != "cuda":
-        ap.error("--fp8 needs a GPU with fp8 tensor cores (torchao's float8 kernels)")
+    if args.fp8 in ("row", "tensor") and args.device != "cuda":
+        ap.error("--fp8 row/tensor needs a GPU with fp8 tensor cores (torchao's float8 kernels)")
     if args.tokens < 2:
         ap.error("--tokens must be at least 2 (decode speed is measured over tokens 2..N)")
     if args.layers is None:

@@ -1,6 +1,7 @@
 """The Qwen2.5 builders the model benchmarks use (7B on the meta device: shapes, no memory), and
 what bench_model.py and bench_tp.py write about the model they measured."""
 
+import json
 import os
 
 import pytest
@@ -164,6 +165,31 @@ def test_bench_model_shapes_option_reaches_every_compiled_variant(shapes, dynami
     assert rc == 0 and seen == [dynamic, dynamic]
     text = (tmp_path / "bench_model.md").read_text()
     assert ("dynamic=False" in text) == (shapes == "static")
+
+
+def test_bench_model_quantizes_weight_only_fp8_before_compiling(monkeypatch, tmp_path):
+    pytest.importorskip("torchao")
+    bench_model = benchmark_module("bench_model")
+    built, weights_when_compiled = [], []
+    real_build = bench_model._build
+
+    def build(*a, **k):
+        built.append(real_build(*a, **k))
+        return built[-1]
+
+    def fake_compile(fn, **kwargs):   # records the gate weights' type when the variant compiles; runs eagerly
+        weights_when_compiled.append(type(built[0].model.layers[0].mlp.gate_proj.weight).__name__)
+        return fn
+
+    monkeypatch.setattr(bench_model, "_build", build)
+    monkeypatch.setattr(bench_model.torch, "compile", fake_compile)
+    rc = bench_model.main(["--device", "cpu", "--layers", "1", "--tokens", "2", "--no-prefill", "--prompts", "0",
+                           "--reps-decode", "1", "--variants", "inductor-ro", "--fp8", "weight", "--out", str(tmp_path)])
+    assert rc == 0 and weights_when_compiled == ["Float8Tensor"]
+    meta = json.loads((tmp_path / "bench_model.json").read_text())["meta"]
+    assert meta["fp8"] == "torchao Float8WeightOnlyConfig(weight)"
+    with pytest.raises(SystemExit):   # dynamic activations need fp8 tensor cores
+        bench_model.main(["--device", "cpu", "--fp8", "row", "--out", str(tmp_path)])
 
 
 def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
