@@ -34,14 +34,13 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, admit, sets_needed, time_point  # noqa: E402
+from timing import GpuSensors, Interleaved, admit, run_points, sets_needed, time_point  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
@@ -152,6 +151,15 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     return row
 
 
+def describe(r: dict) -> str:
+    cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
+    best = min(cand, key=cand.get) if cand else "-"
+    refs = {n: c.get("us") for n, c in r["references"].items()}
+    return (f"{r['model']} M={r['M']}: best {best} {cand.get(best, float('nan')):.1f} us; stock {refs.get('stock')} "
+            f"bf16_rewrite {refs.get('bf16_rewrite')} mm_2N {refs.get('mm_2N')} unfused {cand.get(scaled_plans.UNFUSED)} "
+            f"read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz")
+
+
 def chosen_entry(row: dict) -> tables.Entry | None:
     """The table entry of one point: the fastest candidate by the worse of its figures, fused only
     where it beats every path the graph takes without it."""
@@ -240,24 +248,8 @@ def main(argv=None) -> int:
             "torch": torch.__version__, "sustained_from": args.sustained_from, "device_kind": kind.name}
     args.out.mkdir(parents=True, exist_ok=True)
     clock = GpuSensors(torch.cuda.current_device())
-    todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]   # M-major (see sweep_scaled)
-    rows = []
-    t0 = time.perf_counter()
-    for i, (model, M) in enumerate(todo, 1):
-        if time.perf_counter() - t0 > args.budget_s:
-            print(f"budget reached: {len(todo) - i + 1} points not measured", flush=True)
-            break
-        r = bench_point(model, M, args, clock)
-        rows.append(r)
-        cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
-        best = min(cand, key=cand.get) if cand else "-"
-        refs = {n: c.get("us") for n, c in r["references"].items()}
-        print(f"[{i}/{len(todo)}] {model} M={M}: best {best} {cand.get(best, float('nan')):.1f} us; stock "
-              f"{refs.get('stock')} bf16_rewrite {refs.get('bf16_rewrite')} mm_2N {refs.get('mm_2N')} unfused "
-              f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
-        (args.out / "sweep_fp8_weight_only.json").write_text(
-            json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    todo = [(m, M, args, clock) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]   # M-major
+    rows = run_points(todo, bench_point, describe, args.budget_s, args.out / "sweep_fp8_weight_only.json", meta)
     (args.out / "sweep_fp8_weight_only.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     (args.out / "sweep_fp8_weight_only.md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))

@@ -38,14 +38,21 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, admit, host_us_per_call, sets_needed, time_point  # noqa: E402
+from timing import (  # noqa: E402
+    GpuSensors,
+    Interleaved,
+    admit,
+    host_us_per_call,
+    run_points,
+    sets_needed,
+    time_point,
+)
 
 from inductor_swiglu.dispatch import choice, devices, grouped_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
@@ -149,6 +156,16 @@ def bench_point(model: str, T: int, args, clock: GpuSensors) -> dict:
     return row
 
 
+def describe(r: dict) -> str:
+    """A point's progress line."""
+    cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
+    best = min(cand, key=cand.get) if cand else "-"
+    refs = {n: c.get("us") for n, c in r["references"].items()}
+    return (f"{r['model']} T={r['tokens']} S={r['M']} ({r['active_experts']} experts): best {best} "
+            f"{cand.get(best, float('nan')):.1f} us; stock {refs.get('stock')} grouped_mm {refs.get('grouped_mm')} "
+            f"unfused {cand.get(grouped_plans.UNFUSED)}; SM {r.get('sm_mhz_median')} MHz {r.get('board_w_median')} W")
+
+
 def chosen_entry(row: dict) -> tables.Entry | None:
     """The table entry of one point: the fastest candidate by its regret in the worse regime."""
     times = choice.ok_times(row)
@@ -239,23 +256,8 @@ def main(argv=None) -> int:
             "torch": torch.__version__, "sustained_from": args.sustained_from, "device_kind": kind.name}
     args.out.mkdir(parents=True, exist_ok=True)
     clock = GpuSensors(torch.cuda.current_device())
-    todo = [(m, T) for T in map(int, args.tokens.split(",")) for m in args.models.split(",")]
-    rows = []
-    t0 = time.perf_counter()
-    for i, (model, T) in enumerate(todo, 1):
-        if time.perf_counter() - t0 > args.budget_s:
-            print(f"budget reached: {len(todo) - i + 1} points not measured", flush=True)
-            break
-        r = bench_point(model, T, args, clock)
-        rows.append(r)
-        cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
-        best = min(cand, key=cand.get) if cand else "-"
-        refs = {n: c.get("us") for n, c in r["references"].items()}
-        print(f"[{i}/{len(todo)}] {model} T={T} S={r['M']} ({r['active_experts']} experts): best {best} "
-              f"{cand.get(best, float('nan')):.1f} us; stock {refs.get('stock')} grouped_mm {refs.get('grouped_mm')} "
-              f"unfused {cand.get(grouped_plans.UNFUSED)}; SM {r.get('sm_mhz_median')} MHz {r.get('board_w_median')} W "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
-        (args.out / "sweep_moe.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    todo = [(m, T, args, clock) for T in map(int, args.tokens.split(",")) for m in args.models.split(",")]
+    rows = run_points(todo, bench_point, describe, args.budget_s, args.out / "sweep_moe.json", meta)
     if args.op:
         # Host time per call where the GPU keeps up (default mode, no CUDA graph): the op launches
         # its Triton kernel from Python; stock launches _grouped_mm and one Triton kernel.

@@ -63,14 +63,21 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, admit, host_us_per_call, sets_needed, time_point  # noqa: E402
+from timing import (  # noqa: E402
+    GpuSensors,
+    Interleaved,
+    admit,
+    host_us_per_call,
+    run_points,
+    sets_needed,
+    time_point,
+)
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
@@ -402,6 +409,17 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
     return row
 
 
+def describe(r: dict) -> str:
+    """A point's progress line."""
+    cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
+    best = min(cand, key=cand.get) if cand else "-"
+    refs = {n: c.get("us") for n, c in r["references"].items()}
+    return (f"{r['model']} M={r['M']}: best {best} {cand.get(best, float('nan')):.1f} us; scaled_mm_2N "
+            f"{refs.get('scaled_mm_2N')} stock {refs.get('stock')} transformers {refs.get('transformers')} unfused "
+            f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
+            f"{r.get('board_w_median')} W")
+
+
 def chosen_entry(row: dict, key: tables.Key = KEY) -> tables.Entry | None:
     """The table entry of one point: the fastest candidate by the worse of its figures."""
     times = choice.ok_times(row)
@@ -520,23 +538,11 @@ def main(argv=None) -> int:
     clock = GpuSensors(torch.cuda.current_device())
     # M-major: a sweep cut short by --budget-s has measured every shape at the first sizes
     todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]
-    rows = []
-    t0 = time.perf_counter()
-    for i, (model, M) in enumerate(todo, 1):
-        if time.perf_counter() - t0 > args.budget_s:
-            print(f"budget reached: {len(todo) - i + 1} points not measured", flush=True)
-            break
-        r = bench_block_point(model, M, args, clock, peer) if args.blockwise else bench_point(model, M, args, clock)
-        rows.append(r)
-        cand = {n: c["us"] for n, c in r["candidates"].items() if "us" in c}
-        best = min(cand, key=cand.get) if cand else "-"
-        refs = {n: c.get("us") for n, c in r["references"].items()}
-        print(f"[{i}/{len(todo)}] {model} M={M}: best {best} {cand.get(best, float('nan')):.1f} us; "
-              f"scaled_mm_2N {refs.get('scaled_mm_2N')} stock {refs.get('stock')} transformers "
-              f"{refs.get('transformers')} unfused "
-              f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
-              f"{r.get('board_w_median')} W ({time.perf_counter() - t0:.0f} s)", flush=True)
-        (args.out / f"{stem}.json").write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+
+    def measure(model: str, M: int) -> dict:
+        return bench_block_point(model, M, args, clock, peer) if args.blockwise else bench_point(model, M, args, clock)
+
+    rows = run_points(todo, measure, describe, args.budget_s, args.out / f"{stem}.json", meta)
     if args.op and not args.blockwise:
         # Host time per call where the GPU keeps up (default mode, no CUDA graph): the op launches
         # its Triton kernel from Python; stock launches two cuBLAS GEMMs and one Triton kernel.

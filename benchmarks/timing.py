@@ -20,12 +20,14 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import tempfile
 import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -392,3 +394,20 @@ def inductor_cache_dir(args, name: str) -> str:
     if args.inductor_cache == "shared":
         return args.shared_cache_dir
     return tempfile.mkdtemp(prefix=f"isw_{name}_")
+
+
+def run_points(todo: list, measure: Callable[..., dict], describe: Callable[[dict], str], budget_s: float,
+               partial: Path, meta: dict) -> list[dict]:
+    """A sweep's points in order: ``measure(*point)`` gives each one's row, ``describe(row)`` its
+    progress line; after each point the rows so far are saved to `partial` (``meta`` marked
+    partial), so a sweep cut short keeps a readable result.  No point starts after `budget_s`."""
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    for i, point in enumerate(todo, 1):
+        if time.perf_counter() - t0 > budget_s:
+            print(f"budget reached: {len(todo) - i + 1} points not measured", flush=True)
+            break
+        rows.append(measure(*point))
+        print(f"[{i}/{len(todo)}] {describe(rows[-1])} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        partial.write_text(json.dumps({"meta": {**meta, "partial": True}, "rows": rows}, indent=1))
+    return rows

@@ -311,3 +311,27 @@ def test_a_weight_only_fused_row_must_beat_stock_and_the_bf16_rewrite(monkeypatc
     assert [e for e in after.entries if e.key != sweep.KEY] == list(shipped.entries)
     assert after.source_of(tables.Key("float8_e4m3fn_weight_only", "gelu_tanh")) == sweep.KEY
     assert [e.config for e in after.rows_for(sweep.KEY)] == ["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
+
+
+def test_sweeps_run_their_points_within_the_budget_and_save_each_one(tmp_path, capsys):
+    timing = benchmark_module("timing")
+    sweeps = REPO / "benchmarks" / "data" / "sweeps" / "h200"
+    stored = {"sweep_scaled": json.loads((sweeps / "2026-12-04_sweep_scaled_fp8_fast_accum.json").read_text())["rows"],
+              "sweep_moe": json.loads((sweeps / "2026-12-03_sweep_moe.json").read_text())["rows"]}
+    for name, rows in stored.items():
+        describe = benchmark_module(name).describe
+        partial = tmp_path / f"{name}.json"
+        got = timing.run_points([(r,) for r in rows[:3]], lambda r: r, describe, 1e9, partial, {"date": "d"})
+        assert got == rows[:3]
+        saved = json.loads(partial.read_text())
+        assert saved["meta"] == {"date": "d", "partial": True} and saved["rows"] == rows[:3]
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 3 and lines[0].startswith(f"[1/3] {rows[0]['model']} ") and "best " in lines[0]
+    # a spent budget starts no further point
+    calls = []
+    assert timing.run_points([(1,), (2,)], lambda p: calls.append(p) or {}, str, -1.0, tmp_path / "x.json", {}) == []
+    assert calls == [] and "2 points not measured" in capsys.readouterr().out
+    # the weight-only sweep's line, on a row of its shape
+    row = _weight_only_row(10.0, 30.0, 20.0)
+    line = benchmark_module("sweep_fp8_weight_only").describe(row)
+    assert line.startswith("q0.5B M=16: best scaled_triton:") and "bf16_rewrite 20.0" in line
