@@ -44,7 +44,7 @@ def check(got, ops, config=None, activation="silu"):
     """As test_fp8_gpu.check: bf16-widening configurations none of the resolved elements off by 1%,
     fp8-MMA ones at most FP8_MMA_OVER_1PCT_BOUND (each 128-element step summed on the fp8 MMA)."""
     ref = reference(*ops, activation=activation)
-    err = error_stats(got.reshape(ref.value.shape).float(), ref)
+    err = error_stats(got.reshape(ref.value.shape), ref)   # in its own dtype: fp16 subnormals are unresolvable
     assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
     bound = 0.0 if config is None or config.bf16_mma else tss.FP8_MMA_OVER_1PCT_BOUND
     assert err["frac_over_1pct_resolved"] <= bound, err
@@ -79,14 +79,11 @@ def test_every_block_configuration(config, M):
 @pytest.mark.parametrize("M,N,K", [(3, 200, 300), (130, 4864, 896), (77, 136, 4096)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
-def test_odd_shapes_dtypes_and_activations(M, N, K, dtype, activation, request):
-    if (M, N, K, dtype) == (130, 4864, 896, torch.float16) and activation != "silu":
-        # H200, 2026-12-03: with the bf16-widening configuration (fp32-exact sums, held to 0), 2 of
-        # the 628,845 outputs above the noise (3.2e-6) were off by more than 1%, for both GELUs and
-        # not for SiLU; the cause was not found before the device time ran out.  No table row runs
-        # that configuration.
-        request.applymarker(pytest.mark.xfail(reason="2 fp16 GeGLU outputs over 1% (bf16-MMA config), open",
-                                              strict=False))
+def test_odd_shapes_dtypes_and_activations(M, N, K, dtype, activation):
+    # (H200, 2026-12-03: at 130 x 4864 x 896 in fp16, 2 GeGLU outputs "above the noise (3.2e-6)" were
+    # off by over 1% when check() measured the output cast to fp32: values below fp16's smallest
+    # normal, 6.1e-5, where the format itself holds less than 1%.  check() now measures the output in
+    # its own dtype, which leaves those out, as testing/numerics.py documents.)
     ops = operands(M, N, K, dtype, seed=N)
     got = inductor_swiglu.swiglu_block_fp8(*ops, activation)   # whatever the plan runs
     assert got.dtype == dtype and got.shape == (M, N)
