@@ -37,6 +37,7 @@ CPU tensors, which the tests use.  No workspace, no host synchronisation: CUDA g
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from .triton_helpers import activate, tl, triton
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 WEIGHT_ONLY_X_DTYPES = (torch.bfloat16, torch.float16)
+HOPPER_SMEM_PER_BLOCK = 232448   # shared_memory_per_block_optin of an H100/H200
 
 # MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
 # fp32.  Measured on an H200 (2026-12-03, M = 16, N = 896, K = 1024, against the fp32 sums of the
@@ -425,12 +427,11 @@ def weight_only_smem_bytes(config: ScaledConfig) -> int:
 
 # Weight-only runs widen the weights to x's type whatever bf16_mma says, so of each pair of
 # configurations differing only in it one is kept, and those whose tiles fit Hopper's shared memory
-# (232448 bytes per block on the H200) with x in two bytes.
+# with x in two bytes.
 WEIGHT_ONLY_CONFIGS: tuple[ScaledConfig, ...] = tuple(
     c for c in CONFIGS
-    if weight_only_smem_bytes(c) <= 232448
-    and (c.bf16_mma or ScaledConfig(c.block_m, c.block_n, c.block_k, c.num_warps, c.num_stages, swap_ab=c.swap_ab,
-                                    group_m=c.group_m, bf16_mma=True) not in CONFIGS))
+    if weight_only_smem_bytes(c) <= HOPPER_SMEM_PER_BLOCK
+    and (c.bf16_mma or dataclasses.replace(c, bf16_mma=True) not in CONFIGS))
 WEIGHT_ONLY_BY_NAME = {c.name: c for c in WEIGHT_ONLY_CONFIGS}
 
 
@@ -463,7 +464,7 @@ def swiglu_fp8_weight_triton(x, w_gate, w_gate_scale, w_up, w_up_scale, activati
     M = math.prod(x.shape[:-1])
     N = w_gate.shape[0]
     config = config or weight_only_default_config(M)
-    if weight_only_smem_bytes(config) > 232448:
+    if weight_only_smem_bytes(config) > HOPPER_SMEM_PER_BLOCK:
         raise ValueError(f"swiglu_fp8_weight_triton: configuration {config.name} does not fit shared memory "
                          "with x in two bytes")
     wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
