@@ -1,7 +1,7 @@
 """The plan for one call of the FP8 ops (``swiglu_scaled``, ``swiglu_block_fp8``,
-``swiglu_fp8_weight``): the fused Triton
-kernel and its configuration, the scaled CUTLASS GEMM and its configuration (per-row and single
-scales), or the unfused path (two ``_scaled_mm`` and one elementwise kernel).
+``swiglu_fp8_weight``): the fused Triton kernel and its configuration, the scaled CUTLASS GEMM and
+its configuration (per-row and single scales), or the unfused path (the GEMMs and one elementwise
+kernel, as stock runs them).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
 device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3fn_block128/
