@@ -1,6 +1,7 @@
 """The FP8 down projection at decode sizes: ``fp8_rowwise_linear`` against what stock runs.
 
     python benchmarks/sweep_rowwise_linear.py --out /tmp/run [--models q7B,q72B] [--ms 1,8,16]
+    python benchmarks/sweep_rowwise_linear.py --out /tmp/run --weight-only    # Float8WeightOnlyConfig's down
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
 the down Linear of a Qwen2.5 MLP: h [M, I] bf16 (the gated product), the weight [H, I]
@@ -17,6 +18,13 @@ Method (``timing.py``): weights from HBM (input sets rotated past 4x the L2), ea
 own CUDA graph, replayed round-robin, SM clock and board power logged.  The op's output is
 checked against the fp32 reference first (share of elements over 1% relative error, norm-wise
 error).  Writes <out>/sweep_rowwise_linear.json.
+
+``--weight-only``: the down Linear as torchao's ``Float8WeightOnlyConfig`` holds it (h bf16, the
+weight e4m3 with one scale per row, dequantized on every call): ``op`` is
+``fp8_weight_linear``, ``stock`` torch.compile of the dequantization and the GEMM, ``mm`` one bf16
+GEMM on the weight dequantized beforehand (the unquantized model's time), ``weight_read`` as above;
+the op is held to the fp64 product of h and the exactly dequantized weight.  Writes
+<out>/sweep_weight_only_linear.json.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from timing import Interleaved, sets_needed  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op  # noqa: E402
+from inductor_swiglu.ops import fp8_weight_linear_op as wo_op  # noqa: E402
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
@@ -52,6 +61,40 @@ def stock_down(h, w, ws):
     q, s = stock_quantize(h)
     return torch._scaled_mm(q, w.t(), scale_a=s.unsqueeze(-1).reshape(-1, 1), scale_b=ws.t(),
                             out_dtype=torch.bfloat16, use_fast_accum=True)
+
+
+def stock_weight_only_down(h, w, ws):
+    return h @ (w.t().to(torch.float32) * ws.t()).to(h.dtype)
+
+
+def weight_only_point(model: str, M: int, rounds: int) -> dict:
+    H, inter = SHAPES[model]
+    sets = []
+    for i in range(sets_needed(H * inter * 3 + 3 * M * inter)):
+        g = torch.Generator(device="cuda").manual_seed(i)
+        h = torch.randn(M, inter, device="cuda", generator=g).to(torch.bfloat16)
+        w = torch.randn(H, inter, device="cuda", generator=g) / inter**0.5
+        ws = w.abs().amax(dim=1, keepdim=True) / 448   # torchao's per-row weight scale
+        w = (w / ws).to(FP8)
+        sets.append((h, w, ws, (w.float() * ws).to(torch.bfloat16)))
+    h, w, ws, _ = sets[0]
+    want = h.double() @ (w.double() * ws.double()).T
+    compiled = torch.compile(stock_weight_only_down)
+    numerics = error_stats(wo_op.fp8_weight_linear(h, w, ws), want)
+    stock_numerics = error_stats(compiled(h, w, ws), want)
+    bench = Interleaved(sets)
+    bench.add("op", lambda h, w, ws, wd: wo_op.fp8_weight_linear(h, w, ws))
+    bench.add("stock", lambda h, w, ws, wd: compiled(h, w, ws))
+    bench.add("mm", lambda h, w, ws, wd: h @ wd.t())
+    bench.add("weight_read", lambda h, w, ws, wd: weight_read(w[: H // 2], w[H // 2:]))
+    timings = bench.run(rounds=rounds)
+    row = {"model": model, "M": M, "N": H, "K": inter, "numerics": numerics, "stock_numerics": stock_numerics,
+           "us": {k: round(t.us, 2) for k, t in timings.items()}, "errors": bench.errors, **bench.clock_summary()}
+    us = row["us"]
+    if "op" in us and "stock" in us:
+        row["op_vs_stock"] = round(us["stock"] / us["op"], 3)
+        row["op_vs_read"] = round(us["op"] / us["weight_read"], 3)
+    return row
 
 
 def configs() -> list:
@@ -108,18 +151,21 @@ def main() -> None:
     ap.add_argument("--ms", type=lambda v: [int(m) for m in v.split(",")], default=[1, 8, 16])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--configs", action="store_true", help="also time the decode kernel's candidate configurations")
+    ap.add_argument("--weight-only", action="store_true", help="the weight-only FP8 down projection (fp8_weight_linear)")
     args = ap.parse_args()
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     rows = []
     for model in args.models.split(","):
         for M in args.ms:
-            row = point(model, M, args.rounds, args.configs)
+            row = weight_only_point(model, M, args.rounds) if args.weight_only else point(model, M, args.rounds,
+                                                                                           args.configs)
             rows.append(row)
             print(f"[{model} M={M}] {row['us']} op/stock {row.get('op_vs_stock')}x, op/read {row.get('op_vs_read')}x, "
                   f"over 1%: {row['numerics']['frac_over_1pct']:.2e} (stock {row['stock_numerics']['frac_over_1pct']:.2e}), "
                   f"SM {row['sm_mhz_median']} MHz", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sweep_rowwise_linear.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    name = "sweep_weight_only_linear.json" if args.weight_only else "sweep_rowwise_linear.json"
+    (args.out / name).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
 from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
 from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
+from .ops.fp8_weight_linear_op import fp8_weight_linear, fp8_weight_linear_reference
 from .ops.fp8_weight_swiglu_op import swiglu_fp8_weight, swiglu_fp8_weight_reference
 from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
@@ -61,6 +62,6 @@ __all__ = [
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
     "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
     "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
-    "swiglu_fp8_weight", "swiglu_fp8_weight_reference",
+    "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "fp8_weight_linear", "fp8_weight_linear_reference",
     "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
 ]

@@ -1,7 +1,8 @@
 """Weight-only FP8 gated MLPs on the CPU: the op ``swiglu_fp8_weight`` (bf16/fp16 x, e4m3 weights
 with per-row scales) against the fp32 reference, its fused Triton kernel under the interpreter, its
 dispatch (its own table key), and the rewrite of what torchao's ``Float8WeightOnlyConfig``
-produces, with the near misses that leave a product to the bf16 rewrite.
+produces, with the near misses that leave a product to the bf16 rewrite; then the MLP's down
+projection (``fp8_weight_linear``: op, decode kernel, rewrite).
 
 The interpreter multiplies bf16 as its bit patterns (see test_triton_swiglu.py), so the kernel is
 checked here with fp16 x; bf16 runs on the device (tests/gpu/test_fp8_weight_only_gpu.py)."""
@@ -17,7 +18,9 @@ from inductor_swiglu.compiler.passes import fp8_weight_only_fusion
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, scaled_plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
+from inductor_swiglu.ops import fp8_weight_linear_op as down_op
 from inductor_swiglu.ops import fp8_weight_swiglu_op as op
+from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.numerics import error_stats
@@ -312,5 +315,91 @@ def test_near_misses_are_left_to_the_bf16_rewrite(kind, why):
         out, rewrites, bf16_rewrites = compile_and_count(model, x)
     assert rewrites == 0 and why in seen
     assert bf16_rewrites == 1   # the dequantized weights went to the bf16 op, as before this pass
+    with torch.no_grad():
+        assert relerr(out, model(x)) < 1e-2
+
+
+# --------------------------------------------------------------------------- #
+# The down projection                                                          #
+# --------------------------------------------------------------------------- #
+
+def down_operands(M=6, K=192, N=64, dtype=torch.bfloat16, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(M, K, generator=g).to(dtype)
+    w = torch.randn(N, K, generator=g) / K**0.5
+    s = w.abs().amax(dim=1, keepdim=True) / 448
+    return h, (w / s).to(FP8), s
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_down_op_matches_the_reference(dtype):
+    h, w, s = down_operands(dtype=dtype)
+    out = down_op.fp8_weight_linear(h, w, s)
+    assert out.dtype == dtype and out.shape == (6, 64)
+    assert relerr(out, down_op.fp8_weight_linear_reference(h, w, s, torch.float32)) < 1e-2
+    for layout in (lambda t: t.reshape(-1), lambda t: t.reshape(1, -1), lambda t: t.max().reshape(())):
+        got = down_op.fp8_weight_linear(h.reshape(2, 3, 192), w, layout(s))
+        assert got.shape == (2, 3, 64)
+        assert relerr(got.reshape(6, 64), down_op.fp8_weight_linear_reference(h, w, layout(s), torch.float32)) < 1e-2
+    assert down_op.fp8_weight_linear(h[:0], w, s).shape == (0, 64)
+    with pytest.raises(TypeError, match="h is torch.float8_e4m3fn; expected bf16 or fp16"):
+        down_op.fp8_weight_linear(h.to(FP8), w, s)
+    with pytest.raises(TypeError, match="w is torch.bfloat16; expected float8_e4m3fn"):
+        down_op.fp8_weight_linear(h, w.to(torch.bfloat16), s)
+    with pytest.raises(ValueError, match="neither one scale nor one per row"):
+        down_op.fp8_weight_linear(h, w, s[:3])
+    with pytest.raises(ValueError, match="features"):
+        down_op.fp8_weight_linear(h[:, :100], w, s)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M,N,K", [(1, 40, 300), (7, 96, 1024), (16, 130, 2048)])
+def test_the_down_kernel_matches_the_reference(interpreter, dtype, M, N, K):
+    # (under the interpreter the kernel sums fp32 dots, as the per-row down kernel's CPU tests do)
+    h, w, s = down_operands(M, K, N, dtype, seed=M + N)
+    assert (tfl.splits_for(N, K) > 1) == (K >= 1024)   # both the direct store and the K-split reduction
+    got = tfl.weight_only_linear(h, w, s)
+    assert got.dtype == dtype and got.shape == (M, N)
+    err = error_stats(got, down_op.fp8_weight_linear_reference(h, w, s, torch.float32))
+    assert err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0, err
+
+
+def test_torchao_weight_only_mlps_get_their_down_projection_rewritten(torchao_float8_weight_only):
+    quantize_, config = torchao_float8_weight_only
+    torch.manual_seed(0)
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config())
+    x = torch.randn(2, 3, 128, dtype=torch.bfloat16)
+    out, rewrites, _ = compile_and_count(model, x)
+    c = inductor_swiglu.counters()
+    assert rewrites == 1 and torch._dynamo.utils.counters["inductor"]["fp8_weight_only_down_fusion"] == 1
+    assert c["swiglu_rewrites"] == c["swiglu_ops_in_output_code"] == 2
+    assert [r.pattern for g in RECORDS.graphs for r in g.rewrites][1] == "fp8_weight_only_down.3d"
+    torch._dynamo.reset()
+    with torch.no_grad():
+        stock = torch.compile(model)(x)
+    assert relerr(out, stock) < 1e-2
+
+
+class WeightOnlyBlock(nn.Module):
+    """A weight-only Linear before the MLP (an attention output, say): its GEMM is not a down projection."""
+
+    def __init__(self):
+        super().__init__()
+        self.o_proj = nn.Linear(128, 128, bias=False)
+        self.mlp = GatedMLP(128, 192, down=True)
+
+    def forward(self, x):
+        return self.mlp(self.o_proj(x))
+
+
+def test_other_weight_only_linears_are_left_to_stock(torchao_float8_weight_only):
+    quantize_, config = torchao_float8_weight_only
+    torch.manual_seed(0)
+    model = WeightOnlyBlock().to(torch.bfloat16)
+    quantize_(model, config())
+    x = torch.randn(5, 128, dtype=torch.bfloat16)
+    out, rewrites, _ = compile_and_count(model, x)
+    assert rewrites == 1 and torch._dynamo.utils.counters["inductor"]["fp8_weight_only_down_fusion"] == 1
     with torch.no_grad():
         assert relerr(out, model(x)) < 1e-2

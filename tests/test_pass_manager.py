@@ -27,6 +27,7 @@ DEFAULT_ORDER = [
     "unshare_input_reshapes",
     "vector_input_as_reshapes",
     "fp8_weight_only_fusion",
+    "fp8_weight_only_down_fusion",
     "swiglu_fusion",
     "scaled_swiglu_fusion",
     "scaled_down_fusion",

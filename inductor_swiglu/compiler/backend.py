@@ -35,7 +35,8 @@ _PASS_SLOT = "post_grad_custom_pre_pass"
 # Call sites of the ops the passes write, one per rewrite: swiglu (CPU graphs, GPUs other than
 # Hopper) or swiglu_forward (its C++ form), and the FP8 and routed-expert ops.  (swiglu_block_fp8
 # comes from a module swap, not a rewrite; the C++ op's own helpers never appear in Inductor's code.)
-REWRITE_OPS = ("swiglu", "swiglu_forward", "swiglu_scaled", "swiglu_fp8_weight", "fp8_rowwise_linear", "grouped_swiglu")
+REWRITE_OPS = ("swiglu", "swiglu_forward", "swiglu_scaled", "swiglu_fp8_weight", "fp8_rowwise_linear",
+               "fp8_weight_linear", "grouped_swiglu")
 _OP_IN_CODE = re.compile(rf"torch\.ops\.inductor_swiglu\.(?:{'|'.join(REWRITE_OPS)})\.default\(")
 
 

@@ -26,11 +26,19 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 
 from ..dispatch import table
-from ..ops import fp8_weight_swiglu_op, grouped_swiglu_op, scaled_swiglu_op, swiglu_op
+from ..ops import (
+    fp8_rowwise_linear_op,
+    fp8_weight_linear_op,
+    fp8_weight_swiglu_op,
+    grouped_swiglu_op,
+    scaled_swiglu_op,
+    swiglu_op,
+)
 from ..version import __version__
 from . import pattern_registry
 from .inductor_pass import GraphPass
 from .pass_config import PassConfig
+from .passes.fp8_weight_only_down_fusion import Fp8WeightOnlyDownFusion
 from .passes.fp8_weight_only_fusion import Fp8WeightOnlyFusion
 from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
 from .passes.merge_equal_copies import MergeEqualCopies
@@ -58,7 +66,8 @@ def uuid_sources() -> tuple[str, ...]:
     patterns = Path(pattern_registry.swiglu_patterns.__file__).resolve().parent
     tables = Path(table.TABLES_DIR)
     files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")), *map(str, tables.glob("*.json"))})
-    ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__, fp8_weight_swiglu_op.__file__)
+    ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__, fp8_weight_swiglu_op.__file__,
+           fp8_rowwise_linear_op.__file__, fp8_weight_linear_op.__file__)
     return (*files, *(str(Path(f).resolve()) for f in ops))
 
 
@@ -98,6 +107,8 @@ class PostGradPassManager(CustomGraphPass):
             VectorInputAsReshapes(),
             # before the bf16 rewrite, which would take the dequantized weights as ordinary ones
             *([Fp8WeightOnlyFusion(self.config)] if self.config.fp8 else []),
+            # after it: the down projection of the weight-only MLPs it rewrote
+            *([Fp8WeightOnlyDownFusion(self.config)] if self.config.fp8 else []),
             SwigluFusion(self.config),
             *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
             # after it: the down projection of the FP8 MLPs it rewrote

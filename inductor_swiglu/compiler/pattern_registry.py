@@ -22,6 +22,7 @@ from torch._inductor.fx_passes.post_grad import view_to_reshape
 from torch._inductor.pattern_matcher import CallFunction, Ignored, PatternExpr, PatternPrettyPrinter, fwd_only, gen_pattern
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
+from ..patterns import fp8_weight_only_down as weight_only_down_patterns
 from ..patterns import fp8_weight_only_swiglu as weight_only_patterns
 from ..patterns import grouped_swiglu as grouped_patterns
 from ..patterns import scaled_down as scaled_down_patterns
@@ -41,7 +42,8 @@ def trace_post_grad_form(fn, args, **kwargs) -> torch.fx.GraphModule:
 @dataclass(frozen=True)
 class RegisteredPattern:
     spec: (swiglu_patterns.SwigluPattern | scaled_patterns.ScaledPattern | grouped_patterns.GroupedPattern
-           | scaled_down_patterns.ScaledDownPattern | weight_only_patterns.WeightOnlyPattern)
+           | scaled_down_patterns.ScaledDownPattern | weight_only_patterns.WeightOnlyPattern
+           | weight_only_down_patterns.WeightOnlyDownPattern)
     expr: PatternExpr
 
 
@@ -102,6 +104,12 @@ def build_scaled_down_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPatter
 def build_weight_only_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ...]:
     """All weight-only FP8 patterns as PatternExprs."""
     return _trace(weight_only_patterns.all_patterns(ranks=ranks), "weight-only FP8 SwiGLU")
+
+
+@functools.cache
+def build_weight_only_down_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredPattern, ...]:
+    """All weight-only FP8 down projection patterns as PatternExprs."""
+    return _trace(weight_only_down_patterns.all_patterns(ranks=ranks), "weight-only FP8 down projection")
 
 
 def _any_fill(expr: PatternExpr, memo: dict | None = None) -> PatternExpr:

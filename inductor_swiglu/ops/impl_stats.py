@@ -39,10 +39,11 @@ GROUPED_TRITON = "grouped_triton"    # the fused routed-experts kernel (ops/trit
 ROWWISE_TRITON = "rowwise_triton"    # the FP8 down projection at decode sizes (fp8_rowwise_linear_op)
 BLOCK_FP8_TRITON = "block_fp8_triton"  # the fused kernel on 128 x 128 block-scaled FP8 (block_fp8_swiglu_op)
 FP8_WEIGHT_TRITON = "fp8_weight_triton"  # the fused kernel on weight-only FP8 (fp8_weight_swiglu_op)
+WEIGHT_LINEAR_TRITON = "weight_linear_triton"  # the weight-only FP8 down projection at decode sizes (fp8_weight_linear_op)
 REFERENCE_CPU = "reference_cpu"      # CPU, fp32/fp64 inputs: the fp32 reference itself
 UNFUSED_CPU = "unfused_cpu"          # CPU, 16-bit inputs: the GEMMs in the input dtype, as stock Inductor
 FUSED = frozenset({DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON, SCALED_TRITON, SCALED_CUTLASS, GROUPED_TRITON,
-                   BLOCK_FP8_TRITON, FP8_WEIGHT_TRITON, ROWWISE_TRITON})
+                   BLOCK_FP8_TRITON, FP8_WEIGHT_TRITON, WEIGHT_LINEAR_TRITON, ROWWISE_TRITON})
 
 _lock = threading.Lock()
 _calls: collections.Counter[str] = collections.Counter()

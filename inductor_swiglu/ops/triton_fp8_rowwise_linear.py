@@ -22,6 +22,10 @@ at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here
   interpreter, which gets bf16 and fp8 ``tl.dot`` wrong, the same products are summed as fp32 dots;
 * ``_reduce_kernel``: adds the K splits' partial sums and applies the scales.
 
+Weight-only FP8 (torchao's ``Float8WeightOnlyConfig``: h stays bf16, ``weight_only_linear``)
+runs the same GEMV and reduction without the quantization: the weight tiles widen to h's dtype in
+registers (exact) and the sums are fp32; only the weight's scale is applied.
+
 A single K split writes out directly.  ``quantize_rows`` is the same quantization with the
 quantized copy written, for the sizes where cuBLAS's GEMM runs the product.  All of it runs
 under ``TRITON_INTERPRET=1`` on CPU tensors (the tests); no workspace outlives a call, no host
@@ -95,7 +99,7 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
                            M, N, K, k_per_split, stride_h, stride_w, stride_ws, stride_om,
                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
                            EVEN_K: tl.constexpr, DIRECT: tl.constexpr, FP32_DOT: tl.constexpr,
-                           FP8_MMA: tl.constexpr):
+                           FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -105,7 +109,10 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
     mask_m = offs_m < M
     rows_n = offs_n.to(tl.int64)
     rows_m = offs_m.to(tl.int64)
-    s = tl.load(s_ptr + offs_m, mask=mask_m, other=1.0)
+    if WEIGHT_ONLY:   # h is not quantized: no row scale
+        s = tl.full((BLOCK_M,), 1.0, tl.float32)
+    else:
+        s = tl.load(s_ptr + offs_m, mask=mask_m, other=1.0)
     k_lo = pid_k * k_per_split
     k_hi = tl.minimum(K, k_lo + k_per_split)
     # acc^T [BLOCK_N, BLOCK_M] = w [BLOCK_N, BLOCK_K] @ q^T [BLOCK_K, BLOCK_M]
@@ -117,14 +124,19 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
         # unit-stride axis, so the loads vectorize (a K mask made them byte loads, 4x slower)
         if EVEN_K:
             w = tl.load(w_ptrs, mask=mask_n[:, None], other=0.0)
-            h = tl.load(h_ptrs, mask=mask_m[None, :], other=0.0).to(tl.float32)
+            h = tl.load(h_ptrs, mask=mask_m[None, :], other=0.0)
         else:
             mask_k = k0 + offs_k < k_hi
             w = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            h = tl.load(h_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0).to(tl.float32)
-        q = _quantize(h, s[None, :]).to(tl.float8e4nv)
+            h = tl.load(h_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+        if WEIGHT_ONLY:
+            q = h
+        else:
+            q = _quantize(h.to(tl.float32), s[None, :]).to(tl.float8e4nv)
         if FP32_DOT:
             acc = tl.dot(w.to(tl.float32), q.to(tl.float32), acc)
+        elif WEIGHT_ONLY:
+            acc = tl.dot(w.to(q.dtype), q, acc)
         elif FP8_MMA:
             acc = tl.dot(w, q, acc, max_num_imprecise_acc=BLOCK_K)
         else:
@@ -142,7 +154,8 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
         tl.store(base + rows_m[None, :] * N + rows_n[:, None], acc, mask=mask_n[:, None] & mask_m[None, :])
 
 
-def _reduce_kernel(part_ptr, s_ptr, ws_ptr, out_ptr, M, N, SPLIT, stride_ws, stride_om, BLOCK: tl.constexpr):
+def _reduce_kernel(part_ptr, s_ptr, ws_ptr, out_ptr, M, N, SPLIT, stride_ws, stride_om, BLOCK: tl.constexpr,
+                   ROW_SCALED: tl.constexpr):
     idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = idx < M * N
     m = idx // N
@@ -150,9 +163,11 @@ def _reduce_kernel(part_ptr, s_ptr, ws_ptr, out_ptr, M, N, SPLIT, stride_ws, str
     acc = tl.full((BLOCK,), 0.0, tl.float32)
     for k in range(0, SPLIT):
         acc += tl.load(part_ptr + k * M * N + idx, mask=mask, other=0.0)
-    s = tl.load(s_ptr + m, mask=mask, other=0.0)
     ws = tl.load(ws_ptr + n * stride_ws, mask=mask, other=0.0)
-    tl.store(out_ptr + m * stride_om + n, (acc * s * ws).to(out_ptr.dtype.element_ty), mask=mask)
+    y = acc * ws
+    if ROW_SCALED:
+        y = y * tl.load(s_ptr + m, mask=mask, other=0.0)
+    tl.store(out_ptr + m * stride_om + n, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @functools.cache
@@ -202,6 +217,17 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
                    config: RowwiseLinearConfig = DEFAULT_CONFIG) -> torch.Tensor:
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
     contiguous, w_scale fp32 with one element or one per row of w."""
+    return _linear(h, w, w_scale, out_dtype, config, weight_only=False)
+
+
+def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
+                       config: RowwiseLinearConfig = DEFAULT_CONFIG) -> torch.Tensor:
+    """[M, N] of h's dtype: h [M, K] bf16/fp16 (M <= config.block_m, unit stride along K) times the
+    weight-only FP8 w [N, K] (contiguous) and its fp32 scale (one element or one per row of w)."""
+    return _linear(h, w, w_scale, h.dtype, config, weight_only=True)
+
+
+def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: bool) -> torch.Tensor:
     M, K = h.shape
     N = w.shape[0]
     if M > config.block_m:
@@ -210,7 +236,7 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     if M == 0 or N == 0:
         return out
     _, linear, reduce = _kernels(triton_swiglu.interpreting())
-    s = row_scales(h)
+    s = w_scale if weight_only else row_scales(h)   # weight-only: not read
     split = splits_for(N, K, config)
     k_per_split = triton.cdiv(triton.cdiv(K, split), config.block_k) * config.block_k
     split = triton.cdiv(K, k_per_split)
@@ -220,9 +246,10 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     grid = (triton.cdiv(N, config.block_n), split)
     linear[grid](h, s, w, ws, part, out, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws, out.stride(0),
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
-                 FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma,
+                 FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024
-        reduce[(triton.cdiv(M * N, block),)](part, s, ws, out, M, N, split, stride_ws, out.stride(0), BLOCK=block)
+        reduce[(triton.cdiv(M * N, block),)](part, s, ws, out, M, N, split, stride_ws, out.stride(0), BLOCK=block,
+                                             ROW_SCALED=not weight_only)
     return out

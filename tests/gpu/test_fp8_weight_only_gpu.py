@@ -1,7 +1,8 @@
 """Weight-only FP8 (bf16/fp16 x, e4m3 weights with per-row scales) on a GPU with fp8 support: the
 fused kernel in every weight-only configuration, odd shapes and both x dtypes, the op's unfused
 path, CUDA-graph replay with new inputs, and torchao's Float8WeightOnlyConfig model compiled under
-reduce-overhead with the fused kernel forced (the shipped tables have no measured rows yet)."""
+reduce-overhead with the fused kernel forced (the shipped tables have no measured rows yet), and
+the down projection's decode kernel (``fp8_weight_linear``)."""
 
 import pytest
 import torch
@@ -114,4 +115,44 @@ def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8
             for _ in range(3):
                 got = run(x).float().clone()
     assert impl_stats.op_stats()["calls"].get(impl_stats.FP8_WEIGHT_TRITON, 0) > 0, impl_stats.op_stats()
+    assert float((got - stock).norm() / stock.norm()) < 1e-2
+
+
+# The down projection (fp8_weight_linear): the decode kernel at the Qwen2.5-7B down shape.
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M", [1, 8, 16])
+def test_the_down_kernel(M, dtype):
+    from inductor_swiglu.ops import fp8_weight_linear_op as down_op
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    g = torch.Generator(device="cuda").manual_seed(M)
+    h = torch.randn(M, 18944, device="cuda", generator=g).to(dtype)
+    w = torch.randn(3584, 18944, device="cuda", generator=g) / 18944**0.5
+    s = w.abs().amax(dim=1, keepdim=True) / 448
+    w = (w / s).to(FP8)
+    want = h.double() @ (w.double() * s.double()).T   # exact products; the kernel sums them in fp32
+    for got in (tfl.weight_only_linear(h, w, s), down_op.fp8_weight_linear(h, w, s)):
+        err = error_stats(got, want)
+        assert got.dtype == dtype and err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
+
+
+def test_torchao_weight_only_mlp_with_its_down_projection_compiled(torchao_float8_weight_only):
+    from mlp_models import GatedMLP
+
+    quantize_, config = torchao_float8_weight_only
+    torch.manual_seed(0)
+    model = GatedMLP(1024, 2816, down=True).to(device="cuda", dtype=torch.bfloat16)
+    quantize_(model, config())
+    x = torch.randn(4, 1024, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        stock = torch.compile(model, mode="reduce-overhead")(x).float().clone()
+        torch._dynamo.reset()
+        inductor_swiglu.reset_op_stats()
+        with inductor_swiglu.force_kernel("triton"):
+            run = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
+            for _ in range(3):
+                got = run(x).float().clone()
+    calls = impl_stats.op_stats()["calls"]
+    assert calls.get(impl_stats.FP8_WEIGHT_TRITON, 0) > 0 and calls.get(impl_stats.WEIGHT_LINEAR_TRITON, 0) > 0, calls
     assert float((got - stock).norm() / stock.norm()) < 1e-2

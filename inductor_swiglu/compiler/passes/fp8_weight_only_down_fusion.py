@@ -1,0 +1,120 @@
+"""The weight-only FP8 down projection rewrite: the GEMM of ``swiglu_fp8_weight``'s output with the
+dequantized down weight becomes ``torch.ops.inductor_swiglu.fp8_weight_linear`` (patterns in
+``patterns/fp8_weight_only_down.py``).
+
+Why its own pass, after ``fp8_weight_only_fusion``: it matches the down projection of the MLP that
+pass rewrote, and only that one (h must come from ``swiglu_fp8_weight``, which exists on a GPU only
+where the weight-only rows were measured), so the model's other weight-only Linears are left to
+stock Inductor.  At decode sizes the op reads the fp8 weight once where stock writes and reads it
+dequantized; at other sizes it runs what stock runs, so a GPU graph whose M is known and above the
+decode sizes is left alone, and GPU graphs are rewritten only under CUDA graphs (the op launches
+from Python).
+
+``can_rewrite`` re-checks what the patterns ignored: the dtypes (an e4m3 weight with an fp32 scale,
+dequantized to h's dtype), the transposes, the reshapes and the scale's shape.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._dynamo.utils import counters
+from torch._inductor import config as inductor_config
+from torch._inductor.pattern_matcher import Match
+
+from ...dispatch import scaled_plans
+from ...ops.fp8_weight_linear_op import FP8, NOTE
+from ...ops.fp8_weight_swiglu_op import X_DTYPES
+from .. import pattern_registry
+from ..fx_utils import calls_in, is_call, meta_val, source_location, static_rows, statically_equal
+from ..inductor_pass import PatternPass
+from ..pass_config import PassConfig
+from ..records import RECORDS, Rewrite
+from .swiglu_fusion import Declined, check_ignored_args
+
+aten = torch.ops.aten
+
+
+def can_rewrite(match: Match, spec, config: PassConfig) -> str:
+    """'' when replacing this match by fp8_weight_linear is exact and worth it, else the reason."""
+    h_node = match.kwargs["h"]
+    h, w, ws = meta_val(h_node), meta_val(match.kwargs["w"]), meta_val(match.kwargs["w_scale"])
+    if any(v is None for v in (h, w, ws)):
+        return "tensor metadata missing on the matched nodes"
+    if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_fp8_weight.default):
+        return "the input is not a weight-only FP8 gated MLP's product (only the down projection is rewritten)"
+    if h.dtype not in X_DTYPES:
+        return f"h is {h.dtype}, not bf16 or fp16"
+    try:
+        check_ignored_args(match, h.dtype, "silu")   # the transposes, and the weight dequantized to h's dtype
+    except Declined as e:
+        return str(e)
+    if w.dtype != FP8 or w.dim() != 2:
+        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
+    if ws.dtype != torch.float32:
+        return f"the weight's scale is {ws.dtype}, not float32"
+    N, K = w.shape
+    if not statically_equal(h.shape[-1], K):
+        return f"h has {h.shape[-1]} features, the weight expects {K}"
+    if not (statically_equal(ws.numel(), 1) or (ws.dim() == 2 and statically_equal(ws.shape[0], N)
+                                                and statically_equal(ws.shape[1], 1))):
+        return f"the weight's scale {list(ws.shape)} is neither one scale nor one per weight row ([N, 1])"
+    M = 1
+    for d in h.shape[:-1]:
+        M = M * d
+    (gemm,) = calls_in(match.nodes, aten.mm.default)
+    a = meta_val(gemm.args[0])
+    if a is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
+        return "the GEMM does not read h flattened to [M, K]"
+    out = meta_val(match.output_node())
+    expected = (*h.shape[:-1], N)
+    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape) if out is not None else '?'} is not h's leading shape + [N]"
+    if h.device.type == "cpu" and not config.fuse_on_cpu:
+        return "CPU graph and fuse_on_cpu=False"
+    if h.device.type == "cuda":
+        if not inductor_config.triton.cudagraphs:
+            return ("not compiled for CUDA graphs: the FP8 op launches from Python; "
+                    "mode=\"reduce-overhead\" rewrites it")
+        M = static_rows(h.shape)
+        if M is not None and not scaled_plans.rowwise_linear_fused(M):
+            return f"at M={M} the dequantized GEMM runs the product either way: left to stock Inductor"
+    elif h.device.type != "cpu":
+        return f"device {h.device.type} is not supported"
+    return ""
+
+
+class Fp8WeightOnlyDownFusion(PatternPass):
+    """Post-grad pattern pass: weight-only FP8 down projection -> torch.ops.inductor_swiglu.fp8_weight_linear."""
+
+    name = "fp8_weight_only_down_fusion"
+    what = "weight-only FP8 down projection"
+
+    def applies(self, graph: torch.fx.Graph) -> bool:
+        return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_fp8_weight.default))
+
+    def patterns(self):
+        return pattern_registry.build_weight_only_down_patterns(self.config.ranks)
+
+    def can_rewrite(self, match: Match, spec) -> str:
+        return can_rewrite(match, spec, self.config)
+
+    def handler(self, spec):
+        def handler(match: Match, *args, **kwargs) -> None:
+            rec = RECORDS.current_graph()
+            h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
+            location = source_location(match.output_node())
+            match.replace_by_example(spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
+            counters["inductor"]["fp8_weight_only_down_fusion"] += 1
+            if rec is not None:
+                N, K = (int(d) if isinstance(d, int) else str(d) for d in w.shape)
+                M = static_rows(h.shape)
+                dispatch = ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda" else
+                            "per call by M (decode kernel up to "
+                            f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else NOTE)
+                rec.rewrites.append(Rewrite(
+                    pattern=spec.name, location=location,
+                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in h.shape], n=N, k=K,
+                    dtype=f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight", device=h.device.type,
+                    dispatch=dispatch))
+
+        return handler
