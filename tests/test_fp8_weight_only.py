@@ -268,6 +268,22 @@ def test_dynamic_token_counts_are_rewritten(torchao_float8_weight_only):
         assert relerr(out, model(x)) < 1e-2
 
 
+def test_a_declined_weight_only_mlp_says_its_weights_are_dequantized_every_call(torchao_float8_weight_only, monkeypatch):
+    # as on a GPU whose table has no weight-only rows: the bf16 rewrite takes the product, and says so
+    quantize_, config = torchao_float8_weight_only
+    monkeypatch.setattr(fp8_weight_only_fusion, "can_rewrite", lambda *a, **k: "no weight-only rows (test)")
+    torch.manual_seed(0)
+    model = GatedMLP(128, 192, down=False).to(torch.bfloat16)
+    quantize_(model, config())
+    x = torch.randn(6, 128, dtype=torch.bfloat16)
+    out, rewrites, bf16_rewrites = compile_and_count(model, x)
+    assert (rewrites, bf16_rewrites) == (0, 1)
+    (rec,) = [r for g in RECORDS.graphs for r in g.rewrites]
+    assert rec.dispatch.startswith("weights dequantized from float8 on every call"), rec.dispatch
+    with torch.no_grad():
+        assert relerr(out, model(x)) < 1e-2
+
+
 class HandDequantized(nn.Module):
     """The weight-only form written by hand, with knobs for the near misses."""
 

@@ -31,6 +31,17 @@ def is_call(n, *targets) -> bool:
     return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
 
 
+def dequantized_from_fp8(n) -> bool:
+    """n is a weight dequantized from float8 in the graph (a cast of a product whose factor is a
+    cast of a float8 tensor, as torchao's weight-only Linear computes it on every call)."""
+    n = n.args[0] if is_call(n, torch.ops.aten.permute.default) else n
+    if not is_call(n, torch.ops.prims.convert_element_type.default) or not is_call(n.args[0], torch.ops.aten.mul.Tensor):
+        return False
+    return any(is_call(f, torch.ops.prims.convert_element_type.default)
+               and getattr(meta_val(f.args[0]), "dtype", None) in (torch.float8_e4m3fn, torch.float8_e5m2)
+               for f in n.args[0].args)
+
+
 def node_arg(node: torch.fx.Node, index: int, name: str, default=None):
     """An argument of a call node, given positionally at `index` or by keyword `name`."""
     return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)

@@ -31,7 +31,7 @@ from ... import dispatch
 from ...ops import cuda_impl, impl_stats, native
 from ...ops.swiglu_op import cpu_impl
 from .. import pattern_registry
-from ..fx_utils import as_gelu, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import as_gelu, dequantized_from_fp8, meta_val, source_location, static_rows, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -177,6 +177,8 @@ class SwigluFusion(PatternPass):
             N, K = wg.shape[n_dim], wg.shape[k_dim]
             names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
             location = source_location(out)
+            # weight-only FP8 left here (no measured rows for its own op): say what that costs
+            dequantized = dequantized_from_fp8(kwargs["w_gate"]) or dequantized_from_fp8(kwargs["w_up"])
             match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
             # torch's own counters too, as Inductor's pattern files do: tlparse and
             # torch._dynamo.utils.counters see the rewrites
@@ -191,7 +193,9 @@ class SwigluFusion(PatternPass):
                         k=int(K) if isinstance(K, int) else str(K),
                         dtype=str(x.dtype).replace("torch.", ""),
                         device=x.device.type,
-                        dispatch=_dispatch_for(x, N, K, spec.projection.bias, spec.op_activation),
+                        dispatch=("weights dequantized from float8 on every call (no weight-only FP8 rows for this "
+                                  "device); " if dequantized else "")
+                        + _dispatch_for(x, N, K, spec.projection.bias, spec.op_activation),
                     )
                 )
 
