@@ -353,6 +353,26 @@ def static_rows(shape) -> int | None:
     return M
 
 
+def show_shape(shape) -> list:
+    """A shape for the records: known sizes as ints, symbolic ones as their text."""
+    return [int(d) if isinstance(d, int) else str(d) for d in shape]
+
+
+def output_shape_reason(out, lead, N, operand: str = "x") -> str:
+    """'' when `out` (a fake value) is `lead` + [N] for every value of the symbols, else why not (a
+    rewrite's result must have the shape of what it replaces)."""
+    expected = (*lead, N)
+    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
+        return f"output shape {list(out.shape) if out is not None else '?'} is not {operand}'s leading shape + [N]"
+    return ""
+
+
+def reads_rows(gemm: torch.fx.Node, M) -> bool:
+    """The GEMM's first operand is 2-D with M rows: the rewritten operand flattened to [M, K]."""
+    a = meta_val(gemm.args[0])
+    return a is not None and len(a.shape) == 2 and statically_equal(a.shape[0], M)
+
+
 def statically_equal(a, b) -> bool:
     """a == b for every value the symbols can take (sizes may be SymInts under dynamic shapes)."""
     try:

@@ -16,19 +16,32 @@ dequantized to h's dtype), the transposes, the reshapes and the scale's shape.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch._dynamo.utils import counters
-from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match
 
 from ...dispatch import scaled_plans
 from ...ops.fp8_weight_linear_op import FP8, NOTE
 from ...ops.fp8_weight_swiglu_op import X_DTYPES
 from .. import pattern_registry
-from ..fx_utils import calls_in, is_call, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import (
+    calls_in,
+    is_call,
+    meta_val,
+    output_shape_reason,
+    reads_rows,
+    show_shape,
+    source_location,
+    static_rows,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
+from .fp8_weight_only_fusion import is_row_scale
+from .scaled_down_fusion import device_reason
 from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
@@ -55,32 +68,13 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     N, K = w.shape
     if not statically_equal(h.shape[-1], K):
         return f"h has {h.shape[-1]} features, the weight expects {K}"
-    if not (statically_equal(ws.numel(), 1) or (ws.dim() == 2 and statically_equal(ws.shape[0], N)
-                                                and statically_equal(ws.shape[1], 1))):
+    if not is_row_scale(ws, N):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per weight row ([N, 1])"
-    M = 1
-    for d in h.shape[:-1]:
-        M = M * d
     (gemm,) = calls_in(match.nodes, aten.mm.default)
-    a = meta_val(gemm.args[0])
-    if a is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
+    if not reads_rows(gemm, math.prod(h.shape[:-1])):
         return "the GEMM does not read h flattened to [M, K]"
-    out = meta_val(match.output_node())
-    expected = (*h.shape[:-1], N)
-    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
-        return f"output shape {list(out.shape) if out is not None else '?'} is not h's leading shape + [N]"
-    if h.device.type == "cpu" and not config.fuse_on_cpu:
-        return "CPU graph and fuse_on_cpu=False"
-    if h.device.type == "cuda":
-        if not inductor_config.triton.cudagraphs:
-            return ("not compiled for CUDA graphs: the FP8 op launches from Python; "
-                    "mode=\"reduce-overhead\" rewrites it")
-        M = static_rows(h.shape)
-        if M is not None and not scaled_plans.rowwise_linear_fused(M):
-            return f"at M={M} the dequantized GEMM runs the product either way: left to stock Inductor"
-    elif h.device.type != "cpu":
-        return f"device {h.device.type} is not supported"
-    return ""
+    return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or device_reason(
+        h, config, "the dequantized GEMM")
 
 
 class Fp8WeightOnlyDownFusion(PatternPass):
@@ -106,14 +100,14 @@ class Fp8WeightOnlyDownFusion(PatternPass):
             match.replace_by_example(spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
             counters["inductor"]["fp8_weight_only_down_fusion"] += 1
             if rec is not None:
-                N, K = (int(d) if isinstance(d, int) else str(d) for d in w.shape)
+                N, K = show_shape(w.shape)
                 M = static_rows(h.shape)
                 dispatch = ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda" else
                             "per call by M (decode kernel up to "
                             f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else NOTE)
                 rec.rewrites.append(Rewrite(
                     pattern=spec.name, location=location,
-                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in h.shape], n=N, k=K,
+                    x_shape=show_shape(h.shape), n=N, k=K,
                     dtype=f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight", device=h.device.type,
                     dispatch=dispatch))
 

@@ -17,9 +17,10 @@ reshapes and the scales' shapes.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch._dynamo.utils import counters
-from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match
 
 from ...dispatch import scaled_plans
@@ -27,11 +28,20 @@ from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.fp8_weight_swiglu_op import X_DTYPES
 from .. import pattern_registry
-from ..fx_utils import calls_in, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import (
+    calls_in,
+    meta_val,
+    output_shape_reason,
+    reads_rows,
+    show_shape,
+    source_location,
+    static_rows,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
-from .scaled_swiglu_fusion import HOST_NOTE
+from .scaled_swiglu_fusion import python_launch_reason
 from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
@@ -44,9 +54,9 @@ def gpu_reason(x, N: int, K: int, activation: str) -> str:
     device = cuda_impl.device_kind(x.device)
     if forced_kernel() == "triton":
         return ""   # the user asked for the fused kernel
-    if not inductor_config.triton.cudagraphs:
-        return (f"not compiled for CUDA graphs: the FP8 op launches from Python, {HOST_NOTE}; "
-                "mode=\"reduce-overhead\" rewrites it")
+    reason = python_launch_reason()
+    if reason:
+        return reason
     if not scaled_plans.serves(device, activation, weight_only=True):
         return ("no fused weight-only FP8 kernel was measured on this GPU (its dispatch table has no "
                 f"{scaled_plans.WEIGHT_ONLY_DTYPE} rows): left to the bf16 rewrite over the dequantized weights")
@@ -56,6 +66,12 @@ def gpu_reason(x, N: int, K: int, activation: str) -> str:
         if not plan.fused:
             return f"at M={M} the unfused path is the plan ({plan.describe()}): left to the bf16 rewrite"
     return ""
+
+
+def is_row_scale(t, N) -> bool:
+    """t is one scale, or one per weight row as the search spells it ([N, 1], transposed with the weight)."""
+    return statically_equal(t.numel(), 1) or (t.dim() == 2 and statically_equal(t.shape[0], N)
+                                              and statically_equal(t.shape[1], 1))
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
@@ -85,21 +101,14 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     if not statically_equal(x.shape[-1], K):
         return f"x has {x.shape[-1]} features, weights expect {K}"
     for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
-        # the search transposes the scale with the weight: one per weight row, [N, 1] (or one)
-        if not (statically_equal(t.numel(), 1) or (t.dim() == 2 and statically_equal(t.shape[0], N)
-                                                   and statically_equal(t.shape[1], 1))):
+        if not is_row_scale(t, N):
             return f"{name} {list(t.shape)} is neither one scale nor one per weight row ([N, 1])"
-    M = 1
-    for d in x.shape[:-1]:
-        M = M * d
-    for g in calls_in(match.nodes, aten.mm.default):   # the GEMM reads x flattened to [M, K]
-        a = meta_val(g.args[0])
-        if a is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
-            return "the GEMM does not read x flattened to [M, K]"
+    if not all(reads_rows(g, math.prod(x.shape[:-1])) for g in calls_in(match.nodes, aten.mm.default)):
+        return "the GEMM does not read x flattened to [M, K]"
     out = meta_val(match.output_node())
-    expected = (*x.shape[:-1], N)
-    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
-        return f"output shape {list(out.shape) if out is not None else '?'} is not x's leading shape + [N]"
+    reason = output_shape_reason(out, x.shape[:-1], N)
+    if reason:
+        return reason
     if out.dtype != x.dtype:
         return f"the product is {out.dtype}, not x's {x.dtype}"
     if x.device.type == "cpu" and not config.fuse_on_cpu:
@@ -149,10 +158,9 @@ class Fp8WeightOnlyFusion(PatternPass):
             match.replace_by_example(spec.replacement(), [kwargs[n] for n in names])
             counters["inductor"]["fp8_weight_only_fusion"] += 1
             if rec is not None:
-                N, K = (int(d) if isinstance(d, int) else str(d) for d in wg.shape)
+                N, K = show_shape(wg.shape)
                 rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location,
-                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
+                    pattern=spec.name, location=location, x_shape=show_shape(x.shape), n=N, k=K,
                     dtype=f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights", device=x.device.type,
                     dispatch=_dispatch_text(x, N, K, spec.op_activation)))
 

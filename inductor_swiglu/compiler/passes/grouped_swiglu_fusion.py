@@ -27,7 +27,7 @@ from ...dispatch import grouped_plans
 from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from .. import pattern_registry
-from ..fx_utils import equal_halves, is_call, meta_val, source_location, statically_equal
+from ..fx_utils import equal_halves, is_call, meta_val, show_shape, source_location, statically_equal
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -35,10 +35,6 @@ from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-
-
-def _shape(shape) -> list:
-    return [int(d) if isinstance(d, int) else str(d) for d in shape]
 
 
 # The op's host time per call (Python: checks, the plan, the Triton launch) against stock's
@@ -201,7 +197,7 @@ class GroupedSwigluFusion(PatternPass):
             counters["inductor"]["grouped_swiglu_fusion"] += 1
             if rec is not None:
                 rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location, x_shape=_shape(x.shape),
+                    pattern=spec.name, location=location, x_shape=show_shape(x.shape),
                     n=int(N) if isinstance(N, int) else str(N), k=int(K) if isinstance(K, int) else str(K),
                     dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
                     dispatch=f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}"))

@@ -19,16 +19,26 @@ from __future__ import annotations
 
 import torch
 from torch._dynamo.utils import counters
-from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match
 
 from ...dispatch import scaled_plans
 from ...ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import calls_in, is_call, meta_val, node_arg, source_location, static_rows, statically_equal
+from ..fx_utils import (
+    calls_in,
+    is_call,
+    meta_val,
+    node_arg,
+    output_shape_reason,
+    show_shape,
+    source_location,
+    static_rows,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
+from .scaled_swiglu_fusion import python_launch_reason
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -80,21 +90,24 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"h has {h.shape[-1]} features, the weight expects {K}"
     if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
-    out = meta_val(match.output_node())
-    expected = (*h.shape[:-1], N)
-    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
-        return f"output shape {list(out.shape) if out is not None else '?'} is not h's leading shape + [N]"
-    if h.device.type == "cpu" and not config.fuse_on_cpu:
-        return "CPU graph and fuse_on_cpu=False"
-    if h.device.type == "cuda":
-        if not inductor_config.triton.cudagraphs:
-            return ("not compiled for CUDA graphs: the FP8 op launches from Python; "
-                    "mode=\"reduce-overhead\" rewrites it")
-        M = static_rows(h.shape)
-        if M is not None and not scaled_plans.rowwise_linear_fused(M):
-            return f"at M={M} cuBLAS's fp8 GEMM runs the product either way: left to stock Inductor"
-    elif h.device.type != "cpu":
+    return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or device_reason(
+        h, config, "cuBLAS's fp8 GEMM")
+
+
+def device_reason(h, config: PassConfig, elsewhere: str) -> str:
+    """The down projection passes' shared rule ('' or why not): CPU graphs as configured; GPU graphs
+    under CUDA graphs and, where M is known, only at the decode sizes the op's kernel serves
+    (elsewhere the op would run `elsewhere`, what stock runs)."""
+    if h.device.type == "cpu":
+        return "" if config.fuse_on_cpu else "CPU graph and fuse_on_cpu=False"
+    if h.device.type != "cuda":
         return f"device {h.device.type} is not supported"
+    reason = python_launch_reason()
+    if reason:
+        return reason
+    M = static_rows(h.shape)
+    if M is not None and not scaled_plans.rowwise_linear_fused(M):
+        return f"at M={M} {elsewhere} runs the product either way: left to stock Inductor"
     return ""
 
 
@@ -124,14 +137,14 @@ class ScaledDownFusion(PatternPass):
             match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
             counters["inductor"]["scaled_down_fusion"] += 1
             if rec is not None:
-                N, K = (int(d) if isinstance(d, int) else str(d) for d in w.shape)
+                N, K = show_shape(w.shape)
                 M = static_rows(h.shape)
                 dispatch = ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda" else
                             "per call by M (decode kernel up to "
                             f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else scaled_plans.ROWWISE_NOTE)
                 rec.rewrites.append(Rewrite(
                     pattern=spec.name, location=location,
-                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in h.shape], n=N, k=K,
+                    x_shape=show_shape(h.shape), n=N, k=K,
                     dtype=str(h.dtype).replace("torch.", ""), device=h.device.type, dispatch=dispatch))
 
         return handler

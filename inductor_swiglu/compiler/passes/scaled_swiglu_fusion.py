@@ -21,6 +21,8 @@ re-checked, and the operands' dtypes and scale shapes must be what the op takes.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor import config as inductor_config
@@ -31,7 +33,17 @@ from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
 from .. import pattern_registry
-from ..fx_utils import calls_in, meta_val, node_arg, source_location, static_rows, statically_equal
+from ..fx_utils import (
+    calls_in,
+    meta_val,
+    node_arg,
+    output_shape_reason,
+    reads_rows,
+    show_shape,
+    source_location,
+    static_rows,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -44,6 +56,15 @@ aten = torch.ops.aten
 HOST_NOTE = "133 us of host time per call against 84 us for stock's three launches (H200, 2026-12-03)"
 
 
+def python_launch_reason() -> str:
+    """'' under CUDA graphs, else why the FP8 rewrites (gated and down projections, per-row and
+    weight-only) are declined: their ops launch from Python, which only a graph replay does not pay."""
+    if inductor_config.triton.cudagraphs:
+        return ""
+    return (f"not compiled for CUDA graphs: the FP8 op launches from Python, {HOST_NOTE}; "
+            "mode=\"reduce-overhead\" rewrites it")
+
+
 def gpu_reason(x, N: int, K: int, activation: str, fast_accum: bool = False) -> str:
     """'' where the fused FP8 kernel serves this GPU problem, else why the rewrite is declined: no
     table rows for FP8 on this GPU, or (M known at compile time) the table measured the unfused
@@ -51,9 +72,9 @@ def gpu_reason(x, N: int, K: int, activation: str, fast_accum: bool = False) -> 
     device = cuda_impl.device_kind(x.device)
     if forced_kernel() == "triton":
         return ""   # the user asked for the fused kernel
-    if not inductor_config.triton.cudagraphs:
-        return (f"not compiled for CUDA graphs: the FP8 op launches from Python, {HOST_NOTE}; "
-                "mode=\"reduce-overhead\" rewrites it")
+    reason = python_launch_reason()
+    if reason:
+        return reason
     if not scaled_plans.serves(device, activation):
         return ("no fused FP8 kernel serves this GPU (its dispatch table has no float8 rows): left to stock "
                 "Inductor, which runs the same two scaled GEMMs")
@@ -106,24 +127,22 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     N, K = wg.shape
     if not statically_equal(x.shape[-1], K):
         return f"x has {x.shape[-1]} features, weights expect {K}"
-    M = 1
-    for d in x.shape[:-1]:
-        M = M * d
+    M = math.prod(x.shape[:-1])
     if not (statically_equal(xs.numel(), 1) or (statically_equal(xs.numel(), M) and statically_equal(xs.shape[-1], 1))):
         return f"x's scale {list(xs.shape)} is neither one scale nor one per row"
     for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
         if not (statically_equal(t.numel(), 1) or statically_equal(t.numel(), N)):
             return f"{name} {list(t.shape)} is neither one scale nor one per output row"
     for g in gemms:   # the GEMM's own operand shapes: x flattened to [M, K], the scales as _scaled_mm takes them
-        a, sa = meta_val(g.args[0]), meta_val(g.args[2])
-        if a is None or sa is None or len(a.shape) != 2 or not statically_equal(a.shape[0], M):
+        sa = meta_val(g.args[2])
+        if sa is None or not reads_rows(g, M):
             return "the scaled GEMM does not read x flattened to [M, K]"
         if not (statically_equal(sa.numel(), 1) or statically_equal(sa.shape[0], M)):
             return "the scaled GEMM's x scale is not one per row of x"
     out = meta_val(match.output_node())
-    expected = (*x.shape[:-1], N)
-    if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
-        return f"output shape {list(out.shape) if out is not None else '?'} is not x's leading shape + [N]"
+    reason = output_shape_reason(out, x.shape[:-1], N)
+    if reason:
+        return reason
     if out.dtype != out_dtype:
         return f"the product is {out.dtype}, not the scaled GEMMs' {out_dtype}"
     if x.device.type == "cpu" and not config.fuse_on_cpu:
@@ -174,10 +193,9 @@ class ScaledSwigluFusion(PatternPass):
             match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs[n] for n in names])
             counters["inductor"]["scaled_swiglu_fusion"] += 1
             if rec is not None:
-                N, K = (int(d) if isinstance(d, int) else str(d) for d in wg.shape)
+                N, K = show_shape(wg.shape)
                 rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location,
-                    x_shape=[int(d) if isinstance(d, int) else str(d) for d in x.shape], n=N, k=K,
+                    pattern=spec.name, location=location, x_shape=show_shape(x.shape), n=N, k=K,
                     dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
                     dispatch=_dispatch_text(x, N, K, spec.op_activation, fast)))
 

@@ -31,7 +31,15 @@ from ... import dispatch
 from ...ops import cuda_impl, impl_stats, native
 from ...ops.swiglu_op import cpu_impl
 from .. import pattern_registry
-from ..fx_utils import as_gelu, dequantized_from_fp8, meta_val, source_location, static_rows, statically_equal
+from ..fx_utils import (
+    as_gelu,
+    dequantized_from_fp8,
+    meta_val,
+    show_shape,
+    source_location,
+    static_rows,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
@@ -39,10 +47,6 @@ from ..records import RECORDS, Rewrite
 log = logging.getLogger("inductor_swiglu.pass")
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-def _show_shape(shape) -> list:
-    return [int(s) if isinstance(s, int) else str(s) for s in shape]
 
 
 class Declined(Exception):
@@ -188,7 +192,7 @@ class SwigluFusion(PatternPass):
                     Rewrite(
                         pattern=spec.name,
                         location=location,
-                        x_shape=_show_shape(x.shape),
+                        x_shape=show_shape(x.shape),
                         n=int(N) if isinstance(N, int) else str(N),
                         k=int(K) if isinstance(K, int) else str(K),
                         dtype=str(x.dtype).replace("torch.", ""),
