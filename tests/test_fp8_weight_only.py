@@ -23,6 +23,7 @@ from inductor_swiglu.ops import fp8_weight_swiglu_op as op
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
+from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats
 
 FP8 = torch.float8_e4m3fn
@@ -33,9 +34,8 @@ def operands(M=12, K=64, N=48, dtype=torch.bfloat16, seed=0, scale_shape=None):
     x = torch.randn(M, K, generator=g).to(dtype)
     ws, ss = [], []
     for _ in range(2):
-        w = torch.randn(N, K, generator=g) / K**0.5
-        s = w.abs().amax(dim=1, keepdim=True) / 448   # torchao's per-row scale, [N, 1]
-        ws.append((w / s).to(FP8))
+        w, s = quantize_e4m3(torch.randn(N, K, generator=g) / K**0.5)   # torchao's per-row scale, [N, 1]
+        ws.append(w)
         ss.append(s.reshape(scale_shape) if scale_shape else s)
     return x, ws[0], ss[0], ws[1], ss[1]
 
@@ -342,9 +342,7 @@ def test_near_misses_are_left_to_the_bf16_rewrite(kind, why):
 def down_operands(M=6, K=192, N=64, dtype=torch.bfloat16, seed=1):
     g = torch.Generator().manual_seed(seed)
     h = torch.randn(M, K, generator=g).to(dtype)
-    w = torch.randn(N, K, generator=g) / K**0.5
-    s = w.abs().amax(dim=1, keepdim=True) / 448
-    return h, (w / s).to(FP8), s
+    return (h, *quantize_e4m3(torch.randn(N, K, generator=g) / K**0.5))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

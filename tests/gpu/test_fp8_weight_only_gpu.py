@@ -11,13 +11,12 @@ import inductor_swiglu
 from inductor_swiglu.ops import fp8_weight_swiglu_op as op
 from inductor_swiglu.ops import impl_stats
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
+from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu]
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9) or not tss.available()[0]:
     pytest.skip("needs a GPU with fp8 support (sm_89+) and Triton", allow_module_level=True)
-
-FP8 = torch.float8_e4m3fn
 
 
 def operands(M, N, K, dtype=torch.bfloat16, seed=0):
@@ -25,9 +24,7 @@ def operands(M, N, K, dtype=torch.bfloat16, seed=0):
     x = torch.randn(M, K, device="cuda", generator=g).to(dtype)
     out = []
     for _ in range(2):
-        w = torch.randn(N, K, device="cuda", generator=g) / K**0.5
-        s = w.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / 448   # torchao's per-row scale, [N, 1]
-        out += [(w / s).to(FP8), s]
+        out += quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)   # torchao's per-row scale
     return (x, *out)
 
 
@@ -97,13 +94,14 @@ def test_cuda_graph_replay_with_new_inputs():
         check(out, new)
 
 
-@pytest.mark.parametrize("M", [4, 300])
-def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8_weight_only, M):
+def compiled_torchao_mlp(torchao_float8_weight_only, M: int, down: bool):
+    """(stock's output, ours with the fused kernels forced, the op statistics) for torchao's
+    weight-only MLP compiled under reduce-overhead."""
     from mlp_models import GatedMLP
 
     quantize_, config = torchao_float8_weight_only
     torch.manual_seed(0)
-    model = GatedMLP(1024, 2816, down=False).to(device="cuda", dtype=torch.bfloat16)
+    model = GatedMLP(1024, 2816, down=down).to(device="cuda", dtype=torch.bfloat16)
     quantize_(model, config())
     x = torch.randn(M, 1024, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
@@ -114,7 +112,13 @@ def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8
             run = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
             for _ in range(3):
                 got = run(x).float().clone()
-    assert impl_stats.op_stats()["calls"].get(impl_stats.FP8_WEIGHT_TRITON, 0) > 0, impl_stats.op_stats()
+    return stock, got, impl_stats.op_stats()["calls"]
+
+
+@pytest.mark.parametrize("M", [4, 300])
+def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8_weight_only, M):
+    stock, got, calls = compiled_torchao_mlp(torchao_float8_weight_only, M, down=False)
+    assert calls.get(impl_stats.FP8_WEIGHT_TRITON, 0) > 0, calls
     assert float((got - stock).norm() / stock.norm()) < 1e-2
 
 
@@ -128,9 +132,7 @@ def test_the_down_kernel(M, dtype):
 
     g = torch.Generator(device="cuda").manual_seed(M)
     h = torch.randn(M, 18944, device="cuda", generator=g).to(dtype)
-    w = torch.randn(3584, 18944, device="cuda", generator=g) / 18944**0.5
-    s = w.abs().amax(dim=1, keepdim=True) / 448
-    w = (w / s).to(FP8)
+    w, s = quantize_e4m3(torch.randn(3584, 18944, device="cuda", generator=g) / 18944**0.5)
     want = h.double() @ (w.double() * s.double()).T   # exact products; the kernel sums them in fp32
     for got in (tfl.weight_only_linear(h, w, s), down_op.fp8_weight_linear(h, w, s)):
         err = error_stats(got, want)
@@ -138,21 +140,6 @@ def test_the_down_kernel(M, dtype):
 
 
 def test_torchao_weight_only_mlp_with_its_down_projection_compiled(torchao_float8_weight_only):
-    from mlp_models import GatedMLP
-
-    quantize_, config = torchao_float8_weight_only
-    torch.manual_seed(0)
-    model = GatedMLP(1024, 2816, down=True).to(device="cuda", dtype=torch.bfloat16)
-    quantize_(model, config())
-    x = torch.randn(4, 1024, device="cuda", dtype=torch.bfloat16)
-    with torch.no_grad():
-        stock = torch.compile(model, mode="reduce-overhead")(x).float().clone()
-        torch._dynamo.reset()
-        inductor_swiglu.reset_op_stats()
-        with inductor_swiglu.force_kernel("triton"):
-            run = torch.compile(model, backend="inductor_swiglu", mode="reduce-overhead")
-            for _ in range(3):
-                got = run(x).float().clone()
-    calls = impl_stats.op_stats()["calls"]
+    stock, got, calls = compiled_torchao_mlp(torchao_float8_weight_only, 4, down=True)
     assert calls.get(impl_stats.FP8_WEIGHT_TRITON, 0) > 0 and calls.get(impl_stats.WEIGHT_LINEAR_TRITON, 0) > 0, calls
     assert float((got - stock).norm() / stock.norm()) < 1e-2
