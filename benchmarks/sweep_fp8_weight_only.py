@@ -40,17 +40,18 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sweep_scaled  # noqa: E402
 from timing import GpuSensors, Interleaved, admit, run_points, sets_needed, time_point  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
+from inductor_swiglu.dispatch import devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP  # noqa: E402
 from inductor_swiglu.ops import fp8_weight_swiglu_op, triton_scaled_swiglu  # noqa: E402
+from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
-FP8 = torch.float8_e4m3fn
 KEY = scaled_plans.key_of("silu", weight_only=True)
 MS = "1,16,128,512,2048"
 # Where the graph goes when the rewrite is declined: a fused row must beat both.
@@ -63,10 +64,8 @@ def weight_only_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     g = torch.Generator(device="cuda").manual_seed(seed)
     n_sets = sets_needed(2 * M * K + 2 * N * K + 4 * N * K + 2 * 3 * M * N)
 
-    def quantized():
-        w = torch.randn(N, K, device="cuda", generator=g) / K**0.5
-        s = w.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / 448   # torchao's per-row scale
-        return (w / s).to(FP8), s
+    def quantized():   # torchao's per-row scale
+        return quantize_e4m3(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
 
     def one():
         x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
@@ -161,35 +160,15 @@ def describe(r: dict) -> str:
 
 
 def chosen_entry(row: dict) -> tables.Entry | None:
-    """The table entry of one point: the fastest candidate by the worse of its figures, fused only
-    where it beats every path the graph takes without it."""
-    times = choice.ok_times(row)
-    if not times:
-        return None
-    best = min(times, key=times.get)
-    impl, _, config = best.partition(":")
-    lo, hi = next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == row["M"])
-    runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
-    why = "fastest (worse of burst and sustained where both timed)"
-    lost = [ref for ref in DECLINED if not choice.beats_reference(row, best, ref)]
-    if impl != scaled_plans.UNFUSED and lost:
-        impl, config, runner_up = scaled_plans.UNFUSED, "", best
-        why = f"{' and '.join(lost)} within {100 * choice.DEFAULT_MARGIN:.0f}% of or faster than the best fused ({best})"
-    return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
-        "M": row["M"], "us": round(times[best], 3), "why": why, "runner_up": runner_up})
+    """The table entry of one point (sweep_scaled's rule): fused only where it beats every path the
+    graph takes without it."""
+    return sweep_scaled.chosen_entry(row, KEY, DECLINED)
 
 
 def install(rows: list[dict], meta: dict, device: str) -> Path:
-    """Replace the weight-only rows of the device's table by this sweep's choices (points it did not
-    measure keep theirs); the GeGLUs are served by SiLU's rows."""
-    path = tables.table_path(device)
-    measured = [e for e in map(chosen_entry, rows) if e is not None]
-    points = {(e.K, e.N, e.m_lo) for e in measured}
-    table = tables.with_rows(tables.load(path), KEY, measured, lambda e: (e.K, e.N, e.m_lo) in points,
-                             {tables.Key(KEY.dtype, act): KEY for act in ("silu", "gelu_tanh", "gelu")}, KEY.dtype,
-                             f"benchmarks/sweep_fp8_weight_only.py, {meta['date']}, {meta['device']}, torch {meta['torch']}")
-    tables.save(table, path)
-    return path
+    """Replace the weight-only rows of the device's table by this sweep's choices (sweep_scaled's
+    install; points it did not measure keep theirs, the GeGLUs take SiLU's rows)."""
+    return sweep_scaled.install(rows, meta, device, KEY, DECLINED, "sweep_fp8_weight_only.py")
 
 
 def markdown(rows: list[dict], meta: dict) -> str:

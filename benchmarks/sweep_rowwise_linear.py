@@ -44,6 +44,7 @@ from weight_read import weight_read  # noqa: E402
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op  # noqa: E402
 from inductor_swiglu.ops import fp8_weight_linear_op as wo_op  # noqa: E402
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
+from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -63,6 +64,20 @@ def stock_down(h, w, ws):
                             out_dtype=torch.bfloat16, use_fast_accum=True)
 
 
+def timed_row(bench: Interleaved, rounds: int, model: str, M: int, H: int, inter: int, numerics: dict,
+              stock_numerics: dict) -> dict:
+    """A point's row: the interleaved timing of `bench`'s columns, the clock, the numerics, and the
+    op's ratios to stock and to the weight read."""
+    timings = bench.run(rounds=rounds)
+    row = {"model": model, "M": M, "N": H, "K": inter, "numerics": numerics, "stock_numerics": stock_numerics,
+           "us": {k: round(t.us, 2) for k, t in timings.items()}, "errors": bench.errors, **bench.clock_summary()}
+    us = row["us"]
+    if "op" in us and "stock" in us:
+        row["op_vs_stock"] = round(us["stock"] / us["op"], 3)
+        row["op_vs_read"] = round(us["op"] / us["weight_read"], 3)
+    return row
+
+
 def stock_weight_only_down(h, w, ws):
     return h @ (w.t().to(torch.float32) * ws.t()).to(h.dtype)
 
@@ -73,9 +88,7 @@ def weight_only_point(model: str, M: int, rounds: int) -> dict:
     for i in range(sets_needed(H * inter * 3 + 3 * M * inter)):
         g = torch.Generator(device="cuda").manual_seed(i)
         h = torch.randn(M, inter, device="cuda", generator=g).to(torch.bfloat16)
-        w = torch.randn(H, inter, device="cuda", generator=g) / inter**0.5
-        ws = w.abs().amax(dim=1, keepdim=True) / 448   # torchao's per-row weight scale
-        w = (w / ws).to(FP8)
+        w, ws = quantize_e4m3(torch.randn(H, inter, device="cuda", generator=g) / inter**0.5)   # torchao's per-row
         sets.append((h, w, ws, (w.float() * ws).to(torch.bfloat16)))
     h, w, ws, _ = sets[0]
     want = h.double() @ (w.double() * ws.double()).T
@@ -87,14 +100,7 @@ def weight_only_point(model: str, M: int, rounds: int) -> dict:
     bench.add("stock", lambda h, w, ws, wd: compiled(h, w, ws))
     bench.add("mm", lambda h, w, ws, wd: h @ wd.t())
     bench.add("weight_read", lambda h, w, ws, wd: weight_read(w[: H // 2], w[H // 2:]))
-    timings = bench.run(rounds=rounds)
-    row = {"model": model, "M": M, "N": H, "K": inter, "numerics": numerics, "stock_numerics": stock_numerics,
-           "us": {k: round(t.us, 2) for k, t in timings.items()}, "errors": bench.errors, **bench.clock_summary()}
-    us = row["us"]
-    if "op" in us and "stock" in us:
-        row["op_vs_stock"] = round(us["stock"] / us["op"], 3)
-        row["op_vs_read"] = round(us["op"] / us["weight_read"], 3)
-    return row
+    return timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
 
 
 def configs() -> list:
@@ -134,14 +140,7 @@ def point(model: str, M: int, rounds: int, sweep: bool = False) -> dict:
     bench.add("weight_read", lambda h, w, ws, q, s: weight_read(w[: H // 2], w[H // 2:]))
     for c in configs() if sweep else ():
         bench.add(c.name, lambda h, w, ws, q, s, c=c: tfl.rowwise_linear(h, w, ws, torch.bfloat16, c))
-    timings = bench.run(rounds=rounds)
-    row = {"model": model, "M": M, "N": H, "K": inter, "numerics": numerics, "stock_numerics": stock_numerics,
-           "us": {k: round(t.us, 2) for k, t in timings.items()}, "errors": bench.errors, **bench.clock_summary()}
-    us = row["us"]
-    if "op" in us and "stock" in us:
-        row["op_vs_stock"] = round(us["stock"] / us["op"], 3)
-        row["op_vs_read"] = round(us["op"] / us["weight_read"], 3)
-    return row
+    return timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
 
 
 def main() -> None:

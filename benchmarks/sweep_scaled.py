@@ -420,8 +420,10 @@ def describe(r: dict) -> str:
             f"{r.get('board_w_median')} W")
 
 
-def chosen_entry(row: dict, key: tables.Key = KEY) -> tables.Entry | None:
-    """The table entry of one point: the fastest candidate by the worse of its figures."""
+def chosen_entry(row: dict, key: tables.Key = KEY, declined: tuple[str, ...] = ("stock",)) -> tables.Entry | None:
+    """The table entry of one point: the fastest candidate by the worse of its figures, fused only
+    where it beats every `declined` column (what the graph runs where the pass declines) by the
+    margin."""
     times = choice.ok_times(row)
     if not times:
         return None
@@ -430,24 +432,26 @@ def chosen_entry(row: dict, key: tables.Key = KEY) -> tables.Entry | None:
     lo, hi = next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     why = "fastest (worse of burst and sustained where both timed)"
-    if impl != scaled_plans.UNFUSED and not choice.beats_reference(row, best, "stock"):
-        # the unfused plan leaves the graph to stock Inductor (the pass declines), which the best
-        # fused candidate did not beat by the margin in every regime
+    lost = [ref for ref in declined if not choice.beats_reference(row, best, ref)]
+    if impl != scaled_plans.UNFUSED and lost:
+        # the unfused plan leaves the graph to what runs without the op (the pass declines), which
+        # the best fused candidate did not beat by the margin in every regime
         impl, config, runner_up = scaled_plans.UNFUSED, "", best
-        why = f"stock within {100 * choice.DEFAULT_MARGIN:.0f}% of or faster than the best fused ({best})"
+        why = f"{' and '.join(lost)} within {100 * choice.DEFAULT_MARGIN:.0f}% of or faster than the best fused ({best})"
     return tables.Entry(key, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "us": round(times[best], 3), "why": why, "runner_up": runner_up})
 
 
-def install(rows: list[dict], meta: dict, device: str, key: tables.Key = KEY) -> Path:
-    """Replace the rows of `key` in the device's table by this sweep's choices (the points it did not
-    measure keep their entries) and serve the FP8 GeGLUs by SiLU's rows."""
+def install(rows: list[dict], meta: dict, device: str, key: tables.Key = KEY, declined: tuple[str, ...] = ("stock",),
+            script: str = "sweep_scaled.py") -> Path:
+    """Replace the rows of `key` in the device's table by the choices of a sweep (`script`; the points
+    it did not measure keep their entries) and serve the FP8 GeGLUs by SiLU's rows."""
     path = tables.table_path(device)
-    measured = [e for e in (chosen_entry(r, key) for r in rows) if e is not None]
+    measured = [e for e in (chosen_entry(r, key, declined) for r in rows) if e is not None]
     points = {(e.K, e.N, e.m_lo) for e in measured}
     table = tables.with_rows(tables.load(path), key, measured, lambda e: (e.K, e.N, e.m_lo) in points,
                              {tables.Key(key.dtype, act): key for act in ("silu", "gelu_tanh", "gelu")}, key.dtype,
-                             f"benchmarks/sweep_scaled.py, {meta['date']}, {meta['device']}, torch {meta['torch']}")
+                             f"benchmarks/{script}, {meta['date']}, {meta['device']}, torch {meta['torch']}")
     tables.save(table, path)
     return path
 
