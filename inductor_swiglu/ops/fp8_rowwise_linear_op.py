@@ -101,9 +101,7 @@ def _impl(h, w, w_scale, use_fast_accum, out_dtype):
     h2 = h.reshape(-1, K)
     M = h2.shape[0]
     if M == 0 or N == 0 or K == 0:
-        impl_stats.record(impl_stats.FALLBACK_CUDA if h.is_cuda else impl_stats.UNFUSED_CPU,
-                          "empty input: nothing to compute")
-        return torch.zeros((*lead, N), dtype=out_dtype, device=h.device)
+        return impl_stats.empty_result(h, lead, N, out_dtype)
     if not h.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: the per-row quantization, then torch._scaled_mm")
         q, s = quantize_rows_reference(h2)

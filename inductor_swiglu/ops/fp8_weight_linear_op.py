@@ -79,9 +79,7 @@ def _impl(h, w, w_scale):
     h2 = h.reshape(-1, K)
     M = h2.shape[0]
     if M == 0 or N == 0 or K == 0:
-        impl_stats.record(impl_stats.FALLBACK_CUDA if h.is_cuda else impl_stats.UNFUSED_CPU,
-                          "empty input: nothing to compute")
-        return torch.zeros((*lead, N), dtype=h.dtype, device=h.device)
+        return impl_stats.empty_result(h, lead, N, h.dtype)
     if h.is_cuda:
         ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
         if ok and scaled_plans.rowwise_linear_fused(M):

@@ -19,6 +19,8 @@ import collections
 import logging
 import threading
 
+import torch
+
 from ..dispatch.plans import REASONS
 from ..kernels import library as kl
 from . import native, triton_swiglu
@@ -76,6 +78,13 @@ def record(impl: str, reason: str = "", *, detail: str = "", config: str = "") -
         if config:
             _configs[impl][config] += 1
     _log_first(impl, reason, detail)
+
+
+def empty_result(x, lead, N: int, dtype):
+    """The result of an op call with nothing to compute (no rows, N = 0, or K = 0: sums of no
+    products, and act(0) * 0 for the gated ops), counted as the path that would have run."""
+    record(FALLBACK_CUDA if x.is_cuda else UNFUSED_CPU, "empty input: nothing to compute")
+    return torch.zeros((*lead, N), dtype=dtype, device=x.device)
 
 
 def op_stats() -> dict[str, object]:

@@ -141,10 +141,7 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
     K, N = x.shape[-1], w_gate.shape[0]
     if x.numel() == 0 or N == 0:
-        # an empty batch, or K = 0 (no products: act(0) * 0)
-        impl_stats.record(impl_stats.FALLBACK_CUDA if x.is_cuda else impl_stats.UNFUSED_CPU,
-                          "empty input: nothing to compute")
-        return torch.zeros((*x.shape[:-1], N), dtype=out_dtype, device=x.device)
+        return impl_stats.empty_result(x, x.shape[:-1], N, out_dtype)   # an empty batch, or K = 0
     if not x.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: two scaled GEMMs, then act(gate) * up")
         return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
