@@ -15,7 +15,9 @@ same shapes, so the MLP's share of a step is the whole model's.
 Variants (VARIANTS; `--variants` picks): eager; torch.compile with backend "inductor" (no pass)
 and "inductor_swiglu", in reduce-overhead and in default mode; and, to measure programmatic
 dependent launch, our reduce-overhead variant with Kernel-3's PDL (`swiglu-ro-pdl`) and both
-backends with Inductor's own `triton.enable_pdl` (`*-ro-tpdl`).  One model is built; each
+backends with Inductor's own `triton.enable_pdl` (`*-ro-tpdl`); for `--fp8 row`, our reduce-overhead
+variant with each FP8 MLP left as its two ops (`swiglu-ro-two-ops`: h's row scales from a pass over
+h, where the merged op takes them from the gated kernel).  One model is built; each
 variant is compiled and warmed up in turn, then every column is timed with the variants interleaved:
 each rep runs all of them, the first one rotating, after one untimed run of each.  Timed one
 after the other, two variants see different clocks and host states (on two H200s our variant
@@ -74,12 +76,14 @@ class Variant:
     mode: str | None = None             # torch.compile's mode (None: default, no CUDA graphs)
     options: dict = field(default_factory=dict)   # Inductor options (instead of a mode)
     env: dict = field(default_factory=dict)       # set while compiling and capturing, then restored
+    pass_config: dict = field(default_factory=dict)   # PassConfig fields of our backend
 
     def describe(self) -> str:
         if self.backend is None:
             return "eager"
         how = self.mode or (", ".join(f"{k}={v}" for k, v in self.options.items()) if self.options else "default mode")
-        return f"{self.backend}, {how}" + "".join(f", {k}={v}" for k, v in self.env.items())
+        return (f"{self.backend}, {how}" + "".join(f", {k}={v}" for k, v in self.env.items())
+                + "".join(f", PassConfig.{k}={v}" for k, v in self.pass_config.items()))
 
 
 # reduce-overhead is {"triton.cudagraphs": True}; torch.compile takes a mode or options, not both
@@ -93,11 +97,14 @@ VARIANTS = {
     "swiglu-ro-pdl": Variant("inductor_swiglu", "reduce-overhead", env={"INDUCTOR_SWIGLU_PDL": "1"}),
     "inductor-ro-tpdl": Variant("inductor", options=_RO_TRITON_PDL),
     "swiglu-ro-tpdl": Variant("inductor_swiglu", options=_RO_TRITON_PDL),
+    # an FP8 MLP as its two ops (h's row scales from a pass over h), against the merged op (--fp8 row)
+    "swiglu-ro-two-ops": Variant("inductor_swiglu", "reduce-overhead", pass_config={"merge_fp8_mlp": False}),
 }
 DEFAULT_VARIANTS = ("eager", "inductor-ro", "swiglu-ro", "inductor-default", "swiglu-default")
 # (baseline, ours): the ratios the report gives
 PAIRS = (("inductor-ro", "swiglu-ro"), ("inductor-default", "swiglu-default"), ("inductor-ro", "swiglu-ro-pdl"),
-         ("inductor-ro-tpdl", "swiglu-ro-tpdl"), ("inductor-ro", "inductor-ro-tpdl"), ("swiglu-ro", "swiglu-ro-pdl"))
+         ("inductor-ro-tpdl", "swiglu-ro-tpdl"), ("inductor-ro", "inductor-ro-tpdl"), ("swiglu-ro", "swiglu-ro-pdl"),
+         ("inductor-ro", "swiglu-ro-two-ops"), ("swiglu-ro-two-ops", "swiglu-ro"))
 PREFILL_LENGTHS = (512, 2048)
 COLUMNS = ("decode_b1", "decode_b8", *(f"prefill_{n}" for n in PREFILL_LENGTHS))
 
@@ -163,7 +170,8 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     # Our variants get a backend object of their own: torch.compile's wrapper compares equal for
     # the same backend name and mode, and Dynamo would then hand swiglu-ro-pdl the code (and the
     # CUDA graphs, captured without PDL) of swiglu-ro.
-    backend = inductor_swiglu.backend() if v.backend == "inductor_swiglu" else v.backend
+    backend = (inductor_swiglu.backend(inductor_swiglu.PassConfig(**v.pass_config)) if v.backend == "inductor_swiglu"
+               else v.backend)
     dynamic = False if args.shapes == "static" else None
     if v.backend is None:
         step = model.forward

@@ -2,6 +2,7 @@
 
     python benchmarks/sweep_rowwise_linear.py --out /tmp/run [--models q7B,q72B] [--ms 1,8,16]
     python benchmarks/sweep_rowwise_linear.py --out /tmp/run --weight-only    # Float8WeightOnlyConfig's down
+    python benchmarks/sweep_rowwise_linear.py --out /tmp/run --mlp            # the whole MLP, one op vs two
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
 the down Linear of a Qwen2.5 MLP: h [M, I] bf16 (the gated product), the weight [H, I]
@@ -25,6 +26,14 @@ weight e4m3 with one scale per row, dequantized on every call): ``op`` is
 GEMM on the weight dequantized beforehand (the unquantized model's time), ``weight_read`` as above;
 the op is held to the fp64 product of h and the exactly dequantized weight.  Writes
 <out>/sweep_weight_only_linear.json.
+
+``--mlp``: the whole per-row FP8 MLP from its quantized x (``M`` rows, Qwen2.5's gate/up [I, H]
+and down [H, I], per-row scales): ``op`` is ``fp8_gated_mlp`` (one op: at decode sizes h's row
+scales come from the gated kernel's epilogue), ``two_ops`` ``swiglu_scaled`` then
+``fp8_rowwise_linear`` (the same kernels, h's scales from a pass over h), ``stock`` torch.compile
+of two fast-accumulating ``_scaled_mm``, act(gate) * up and the down projection above, and
+``weight_read`` a read of the three weights.  The op must equal ``two_ops`` bit for bit; it is held
+to the two ops' fp32 references in sequence.  Writes <out>/sweep_fp8_mlp.json.
 """
 
 from __future__ import annotations
@@ -41,8 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import Interleaved, sets_needed  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
+from inductor_swiglu.ops import fp8_gated_mlp_op as mlp_op  # noqa: E402
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op  # noqa: E402
 from inductor_swiglu.ops import fp8_weight_linear_op as wo_op  # noqa: E402
+from inductor_swiglu.ops import scaled_swiglu_op  # noqa: E402
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
 from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
@@ -103,6 +114,50 @@ def weight_only_point(model: str, M: int, rounds: int) -> dict:
     return timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
 
 
+def stock_mlp(x, xs, wg, sg, wu, su, wd, sd):
+    g = torch._scaled_mm(x, wg.t(), scale_a=xs, scale_b=sg.t(), out_dtype=torch.bfloat16, use_fast_accum=True)
+    u = torch._scaled_mm(x, wu.t(), scale_a=xs, scale_b=su.t(), out_dtype=torch.bfloat16, use_fast_accum=True)
+    return stock_down(torch.nn.functional.silu(g) * u, wd, sd)
+
+
+def two_ops(x, xs, wg, sg, wu, su, wd, sd):
+    h = scaled_swiglu_op.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
+    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16)
+
+
+def mlp_point(model: str, M: int, rounds: int) -> dict:
+    H, inter = SHAPES[model]
+    sets = []
+    for i in range(sets_needed(3 * H * inter + M * H)):
+        g = torch.Generator(device="cuda").manual_seed(i)
+        x, xs = quantize_e4m3(torch.randn(M, H, device="cuda", generator=g))
+        # the three weights in one buffer (its last element), so that one read kernel streams them all
+        weights = torch.empty(3 * inter * H, device="cuda", dtype=FP8)
+        operands = [x, xs]
+        for j, (shape, fan_in) in enumerate((((inter, H), H), ((inter, H), H), ((H, inter), inter))):
+            w = weights[j * inter * H: (j + 1) * inter * H].view(shape)
+            q, sc = quantize_e4m3(torch.randn(shape, device="cuda", generator=g) / fan_in**0.5)
+            w.copy_(q)
+            operands += [w, sc]
+        sets.append((*operands, weights))
+    ops = sets[0][:8]
+    got = mlp_op.fp8_gated_mlp(*ops, "silu", torch.bfloat16, True, True, torch.bfloat16)
+    ref = mlp_op.fp8_gated_mlp_reference(*ops, "silu", torch.bfloat16, torch.float32)
+    numerics = error_stats(got.float(), ref)
+    numerics["equals_two_ops"] = bool(torch.equal(got, two_ops(*ops)))
+    compiled = torch.compile(stock_mlp)
+    stock_numerics = error_stats(compiled(*ops).float(), ref)
+    half = 3 * inter * H // 2
+    bench = Interleaved(sets)
+    bench.add("op", lambda *o: mlp_op.fp8_gated_mlp(*o[:8], "silu", torch.bfloat16, True, True, torch.bfloat16))
+    bench.add("two_ops", lambda *o: two_ops(*o[:8]))
+    bench.add("stock", lambda *o: compiled(*o[:8]))
+    bench.add("weight_read", lambda *o: weight_read(o[8][:half], o[8][half:]))
+    row = timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
+    row["op_vs_two_ops"] = round(row["us"]["two_ops"] / row["us"]["op"], 3)
+    return row
+
+
 def configs() -> list:
     """The decode kernel's candidate configurations (--configs)."""
     out = []
@@ -151,19 +206,26 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--configs", action="store_true", help="also time the decode kernel's candidate configurations")
     ap.add_argument("--weight-only", action="store_true", help="the weight-only FP8 down projection (fp8_weight_linear)")
+    ap.add_argument("--mlp", action="store_true", help="the whole per-row FP8 MLP: fp8_gated_mlp against its two ops")
     args = ap.parse_args()
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     rows = []
     for model in args.models.split(","):
         for M in args.ms:
-            row = weight_only_point(model, M, args.rounds) if args.weight_only else point(model, M, args.rounds,
-                                                                                           args.configs)
+            if args.mlp:
+                row = mlp_point(model, M, args.rounds)
+            elif args.weight_only:
+                row = weight_only_point(model, M, args.rounds)
+            else:
+                row = point(model, M, args.rounds, args.configs)
             rows.append(row)
             print(f"[{model} M={M}] {row['us']} op/stock {row.get('op_vs_stock')}x, op/read {row.get('op_vs_read')}x, "
+                  + (f"two_ops/op {row['op_vs_two_ops']}x, equal {row['numerics']['equals_two_ops']}, " if args.mlp else "") +
                   f"over 1%: {row['numerics']['frac_over_1pct']:.2e} (stock {row['stock_numerics']['frac_over_1pct']:.2e}), "
                   f"SM {row['sm_mhz_median']} MHz", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    name = "sweep_weight_only_linear.json" if args.weight_only else "sweep_rowwise_linear.json"
+    name = ("sweep_fp8_mlp.json" if args.mlp else "sweep_weight_only_linear.json" if args.weight_only
+            else "sweep_rowwise_linear.json")
     (args.out / name).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 

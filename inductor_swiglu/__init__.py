@@ -10,6 +10,8 @@ Public API:
     swiglu_reference   its fp32 reference
     swiglu_scaled      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
     swiglu_fp8_weight  the weight-only FP8 form: bf16/fp16 x, float8 weights with their scales
+    fp8_rowwise_linear the FP8 down projection (h quantized per row, then the scaled GEMM)
+    fp8_gated_mlp      an FP8 MLP's gated and down projections in one op
     grouped_swiglu     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
@@ -36,6 +38,7 @@ from .compiler.stats import counters, reset_counters
 from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
 from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
+from .ops.fp8_gated_mlp_op import fp8_gated_mlp, fp8_gated_mlp_reference
 from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
 from .ops.fp8_weight_linear_op import fp8_weight_linear, fp8_weight_linear_reference
 from .ops.fp8_weight_swiglu_op import swiglu_fp8_weight, swiglu_fp8_weight_reference
@@ -64,4 +67,5 @@ __all__ = [
     "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
     "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "fp8_weight_linear", "fp8_weight_linear_reference",
     "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
+    "fp8_gated_mlp", "fp8_gated_mlp_reference",
 ]

@@ -31,6 +31,7 @@ DEFAULT_ORDER = [
     "swiglu_fusion",
     "scaled_swiglu_fusion",
     "scaled_down_fusion",
+    "merge_fp8_mlp",
     "grouped_swiglu_fusion",
     "use_native_op",
     "report_near_misses",

@@ -32,12 +32,18 @@ log = logging.getLogger("inductor_swiglu.compile")
 
 BACKEND_NAME = "inductor_swiglu"
 _PASS_SLOT = "post_grad_custom_pre_pass"
-# Call sites of the ops the passes write, one per rewrite: swiglu (CPU graphs, GPUs other than
-# Hopper) or swiglu_forward (its C++ form), and the FP8 and routed-expert ops.  (swiglu_block_fp8
-# comes from a module swap, not a rewrite; the C++ op's own helpers never appear in Inductor's code.)
-REWRITE_OPS = ("swiglu", "swiglu_forward", "swiglu_scaled", "swiglu_fp8_weight", "fp8_rowwise_linear",
-               "fp8_weight_linear", "grouped_swiglu")
-_OP_IN_CODE = re.compile(rf"torch\.ops\.inductor_swiglu\.(?:{'|'.join(REWRITE_OPS)})\.default\(")
+# Call sites of the ops the passes write, each weighed by the rewrites it carries: swiglu (CPU
+# graphs, GPUs other than Hopper) or swiglu_forward (its C++ form), the FP8 and routed-expert ops,
+# and fp8_gated_mlp, an FP8 MLP's two rewrites in one op.  (swiglu_block_fp8 comes from a module
+# swap, not a rewrite; the C++ op's own helpers never appear in Inductor's code.)
+REWRITE_OPS = {"swiglu": 1, "swiglu_forward": 1, "swiglu_scaled": 1, "swiglu_fp8_weight": 1, "fp8_rowwise_linear": 1,
+               "fp8_weight_linear": 1, "grouped_swiglu": 1, "fp8_gated_mlp": 2}
+_OP_IN_CODE = re.compile(rf"torch\.ops\.inductor_swiglu\.({'|'.join(REWRITE_OPS)})\.default\(")
+
+
+def rewrites_in_code(code: str) -> int:
+    """The rewrites whose ops Inductor's generated `code` calls (REWRITE_OPS)."""
+    return sum(REWRITE_OPS[name] for name in _OP_IN_CODE.findall(code))
 
 
 @functools.cache
@@ -106,7 +112,7 @@ def _inner_compile(gm, example_inputs, **kwargs):
             rec.not_run_reason = "the pass did not run on this graph (cause not known)"
     code = getattr(compiled, "source_code", None)
     if isinstance(code, str):
-        rec.swiglu_ops_in_output_code = len(_OP_IN_CODE.findall(code))
+        rec.swiglu_ops_in_output_code = rewrites_in_code(code)
         if RECORDS.capture_text:
             rec.output_code = code
     return compiled

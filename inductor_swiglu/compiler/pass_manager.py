@@ -27,6 +27,7 @@ from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_file
 
 from ..dispatch import table
 from ..ops import (
+    fp8_gated_mlp_op,
     fp8_rowwise_linear_op,
     fp8_weight_linear_op,
     fp8_weight_swiglu_op,
@@ -42,6 +43,7 @@ from .passes.fp8_weight_only_down_fusion import Fp8WeightOnlyDownFusion
 from .passes.fp8_weight_only_fusion import Fp8WeightOnlyFusion
 from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
 from .passes.merge_equal_copies import MergeEqualCopies
+from .passes.merge_fp8_mlp import MergeFp8Mlp
 from .passes.report_near_misses import ReportNearMisses
 from .passes.scaled_down_fusion import ScaledDownFusion
 from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
@@ -67,7 +69,7 @@ def uuid_sources() -> tuple[str, ...]:
     tables = Path(table.TABLES_DIR)
     files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")), *map(str, tables.glob("*.json"))})
     ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__, fp8_weight_swiglu_op.__file__,
-           fp8_rowwise_linear_op.__file__, fp8_weight_linear_op.__file__)
+           fp8_rowwise_linear_op.__file__, fp8_weight_linear_op.__file__, fp8_gated_mlp_op.__file__)
     return (*files, *(str(Path(f).resolve()) for f in ops))
 
 
@@ -113,6 +115,8 @@ class PostGradPassManager(CustomGraphPass):
             *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
             # after it: the down projection of the FP8 MLPs it rewrote
             *([ScaledDownFusion(self.config)] if self.config.fp8 else []),
+            # after it: the gated and down projections it left side by side, as one op
+            *([MergeFp8Mlp()] if self.config.fp8 and self.config.merge_fp8_mlp else []),
             *([GroupedSwigluFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),

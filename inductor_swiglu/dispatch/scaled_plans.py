@@ -157,6 +157,7 @@ def _weight_only_plan(device: DeviceKind, activation: str, M: int, N: int, K: in
 # weight, and the per-row quantization before it another 2-11 us.
 ROWWISE_MAX_ROWS = tfl.DEFAULT_CONFIG.block_m
 ROWWISE_NOTE = "decode size: the quantization and the GEMM in the decode kernel (cuBLAS's fp8 GEMM is slow here)"
+ROWWISE_FROM_GATE_NOTE = ROWWISE_NOTE + "; h's row scales from the gated kernel's epilogue (fp8_gated_mlp)"
 
 
 def rowwise_linear_fused(M: int) -> bool:

@@ -44,22 +44,31 @@ OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 def check_inputs(h, w, w_scale, out_dtype) -> None:
     """A clear error for inputs the op does not define; works on fake tensors."""
     who = "inductor_swiglu.fp8_rowwise_linear"
-    if h.dim() < 1 or w.dim() != 2:
+    if h.dim() < 1:
         raise ValueError(f"{who}: h must be [..., K] and w [N, K]")
     if h.dtype not in IN_DTYPES:
         raise TypeError(f"{who}: h is {h.dtype}; expected bf16, fp16 or fp32")
+    check_weight(who, w, w_scale, out_dtype)
+    K = w.shape[1]
+    torch._check_value(h.shape[-1] == K, lambda: f"{who}: h has {h.shape[-1]} features, w expects {K}")
+    if len({t.device for t in (h, w, w_scale)}) != 1:
+        raise ValueError(f"{who}: all inputs must be on one device")
+
+
+def check_weight(who: str, w, w_scale, out_dtype) -> None:
+    """The down weight's part of the checks: an e4m3 [N, K] w, its fp32 scale (one, or one per row),
+    the output dtype."""
+    if w.dim() != 2:
+        raise ValueError(f"{who}: h must be [..., K] and w [N, K]")
     if w.dtype != FP8:
         raise TypeError(f"{who}: w is {w.dtype}; expected float8_e4m3fn")
     if w_scale.dtype != torch.float32:
         raise TypeError(f"{who}: w_scale is {w_scale.dtype}; expected float32")
     if out_dtype not in OUT_DTYPES:
         raise TypeError(f"{who}: out_dtype {out_dtype} is not bf16, fp16 or fp32")
-    N, K = w.shape
-    torch._check_value(h.shape[-1] == K, lambda: f"{who}: h has {h.shape[-1]} features, w expects {K}")
+    N = w.shape[0]
     torch._check_value(w_scale.numel() == 1 or w_scale.numel() == N,
                        lambda: f"{who}: w_scale {tuple(w_scale.shape)} is neither one scale nor one per row of w (N={N})")
-    if len({t.device for t in (h, w, w_scale)}) != 1:
-        raise ValueError(f"{who}: all inputs must be on one device")
 
 
 def quantize_rows_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,6 +104,13 @@ def _fake(h, w, w_scale, use_fast_accum, out_dtype):
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
 def _impl(h, w, w_scale, use_fast_accum, out_dtype):
+    return run(h, w, w_scale, use_fast_accum, out_dtype)
+
+
+def run(h, w, w_scale, use_fast_accum, out_dtype, h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
+    """The op's implementation, per call.  ``h_amax_parts``: the rows' maxima of |h| in parts, as the
+    FP8 gated kernel writes them (``fp8_gated_mlp_op``); the decode kernel then takes h's scales
+    from them instead of a pass over h (the same scales), other paths ignore them."""
     check_inputs(h, w, w_scale, out_dtype)
     K, N = h.shape[-1], w.shape[0]
     lead = h.shape[:-1]
@@ -110,9 +126,10 @@ def _impl(h, w, w_scale, use_fast_accum, out_dtype):
         h2 = h2.contiguous()
     ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
     if ok and scaled_plans.rowwise_linear_fused(M):
-        impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE,
-                          config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
-        out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype)
+        impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE if h_amax_parts is None else
+                          scaled_plans.ROWWISE_FROM_GATE_NOTE, config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
+        out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype,
+                                                       h_amax_parts=h_amax_parts)
         return out.reshape(*lead, N)
     reason = (f"{M} rows: cuBLAS's GEMM runs the product" if ok else
               f"the decode kernel cannot run here: {why}")

@@ -138,14 +138,22 @@ def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
+    return run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum)[0]
+
+
+def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False,
+        want_row_amax: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The op's implementation, per call: (out, None), or with ``want_row_amax`` where the fused
+    Triton kernel runs, (out, the rows' maxima of |out| in parts: ``swiglu_scaled_triton_row_amax``)
+    for the down projection's quantization (``fp8_gated_mlp_op``)."""
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
     K, N = x.shape[-1], w_gate.shape[0]
     if x.numel() == 0 or N == 0:
-        return impl_stats.empty_result(x, x.shape[:-1], N, out_dtype)   # an empty batch, or K = 0
+        return impl_stats.empty_result(x, x.shape[:-1], N, out_dtype), None   # an empty batch, or K = 0
     if not x.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: two scaled GEMMs, then act(gate) * up")
         return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
-                       use_fast_accum).contiguous()
+                       use_fast_accum).contiguous(), None
     M = x.numel() // K
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=use_fast_accum)
     if plan.cutlass:
@@ -153,23 +161,25 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
         if out is not None:
             impl_stats.record(impl_stats.SCALED_CUTLASS, scaled_plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
-            return out
+            return out, None
         impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}", detail=plan.detail)
         return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
-                       use_fast_accum).contiguous()
+                       use_fast_accum).contiguous(), None
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
             impl_stats.record(impl_stats.SCALED_TRITON, scaled_plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
-            return triton_scaled_swiglu.swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
-                                                             activation, out_dtype, plan.kernel_config)
+            operands = (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.kernel_config)
+            if want_row_amax:
+                return triton_scaled_swiglu.swiglu_scaled_triton_row_amax(*operands)
+            return triton_scaled_swiglu.swiglu_scaled_triton(*operands), None
         reason = f"the fused FP8 kernel cannot run here: {why}"
     else:
         reason = scaled_plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
-                   use_fast_accum).contiguous()
+                   use_fast_accum).contiguous(), None
 
 
 def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config):

@@ -11,7 +11,10 @@ At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is s
 (measured on the H200, 2026-12-04, weights from HBM: 1.7x-3.7x a pure read of the down weight
 at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
 
-* ``row_scales``: one program per row of h computes s (the whole row in one load where K fits);
+* ``row_scales``: one program per row of h computes s (the whole row in one load where K fits),
+  unless the caller hands the rows' maxima in parts (``h_amax_parts``: the FP8 gated kernel writes
+  them beside h, ROW_AMAX_NOTE in ``triton_scaled_swiglu``); the GEMV then reduces the parts itself
+  and this launch and its pass over h are saved;
 * ``_rowwise_linear_kernel``: swap-AB GEMV tiles (the weight rows are the MMA's M operand, the
   tokens its N), K split across programs so that small-N shapes still fill the GPU; each program
   quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
@@ -45,6 +48,7 @@ from .triton_helpers import maximum, tl, triton  # noqa: F401  (maximum: resolve
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0            # torch.finfo(torch.float8_e4m3fn).max: what torchao divides amax by
 ROW_CHUNK_MAX = 16384      # elements of a row one program loads at a time
+PARTS_BLOCK = 128          # row-maximum parts (h_amax_parts) a GEMV program loads at a time
 
 
 @dataclass(frozen=True)
@@ -95,11 +99,12 @@ def _quantize(h, s):
     return tl.where(q != q, q, tl.minimum(tl.maximum(q, -448.0), 448.0))
 
 
-def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
-                           M, N, K, k_per_split, stride_h, stride_w, stride_ws, stride_om,
+def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_ptr,
+                           M, N, K, k_per_split, stride_h, stride_w, stride_ws, stride_om, T,
                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
                            EVEN_K: tl.constexpr, DIRECT: tl.constexpr, FP32_DOT: tl.constexpr,
-                           FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr):
+                           FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr, FROM_PARTS: tl.constexpr,
+                           BLOCK_T: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -111,6 +116,19 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr,
     rows_m = offs_m.to(tl.int64)
     if WEIGHT_ONLY:   # h is not quantized: no row scale
         s = tl.full((BLOCK_M,), 1.0, tl.float32)
+    elif FROM_PARTS:
+        # the row maxima from their T parts ([M, T], written by the gated kernel: ROW_AMAX_NOTE of
+        # triton_scaled_swiglu); the programs of the first K split and weight tile also store the
+        # scales for the reduction kernel
+        amax = tl.full((BLOCK_M,), 0.0, tl.float32)
+        for t0 in range(0, T, BLOCK_T):
+            offs_t = t0 + tl.arange(0, BLOCK_T)
+            a = tl.load(amax_ptr + rows_m[:, None] * T + offs_t[None, :], mask=mask_m[:, None] & (offs_t[None, :] < T),
+                        other=0.0)
+            amax = maximum(amax, tl.reduce(a, 1, maximum))
+        s = tl.where(mask_m, amax / 448.0, 1.0)   # 448.0: FP8_MAX
+        if (pid_n == 0) & (pid_k == 0):
+            tl.store(s_ptr + offs_m, s, mask=mask_m)
     else:
         s = tl.load(s_ptr + offs_m, mask=mask_m, other=1.0)
     k_lo = pid_k * k_per_split
@@ -214,10 +232,16 @@ def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> 
 
 
 def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_dtype: torch.dtype,
-                   config: RowwiseLinearConfig = DEFAULT_CONFIG) -> torch.Tensor:
+                   config: RowwiseLinearConfig = DEFAULT_CONFIG, h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
-    contiguous, w_scale fp32 with one element or one per row of w."""
-    return _linear(h, w, w_scale, out_dtype, config, weight_only=False)
+    contiguous, w_scale fp32 with one element or one per row of w.  ``h_amax_parts`` (fp32 [M, T],
+    contiguous): the rows' maxima of |h| in T parts (``triton_scaled_swiglu.swiglu_scaled_triton_row_amax``
+    writes them), taken instead of a pass over h; the result is the same."""
+    if h_amax_parts is not None and (h_amax_parts.dim() != 2 or h_amax_parts.shape[0] != h.shape[0]
+                                     or h_amax_parts.dtype != torch.float32 or not h_amax_parts.is_contiguous()):
+        raise ValueError(f"rowwise_linear: h_amax_parts must be a contiguous fp32 [{h.shape[0]}, T] tensor, "
+                         f"got {h_amax_parts.dtype} {tuple(h_amax_parts.shape)}")
+    return _linear(h, w, w_scale, out_dtype, config, weight_only=False, amax_parts=h_amax_parts)
 
 
 def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
@@ -227,7 +251,8 @@ def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
     return _linear(h, w, w_scale, h.dtype, config, weight_only=True)
 
 
-def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: bool) -> torch.Tensor:
+def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: bool,
+            amax_parts: torch.Tensor | None = None) -> torch.Tensor:
     M, K = h.shape
     N = w.shape[0]
     if M > config.block_m:
@@ -236,7 +261,12 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     if M == 0 or N == 0:
         return out
     _, linear, reduce = _kernels(triton_swiglu.interpreting())
-    s = w_scale if weight_only else row_scales(h)   # weight-only: not read
+    if weight_only:
+        s = w_scale   # not read
+    elif amax_parts is not None:
+        s = torch.empty(M, device=h.device, dtype=torch.float32)   # written by the GEMV
+    else:
+        s = row_scales(h)
     split = splits_for(N, K, config)
     k_per_split = triton.cdiv(triton.cdiv(K, split), config.block_k) * config.block_k
     split = triton.cdiv(K, k_per_split)
@@ -244,9 +274,13 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     ws = w_scale.reshape(-1)
     part = out if split == 1 else torch.empty((split, M, N), device=h.device, dtype=torch.float32)
     grid = (triton.cdiv(N, config.block_n), split)
-    linear[grid](h, s, w, ws, part, out, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws, out.stride(0),
+    parts = s if amax_parts is None else amax_parts
+    T = parts.shape[1] if amax_parts is not None else 0
+    linear[grid](h, s, w, ws, part, out, parts, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws,
+                 out.stride(0), T,
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
                  FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
+                 FROM_PARTS=amax_parts is not None, BLOCK_T=PARTS_BLOCK,
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024

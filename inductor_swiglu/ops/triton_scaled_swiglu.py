@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import torch
 
 from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, tl, triton
+from .triton_helpers import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -65,6 +65,13 @@ PROMOTE_EVERY_K = 128
 # 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
 # promotion above, which this bound catches.
 FP8_MMA_OVER_1PCT_BOUND = 0.02
+# ROW_AMAX_NOTE: the down projection after this kernel quantizes h per row with max |h[m, :]| / 448
+# (torchao's dynamic per-row scaling).  A pass of its own for that maximum is a launch and a
+# reduction along a whole row by one program: torch.compile's quantization of h alone took 2.4-11 us
+# over the Qwen2.5 shapes at M = 1-16, beside 10-73 us for the whole decode down projection (H200,
+# 2026-12-04, benchmarks/sweep_rowwise_linear.py).  Each program here already holds its tile of h in
+# registers, so with ROW_AMAX it also writes that tile's maximum per row, of the values as rounded
+# for storing; the maximum of a row's tile maxima is the row's maximum exactly.
 # The block of FP8 checkpoints' scales (DeepSeek-V3, Qwen3-FP8): 128 x 128 weight elements, 1 x 128
 # activation elements.  Block-scaled runs take one K step per block (BLOCK_K == SCALE_BLOCK).
 SCALE_BLOCK = 128
@@ -166,13 +173,13 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
 
 
 def _scaled_swiglu_kernel(
-    x_ptr, xs_ptr, wg_ptr, wgs_ptr, wu_ptr, wus_ptr, out_ptr,
+    x_ptr, xs_ptr, wg_ptr, wgs_ptr, wu_ptr, wus_ptr, out_ptr, amax_ptr,
     M, N, K,
     stride_xm, stride_xs, stride_wg, stride_wgs, stride_wu, stride_wus, stride_om,
     stride_xsk, stride_wgsk, stride_wusk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr, PROMOTE_K: tl.constexpr,
-    BF16_MMA: tl.constexpr, BLOCKWISE: tl.constexpr, WEIGHT_ONLY: tl.constexpr,
+    BF16_MMA: tl.constexpr, BLOCKWISE: tl.constexpr, WEIGHT_ONLY: tl.constexpr, ROW_AMAX: tl.constexpr,
 ):
     # BLOCKWISE: one scale per row of x and 128 elements of K (x_scale [M, K/128]) and one per
     # 128 x 128 weight block ([N/128, K/128]); BLOCK_K is 128 and BLOCK_N at most 128, so a tile's
@@ -305,6 +312,15 @@ def _scaled_swiglu_kernel(
             up = acc_u * s_x[:, None] * s_u[None, :]
     y = activate(gate, ACTIVATION) * up
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    if ROW_AMAX:
+        # max |out| of this tile's part of each row, of the values as stored (rounded), at
+        # amax[m, pid_n]: a row's maximum is then the maximum of its tiles' (ROW_AMAX_NOTE)
+        a = tl.where(mask, tl.abs(y.to(out_ptr.dtype.element_ty).to(tl.float32)), 0.0)
+        if SWAP_AB:
+            part = tl.reduce(a, 0, maximum)
+        else:
+            part = tl.reduce(a, 1, maximum)
+        tl.store(amax_ptr + rows_m * tiles_n + pid_n, part, mask=mask_m)
 
 
 @functools.cache
@@ -367,6 +383,32 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
     the output first.  ValueError/TypeError for inconsistent inputs, RuntimeError where the kernel
     cannot run (``available()``).
     """
+    return _per_row_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config, out,
+                           None)
+
+
+def row_amax_parts(M: int, N: int, config: ScaledConfig, device) -> torch.Tensor:
+    """An fp32 ``[M, ceil(N / config.block_n)]`` buffer for ``swiglu_scaled_triton_row_amax``."""
+    return torch.empty((M, triton.cdiv(N, config.block_n)), dtype=torch.float32, device=device)
+
+
+def swiglu_scaled_triton_row_amax(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                                  activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
+                                  config: ScaledConfig | None = None,
+                                  out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``swiglu_scaled_triton`` that also returns each row's maximum |out| in parts (ROW_AMAX_NOTE):
+    fp32 ``[M, T]``, one per row and tile of ``config.block_n`` outputs, so that ``parts.amax(1)`` is
+    ``out.reshape(M, N).abs().amax(1)`` (M > 0; an empty problem leaves them unwritten)."""
+    M = math.prod(x.shape[:-1])
+    config = config or default_config(M)
+    parts = row_amax_parts(M, w_gate.shape[0], config, x.device)
+    out = _per_row_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config, out,
+                          parts)
+    return out, parts
+
+
+def _per_row_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config, out,
+                    amax) -> torch.Tensor:
     check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out)
     M = math.prod(x.shape[:-1])
     N = w_gate.shape[0]
@@ -374,7 +416,7 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
     wgs, swgs = _per_row(w_gate_scale, N, "w_gate_scale")
     wus, swus = _per_row(w_up_scale, N, "w_up_scale")
     return _run(x, (xs, sxs, 0), w_gate, (wgs, swgs, 0), w_up, (wus, swus, 0), activation, out_dtype,
-                config or default_config(M), out, blockwise=False)
+                config or default_config(M), out, blockwise=False, amax=amax)
 
 
 def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
@@ -474,8 +516,9 @@ def swiglu_fp8_weight_triton(x, w_gate, w_gate_scale, w_up, w_up_scale, activati
 
 
 def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, blockwise: bool,
-         weight_only: bool = False) -> torch.Tensor:
-    """Launch the kernel over checked operands; each scale is (tensor, row stride, K-block stride)."""
+         weight_only: bool = False, amax: torch.Tensor | None = None) -> torch.Tensor:
+    """Launch the kernel over checked operands; each scale is (tensor, row stride, K-block stride);
+    `amax` (``row_amax_parts``) takes the rows' tile maxima of |out|."""
     act_id = activations.activation_id(activation)
     K, N = x.shape[-1], w_gate.shape[0]
     M = math.prod(x.shape[:-1])
@@ -485,6 +528,8 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     if M == 0 or N == 0:
         return out.view(*x.shape[:-1], N)
     if K == 0:   # no products: act(0) * 0
+        if amax is not None:
+            amax.zero_()
         return out.zero_().view(*x.shape[:-1], N)
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
@@ -498,13 +543,13 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     w_up = w_up if w_up.stride(1) == 1 else w_up.contiguous()
 
     grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
-    args = (x2, xs[0], w_gate, wgs[0], w_up, wus[0], out, M, N, K,
+    args = (x2, xs[0], w_gate, wgs[0], w_up, wus[0], out, out if amax is None else amax, M, N, K,
             x2.stride(0), xs[1], w_gate.stride(0), wgs[1], w_up.stride(0), wus[1], out.stride(0),
             xs[2], wgs[2], wus[2])
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
                 PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
-                BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only,
+                BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only, ROW_AMAX=amax is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     launch = _kernel(interpret)[grid]
     if x.is_cuda:

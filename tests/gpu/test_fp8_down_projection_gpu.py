@@ -2,7 +2,9 @@
 reference on random h (the hardware's e4m3 rounding, which the CPU interpreter cannot hold), the
 K splits and odd shapes, an all-zero row (NaN, as stock's graph gives), the fallback above the
 decode sizes, CUDA-graph replay with new inputs, and a torchao float8 MLP compiled with the
-backend under CUDA graphs (both projections rewritten, the decode kernel run, stock's numbers)."""
+backend under CUDA graphs (both projections rewritten and merged into one op, the decode kernel
+run on the gated kernel's row maxima, stock's numbers).  The merged op (``fp8_gated_mlp``) gives
+the two ops' numbers bit for bit, eagerly and replayed in a CUDA graph with new inputs."""
 
 import copy
 import dataclasses
@@ -13,8 +15,8 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.ops import cuda_impl, fp8_gated_mlp_op, impl_stats, triton_scaled_swiglu
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op
-from inductor_swiglu.ops import impl_stats, triton_scaled_swiglu
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
 from inductor_swiglu.ops.triton_scaled_swiglu import FP8_MMA_OVER_1PCT_BOUND
 from inductor_swiglu.testing.numerics import error_stats
@@ -126,8 +128,64 @@ def test_a_torchao_mlp_runs_both_projections_fused_at_decode(M):
         for _ in range(3):
             out = compiled(x).clone()
     assert torch._dynamo.utils.counters["inductor"]["scaled_down_fusion"] == 1
-    assert inductor_swiglu.op_stats()["calls"].get(impl_stats.ROWWISE_TRITON, 0) >= 1
+    assert torch._dynamo.utils.counters["inductor"]["merge_fp8_mlp"] == 1
+    stats = inductor_swiglu.op_stats()
+    assert stats["calls"].get(impl_stats.ROWWISE_TRITON, 0) >= 1
+    # the shipped table runs the gated projection's Triton kernel at these sizes, so h's scales
+    # came from its epilogue
+    assert set(stats["reasons"][impl_stats.ROWWISE_TRITON]) == {scaled_plans.ROWWISE_FROM_GATE_NOTE}, stats
     # Both quantize x and h to fp8 (a few % from the unquantized model); two valid roundings of h
     # differ by that noise, so the check is: no further from the unquantized model than stock
     ours, theirs = error_stats(out.float(), want)["normwise"], error_stats(stock.float(), want)["normwise"]
     assert torch.isfinite(out).all() and ours <= 1.1 * theirs + 1e-3, (ours, theirs)
+
+
+def mlp_operands(M, H, N, seed=0):
+    """x [M, H] e4m3 with per-row scales, gate/up [N, H] and down [H, N] e4m3 with per-row scales."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(M, H, device="cuda", generator=g).to(FP8)
+    xs = torch.rand(M, 1, device="cuda", generator=g) + 0.5
+    wg, wu = ((torch.randn(N, H, device="cuda", generator=g) * 64).clamp(-448, 448).to(FP8) for _ in range(2))
+    sg, su = ((torch.rand(N, 1, device="cuda", generator=g) + 0.5) / (64 * H**0.5) for _ in range(2))
+    wd = (torch.randn(H, N, device="cuda", generator=g) * 64).clamp(-448, 448).to(FP8)
+    sd = (torch.rand(H, 1, device="cuda", generator=g) + 0.5) / (64 * N**0.5)
+    return x, xs, wg, sg, wu, su, wd, sd
+
+
+def two_ops(x, xs, wg, sg, wu, su, wd, sd):
+    h = inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, False)
+    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16)
+
+
+@pytest.mark.parametrize("M", [1, 8, 16, 17, 64])
+@pytest.mark.parametrize("H,N", [(896, 4864), (3584, 18944), (200, 520)])
+def test_the_merged_op_gives_the_two_ops_numbers(M, H, N):
+    ops = mlp_operands(M, H, N, seed=M + N)
+    want = two_ops(*ops)
+    inductor_swiglu.reset_op_stats()
+    got = fp8_gated_mlp_op.fp8_gated_mlp(*ops)
+    # the same kernels on the same h, and the same scales of h (a maximum is exact): bit for bit
+    assert torch.equal(got, want)
+    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, H)
+    reasons = inductor_swiglu.op_stats()["reasons"]
+    if scaled_plans.rowwise_linear_fused(M) and plan.fused and not plan.cutlass:
+        assert set(reasons[impl_stats.ROWWISE_TRITON]) == {scaled_plans.ROWWISE_FROM_GATE_NOTE}, reasons
+    else:
+        assert scaled_plans.ROWWISE_FROM_GATE_NOTE not in reasons.get(impl_stats.ROWWISE_TRITON, {}), reasons
+
+
+def test_the_merged_op_replays_in_a_cuda_graph_with_new_inputs():
+    ops = mlp_operands(8, 3584, 18944)
+    static_x, static_xs = ops[0].clone(), ops[1].clone()
+    fp8_gated_mlp_op.fp8_gated_mlp(static_x, static_xs, *ops[2:])
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fp8_gated_mlp_op.fp8_gated_mlp(static_x, static_xs, *ops[2:])
+    for seed in (1, 2):
+        new = mlp_operands(8, 3584, 18944, seed=seed)
+        static_x.copy_(new[0])
+        static_xs.copy_(new[1])
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, two_ops(new[0], new[1], *ops[2:]))

@@ -1,0 +1,84 @@
+"""``torch.ops.inductor_swiglu.fp8_gated_mlp``: a whole FP8 gated MLP with per-row scales, the
+gated projection and the down projection in one op:
+
+    h   = swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype, gate_fast_accum)
+    out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype)
+
+exactly those two ops (``scaled_swiglu_op``, ``fp8_rowwise_linear_op``: same contracts, same
+paths, same numbers).  The pass (``compiler/passes/merge_fp8_mlp.py``) writes it where the FP8
+gated projection's h feeds only the down projection, so that h never has to be seen whole by
+anyone but the down projection: at decode sizes, where the down projection's kernel quantizes h
+per row, the gated kernel then hands it each row's maximum |h| in parts from its epilogue, and
+the down projection's pass over h for its scales (a launch and a whole-row reduction) is saved
+(ROW_AMAX_NOTE in ``triton_scaled_swiglu``).  Everywhere else it runs what the two ops run.
+
+No autograd (an inference form); functional, no host synchronisation.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..dispatch import scaled_plans
+from . import fp8_rowwise_linear_op, scaled_swiglu_op
+
+QUALNAME = "inductor_swiglu::fp8_gated_mlp"
+SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
+          "Tensor w_down, Tensor w_down_scale, str activation, ScalarType h_dtype, bool gate_fast_accum, "
+          "bool down_fast_accum, ScalarType out_dtype) -> Tensor")
+
+
+def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation,
+                 h_dtype, out_dtype) -> None:
+    """Both ops' checks, and that the down weight takes h's N features; works on fake tensors."""
+    scaled_swiglu_op.check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype)
+    who = "inductor_swiglu.fp8_gated_mlp"
+    fp8_rowwise_linear_op.check_weight(who, w_down, w_down_scale, out_dtype)
+    N = w_gate.shape[0]
+    torch._check_value(w_down.shape[1] == N,
+                       lambda: f"{who}: w_down {tuple(w_down.shape)} does not take the gated projection's {N} features")
+    if w_down.device != x.device or w_down_scale.device != x.device:
+        raise ValueError(f"{who}: all inputs must be on one device")
+
+
+def fp8_gated_mlp_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
+                            activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16,
+                            out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The two ops' references in sequence: h of the dequantized operands in fp32, rounded to
+    h_dtype, then its per-row quantization times the dequantized down weight in fp32."""
+    h = scaled_swiglu_op.swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
+                                                 h_dtype)
+    return fp8_rowwise_linear_op.fp8_rowwise_linear_reference(h, w_down, w_down_scale, out_dtype)
+
+
+torch.library.define(QUALNAME, SCHEMA)
+
+
+@torch.library.register_fake(QUALNAME)
+def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
+          gate_fast_accum, down_fast_accum, out_dtype):
+    check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
+                 out_dtype)
+    return x.new_empty((*x.shape[:-1], w_down.shape[0]), dtype=out_dtype)
+
+
+@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
+          gate_fast_accum, down_fast_accum, out_dtype):
+    check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
+                 out_dtype)
+    M = x.numel() // x.shape[-1] if x.shape[-1] else 0
+    # the parts are worth asking for only where the down projection's decode kernel will read them
+    want = x.is_cuda and scaled_plans.rowwise_linear_fused(M)
+    h, parts = scaled_swiglu_op.run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype,
+                                    gate_fast_accum, want_row_amax=want)
+    return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_amax_parts=parts)
+
+
+def fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
+                  activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16, gate_fast_accum: bool = False,
+                  down_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The op, eagerly; see the module docstring."""
+    return torch.ops.inductor_swiglu.fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down,
+                                                   w_down_scale, activation, h_dtype, gate_fast_accum,
+                                                   down_fast_accum, out_dtype)

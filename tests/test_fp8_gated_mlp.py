@@ -1,0 +1,154 @@
+"""An FP8 MLP as one op: ``fp8_gated_mlp`` (the gated projection and the per-row down projection),
+the pass that merges the two rewrites into it, and the hand-over it exists for: the gated kernel's
+row maxima of |h| in parts, read by the down projection's decode kernel instead of a pass over h
+(under Triton's interpreter).  On the GPU: tests/gpu/test_fp8_down_projection_gpu.py."""
+
+import pytest
+import torch
+from mlp_models import GatedMLP
+
+import inductor_swiglu
+from inductor_swiglu.compiler.records import RECORDS
+from inductor_swiglu.ops import fp8_gated_mlp_op as op
+from inductor_swiglu.ops.fp8_rowwise_linear_op import fp8_rowwise_linear
+from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled
+from inductor_swiglu.testing.compiled import compile_and_count
+from inductor_swiglu.testing.numerics import error_stats
+
+FP8 = torch.float8_e4m3fn
+
+
+def operands(M, H, N, seed=0):
+    """x [M, H] e4m3 with per-row scales; gate/up [N, H] and down [H, N] e4m3 with per-row scales."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, H, generator=g).to(FP8)
+    xs = torch.rand(M, 1, generator=g) + 0.5
+    wg, wu = (torch.randn(N, H, generator=g).to(FP8) for _ in range(2))
+    sg, su = ((torch.rand(N, 1, generator=g) + 0.5) / H**0.5 for _ in range(2))
+    wd = (torch.randn(H, N, generator=g) * 64).clamp(-448, 448).to(FP8)
+    sd = (torch.rand(H, 1, generator=g) + 0.5) / (64 * N**0.5)
+    return x, xs, wg, sg, wu, su, wd, sd
+
+
+def test_the_op_is_the_two_ops():
+    x, xs, wg, sg, wu, su, wd, sd = operands(6, 64, 96)
+    for act, h_dtype, out_dtype in (("silu", torch.bfloat16, torch.bfloat16), ("gelu_tanh", torch.float16, torch.float32)):
+        h = swiglu_scaled(x, xs, wg, sg, wu, su, act, h_dtype, False)
+        want = fp8_rowwise_linear(h, wd, sd, True, out_dtype)
+        got = op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd, sd, act, h_dtype, False, True, out_dtype)
+        assert got.dtype == out_dtype and torch.equal(got, want)
+        ref = op.fp8_gated_mlp_reference(x, xs, wg, sg, wu, su, wd, sd, act, h_dtype, torch.float32)
+        assert error_stats(got, ref)["normwise"] < 2e-2
+    # a 3-D x, single scales
+    one = torch.tensor([0.5])
+    got = op.fp8_gated_mlp(x.reshape(2, 3, 64), one, wg, sg, wu, one / 8, wd, one / 64)
+    h = swiglu_scaled(x.reshape(2, 3, 64), one, wg, sg, wu, one / 8)
+    assert got.shape == (2, 3, 64) and torch.equal(got, fp8_rowwise_linear(h, wd, one / 64))
+
+
+def test_bad_inputs_and_fake_tensors():
+    x, xs, wg, sg, wu, su, wd, sd = operands(3, 64, 96)
+    with pytest.raises(ValueError, match="does not take the gated projection's 96 features"):
+        op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd[:, :64], sd)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd.float(), sd)
+    with pytest.raises(TypeError, match="out_dtype"):
+        op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd, sd, out_dtype=torch.int8)
+    with pytest.raises(ValueError, match="one per row"):
+        op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd, torch.ones(5))
+    with pytest.raises(TypeError, match="x is torch.bfloat16"):
+        op.fp8_gated_mlp(x.to(torch.bfloat16), xs, wg, sg, wu, su, wd, sd)
+    assert op.fp8_gated_mlp(x[:0], xs[:0], wg, sg, wu, su, wd, sd).shape == (0, 64)
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fake = [torch.empty(t.shape, dtype=t.dtype) for t in (x, xs, wg, sg, wu, su, wd, sd)]
+        fake[0], fake[1] = torch.empty(2, 5, 64, dtype=FP8), torch.empty(2, 5, 1)
+        out = torch.ops.inductor_swiglu.fp8_gated_mlp(*fake, "silu", torch.bfloat16, False, True, torch.float16)
+    assert out.shape == (2, 5, 64) and out.dtype == torch.float16
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank):
+    quantize_, config, granularities = torchao_float8
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config(granularity=granularities["row"]))
+    x = torch.randn(*((2, 3) if rank == 3 else (4,)), 128, dtype=torch.bfloat16)
+    out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
+    assert merged == 1
+    c = inductor_swiglu.counters()   # one op in Inductor's code, carrying both rewrites
+    assert c["swiglu_rewrites"] == c["swiglu_ops_in_output_code"] == 2
+    assert inductor_swiglu.op_stats()["calls"].get("unfused_cpu") == 2   # the two ops' CPU paths ran
+    down = [r for g in RECORDS.graphs[-1:] for r in g.rewrites if r.pattern.startswith("scaled_down.")]
+    assert len(down) == 1 and "fp8_gated_mlp" in down[0].dispatch
+    # switched off: the two ops, the same numbers
+    two, merged = compile_and_count(model, x, counter="merge_fp8_mlp",
+                                    pass_config=inductor_swiglu.PassConfig(merge_fp8_mlp=False))
+    assert merged == 0 and inductor_swiglu.counters()["swiglu_ops_in_output_code"] == 2
+    assert torch.equal(out, two)
+
+
+def test_an_h_read_elsewhere_stays_two_ops():
+    class Probe(torch.nn.Module):
+        """A hand-written FP8 MLP that also returns h (the one form torchao never gives)."""
+
+        def __init__(self):
+            super().__init__()
+            x, xs, self.wg, self.sg, self.wu, self.su, self.wd, self.sd = operands(1, 64, 96, seed=4)
+
+        def forward(self, x):
+            xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
+            xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
+            g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
+            u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
+            h = torch.nn.functional.silu(g) * u
+            s = (h.abs().amax(-1, keepdim=True) / 448.0).float()
+            q = (h.float() / s).clamp(-448.0, 448.0).to(FP8)
+            s = s.unsqueeze(-1).reshape(-1, 1)
+            y = torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
+            return y, h
+
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    (y, h), merged = compile_and_count(Probe(), x, counter="merge_fp8_mlp")
+    assert merged == 0 and torch._dynamo.utils.counters["inductor"]["scaled_down_fusion"] == 1
+    assert y.shape == (8, 64) and h.shape == (8, 96)
+
+
+@pytest.fixture
+def interpreter():
+    pytest.importorskip("triton")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
+@pytest.mark.parametrize("swap", [True, False], ids=["swapped", "row_tiles"])
+@pytest.mark.parametrize("M,N,K", [(1, 24, 64), (5, 40, 96), (17, 33, 128)])
+def test_the_gated_kernel_writes_each_rows_maximum_in_parts(interpreter, swap, M, N, K):
+    from inductor_swiglu.ops import triton_scaled_swiglu as tss
+
+    config = tss.ScaledConfig(16, 32, 32, 4, 2, swap_ab=True) if swap else tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
+    x, xs, wg, sg, wu, su, _, _ = operands(M, K, N, seed=M + N)
+    out, parts = tss.swiglu_scaled_triton_row_amax(x, xs, wg, sg, wu, su, config=config)
+    assert torch.equal(out, tss.swiglu_scaled_triton(x, xs, wg, sg, wu, su, config=config))
+    assert parts.shape == (M, -(-N // config.block_n)) and parts.dtype == torch.float32
+    # each part is its tile's maximum of |out| as stored (bf16), so their maximum is the row's
+    tiles = torch.nn.functional.pad(out.float().abs(), (0, parts.shape[1] * config.block_n - N))
+    assert torch.equal(parts, tiles.reshape(M, -1, config.block_n).amax(-1))
+
+
+@pytest.mark.parametrize("M,N,K,T", [(1, 96, 1000, 7), (5, 200, 640, 1), (16, 64, 4096, 130), (2, 64, 1536, 3)])
+def test_the_down_kernel_takes_the_row_maxima_from_parts(interpreter, M, N, K, T):
+    from test_fp8_down_projection import grid_h, weights
+
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    h = grid_h(M, K, seed=M + N)
+    w, ws = weights(N, K, seed=N)
+    parts = torch.nn.functional.pad(h.float().abs(), (0, (-K) % T)).reshape(M, T, -1).amax(-1).contiguous()
+    # the same scales, so the same result, with and without K splits (the reduction reads them)
+    assert torch.equal(tfl.rowwise_linear(h, w, ws, torch.float32, h_amax_parts=parts),
+                       tfl.rowwise_linear(h, w, ws, torch.float32))
+    with pytest.raises(ValueError, match="h_amax_parts"):
+        tfl.rowwise_linear(h, w, ws, torch.float32, h_amax_parts=parts[:, :1].t().contiguous() if M > 1 else parts.double())
