@@ -138,7 +138,8 @@ def test_the_gated_kernel_writes_each_rows_maximum_in_parts(interpreter, swap, M
     assert torch.equal(parts, tiles.reshape(M, -1, config.block_n).amax(-1))
 
 
-@pytest.mark.parametrize("M,N,K,T", [(1, 96, 1000, 7), (5, 200, 640, 1), (16, 64, 4096, 130), (2, 64, 1536, 3)])
+@pytest.mark.parametrize("M,N,K,T", [(1, 96, 1000, 7), (5, 200, 640, 1), (16, 64, 4096, 130), (2, 64, 1536, 3),
+                                     (3, 64, 1536, 700)])   # more parts than one load takes
 def test_the_down_kernel_takes_the_row_maxima_from_parts(interpreter, M, N, K, T):
     from test_fp8_down_projection import grid_h, weights
 

@@ -48,7 +48,8 @@ from .triton_helpers import maximum, tl, triton  # noqa: F401  (maximum: resolve
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0            # torch.finfo(torch.float8_e4m3fn).max: what torchao divides amax by
 ROW_CHUNK_MAX = 16384      # elements of a row one program loads at a time
-PARTS_BLOCK = 128          # row-maximum parts (h_amax_parts) a GEMV program loads at a time
+PARTS_BLOCK_MAX = 512      # row-maximum parts (h_amax_parts) a GEMV program loads at a time: every
+                           # Qwen2.5 shape's in one load (at most 462: 29568 / 64), which the first K step waits for
 
 
 @dataclass(frozen=True)
@@ -274,13 +275,12 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     ws = w_scale.reshape(-1)
     part = out if split == 1 else torch.empty((split, M, N), device=h.device, dtype=torch.float32)
     grid = (triton.cdiv(N, config.block_n), split)
-    parts = s if amax_parts is None else amax_parts
-    T = parts.shape[1] if amax_parts is not None else 0
-    linear[grid](h, s, w, ws, part, out, parts, M, N, K, k_per_split, h.stride(0), w.stride(0), stride_ws,
-                 out.stride(0), T,
+    T = amax_parts.shape[1] if amax_parts is not None else 0
+    linear[grid](h, s, w, ws, part, out, s if amax_parts is None else amax_parts, M, N, K, k_per_split, h.stride(0),
+                 w.stride(0), stride_ws, out.stride(0), T,
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
                  FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
-                 FROM_PARTS=amax_parts is not None, BLOCK_T=PARTS_BLOCK,
+                 FROM_PARTS=amax_parts is not None, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024
