@@ -27,6 +27,9 @@ GEMM on the weight dequantized beforehand (the unquantized model's time), ``weig
 the op is held to the fp64 product of h and the exactly dequantized weight.  Writes
 <out>/sweep_weight_only_linear.json.
 
+``--per-tensor``: h quantized with one scale and one weight scale (torchao's ``PerTensor``, its
+config's default), the op's ``h_per_tensor``; writes <out>/sweep_tensorwise_linear.json.
+
 ``--mlp``: the whole per-row FP8 MLP from its quantized x (``M`` rows, Qwen2.5's gate/up [I, H]
 and down [H, I], per-row scales): ``op`` is ``fp8_gated_mlp`` (one op: at decode sizes h's row
 scales come from the gated kernel's epilogue), ``two_ops`` ``swiglu_scaled`` then
@@ -64,15 +67,16 @@ SHAPES = {"q0.5B": (896, 4864), "q1.5B": (1536, 8960), "q3B": (2048, 11008), "q7
           "q14B": (5120, 13824), "q32B": (5120, 27648), "q72B": (8192, 29568)}
 
 
-def stock_quantize(h):
-    s = (h.abs().amax(dim=1, keepdim=True) / 448.0).to(torch.float32)
+def stock_quantize(h, per_tensor=False):
+    amax = h.abs().amax(dim=(0, 1), keepdim=True) if per_tensor else h.abs().amax(dim=1, keepdim=True)
+    s = (amax / 448.0).to(torch.float32)
     return (h.to(torch.float32) / s).clamp(-448.0, 448.0).to(FP8), s
 
 
-def stock_down(h, w, ws):
-    q, s = stock_quantize(h)
-    return torch._scaled_mm(q, w.t(), scale_a=s.unsqueeze(-1).reshape(-1, 1), scale_b=ws.t(),
-                            out_dtype=torch.bfloat16, use_fast_accum=True)
+def stock_down(h, w, ws, per_tensor=False):
+    q, s = stock_quantize(h, per_tensor)
+    return torch._scaled_mm(q, w.t(), scale_a=s.reshape(1, 1) if per_tensor else s.unsqueeze(-1).reshape(-1, 1),
+                            scale_b=ws.t(), out_dtype=torch.bfloat16, use_fast_accum=True)
 
 
 def timed_row(bench: Interleaved, rounds: int, model: str, M: int, H: int, inter: int, numerics: dict,
@@ -168,7 +172,7 @@ def configs() -> list:
     return out
 
 
-def point(model: str, M: int, rounds: int, sweep: bool = False) -> dict:
+def point(model: str, M: int, rounds: int, sweep: bool = False, per_tensor: bool = False) -> dict:
     H, inter = SHAPES[model]
     sets = []
     for i in range(sets_needed(H * inter + 3 * M * inter)):
@@ -176,22 +180,24 @@ def point(model: str, M: int, rounds: int, sweep: bool = False) -> dict:
         h = torch.randn(M, inter, device="cuda", generator=g).to(torch.bfloat16)
         w = (torch.randn(H, inter, device="cuda", generator=g) * 64).clamp(-448, 448).to(FP8)
         ws = (torch.rand(H, 1, device="cuda", generator=g) + 0.5) / (64 * inter**0.5)
-        q, s = stock_quantize(h)
-        sets.append((h, w, ws, q, s.reshape(-1, 1)))
+        if per_tensor:
+            ws = ws[:1].clone()   # torchao's PerTensor: one weight scale too
+        q, s = stock_quantize(h, per_tensor)
+        sets.append((h, w, ws, q, s.reshape(1, 1) if per_tensor else s.reshape(-1, 1)))
     h, w, ws = sets[0][:3]
-    got = op.fp8_rowwise_linear(h, w, ws)
-    numerics = error_stats(got.float(), op.fp8_rowwise_linear_reference(h, w, ws, torch.float32))
+    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, per_tensor)
+    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, per_tensor)
+    numerics = error_stats(got.float(), ref)
     compiled_down, compiled_quantize = torch.compile(stock_down), torch.compile(stock_quantize)
-    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
-    stock_numerics = error_stats(compiled_down(h, w, ws).float(), ref)
+    stock_numerics = error_stats(compiled_down(h, w, ws, per_tensor).float(), ref)
     # how far stock's output is from the op's (the same quantization; cuBLAS accumulates fast)
-    numerics["normwise_vs_stock"] = error_stats(got.float(), compiled_down(h, w, ws).float())["normwise"]
+    numerics["normwise_vs_stock"] = error_stats(got.float(), compiled_down(h, w, ws, per_tensor).float())["normwise"]
     bench = Interleaved(sets)
-    bench.add("op", lambda h, w, ws, q, s: op.fp8_rowwise_linear(h, w, ws))
-    bench.add("stock", lambda h, w, ws, q, s: compiled_down(h, w, ws))
+    bench.add("op", lambda h, w, ws, q, s: op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, per_tensor))
+    bench.add("stock", lambda h, w, ws, q, s: compiled_down(h, w, ws, per_tensor))
     bench.add("scaled_mm", lambda h, w, ws, q, s: torch._scaled_mm(q, w.t(), scale_a=s, scale_b=ws.t(),
                                                                    out_dtype=torch.bfloat16, use_fast_accum=True))
-    bench.add("quantize", lambda h, w, ws, q, s: compiled_quantize(h))
+    bench.add("quantize", lambda h, w, ws, q, s: compiled_quantize(h, per_tensor))
     bench.add("weight_read", lambda h, w, ws, q, s: weight_read(w[: H // 2], w[H // 2:]))
     for c in configs() if sweep else ():
         bench.add(c.name, lambda h, w, ws, q, s, c=c: tfl.rowwise_linear(h, w, ws, torch.bfloat16, c))
@@ -207,6 +213,7 @@ def main() -> None:
     ap.add_argument("--configs", action="store_true", help="also time the decode kernel's candidate configurations")
     ap.add_argument("--weight-only", action="store_true", help="the weight-only FP8 down projection (fp8_weight_linear)")
     ap.add_argument("--mlp", action="store_true", help="the whole per-row FP8 MLP: fp8_gated_mlp against its two ops")
+    ap.add_argument("--per-tensor", action="store_true", help="h quantized with one scale (torchao's PerTensor)")
     args = ap.parse_args()
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     rows = []
@@ -217,7 +224,7 @@ def main() -> None:
             elif args.weight_only:
                 row = weight_only_point(model, M, args.rounds)
             else:
-                row = point(model, M, args.rounds, args.configs)
+                row = point(model, M, args.rounds, args.configs, args.per_tensor)
             rows.append(row)
             print(f"[{model} M={M}] {row['us']} op/stock {row.get('op_vs_stock')}x, op/read {row.get('op_vs_read')}x, "
                   + (f"two_ops/op {row['op_vs_two_ops']}x, equal {row['numerics']['equals_two_ops']}, " if args.mlp else "") +
@@ -225,7 +232,7 @@ def main() -> None:
                   f"SM {row['sm_mhz_median']} MHz", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     name = ("sweep_fp8_mlp.json" if args.mlp else "sweep_weight_only_linear.json" if args.weight_only
-            else "sweep_rowwise_linear.json")
+            else "sweep_tensorwise_linear.json" if args.per_tensor else "sweep_rowwise_linear.json")
     (args.out / name).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 

@@ -8,6 +8,10 @@ torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` ru
     q  = (h.to(float32) / s).clamp(-448, 448).to(float8_e4m3fn)
     y  = _scaled_mm(q.reshape(-1, K), w.t(), s.unsqueeze(-1).reshape(-1, 1), w_scale.t())
 
+or with ``PerTensor()`` (the config's default): the amax over every dim of h, one scale reshaped
+to ``[1, 1]``.  The patterns are the same (the reduced dims and the reshape's sizes are not
+matched); the pass reads which of the two the graph has and hands it to the op.
+
 What the search space covers: h of rank 2 or 3 (torchao quantizes h in its own shape and flattens
 the float8 copy), the weight's scale transposed (torchao's ``[N, 1]``) or as is.  Constants,
 dims and dtypes are ignored when matching; the pass re-checks them and that h comes from the
@@ -25,9 +29,9 @@ import torch
 FP8 = torch.float8_e4m3fn
 
 
-def rowwise_replacement(out_dtype: torch.dtype, use_fast_accum: bool) -> Callable:
+def rowwise_replacement(out_dtype: torch.dtype, use_fast_accum: bool, h_per_tensor: bool = False) -> Callable:
     def replacement(h, w, w_scale):
-        return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype)
+        return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor)
 
     return replacement
 
@@ -40,8 +44,8 @@ class ScaledDownPattern:
     w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
     scale_form: str              # how h's scale reaches the GEMM: SCALE_FORMS
 
-    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool) -> Callable:
-        return rowwise_replacement(out_dtype, use_fast_accum)
+    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool, h_per_tensor: bool = False) -> Callable:
+        return rowwise_replacement(out_dtype, use_fast_accum, h_per_tensor)
 
     def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
         K, N = 32, 48   # distinct, so the tracer cannot confuse them

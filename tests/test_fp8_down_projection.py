@@ -58,6 +58,23 @@ def test_the_op_is_the_quantization_then_a_scaled_gemm():
     assert relerr(got3.reshape(6, 40), ref) < 1e-2
 
 
+def test_the_per_tensor_op_is_the_per_tensor_quantization_then_a_scaled_gemm():
+    h = torch.randn(6, 96).to(torch.bfloat16)
+    h[4] *= 8   # one row sets the scale of all
+    w, one = weights(40, 96, per_row=False)
+    q, s = op.quantize_tensor_reference(h)
+    assert s.shape == (1, 1) and torch.equal(s, (h.abs().amax().float() / 448.0).reshape(1, 1))
+    got = op.fp8_rowwise_linear(h, w, one, True, torch.bfloat16, True)
+    want = torch._scaled_mm(q, w.t(), scale_a=s, scale_b=one.reshape(1, 1), out_dtype=torch.bfloat16)
+    assert torch.equal(got, want)
+    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, one, torch.float32, h_per_tensor=True)) < 1e-2
+    # with a scale per weight row (a hand-written form): the per-row GEMM with h's scale expanded
+    w, ws = weights(40, 96)
+    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True)
+    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, h_per_tensor=True)) < 1e-2
+    assert not torch.equal(got, op.fp8_rowwise_linear(h, w, ws))   # per row differs
+
+
 def test_empty_inputs_and_bad_inputs():
     w, ws = weights(8, 32)
     assert op.fp8_rowwise_linear(torch.empty(0, 32, dtype=torch.bfloat16), w, ws).shape == (0, 8)
@@ -107,17 +124,31 @@ def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, ran
     assert out.shape == stock.shape and relerr(out, stock) < 1e-2
 
 
-def test_other_fp8_linears_and_per_tensor_down_projections_are_left_alone(torchao_float8):
+@pytest.mark.parametrize("rank", [2, 3])
+@pytest.mark.parametrize("rows", [1, 8])
+def test_the_per_tensor_down_projection_is_rewritten(torchao_float8, rank, rows):
+    quantize_, config, granularities = torchao_float8
+    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
+    quantize_(model, config())   # PerTensor, torchao's default
+    x = torch.randn(*((rows // 2 or 1, 2 if rows > 1 else 1) if rank == 3 else (rows,)), 128, dtype=torch.bfloat16)
+    out, rewrites = compile_and_count(model, x, counter="scaled_down_fusion",
+                                      pass_config=inductor_swiglu.PassConfig(merge_fp8_mlp=False))
+    assert rewrites == 1, [m.reason for g in RECORDS.graphs for m in g.near_misses]
+    (down,) = [r for g in RECORDS.graphs[-1:] for r in g.rewrites if r.pattern.startswith("scaled_down.")]
+    # one row: Inductor reduces over the last dim alone, and per row is then per tensor
+    assert down.dispatch.endswith("h quantized per tensor" if rows > 1 else "h quantized per row"), down.dispatch
+    torch._dynamo.reset()
+    with torch.no_grad():
+        stock = torch.compile(model)(x)
+    assert out.shape == stock.shape and relerr(out, stock) < 1e-2
+
+
+def test_other_fp8_linears_are_left_alone(torchao_float8):
     quantize_, config, granularities = torchao_float8
     # one FP8 Linear: a quantized x and a scaled GEMM, but no gated product before it
     single = torch.nn.Sequential(torch.nn.Linear(128, 64, bias=False)).to(torch.bfloat16)
     quantize_(single, config(granularity=granularities["row"]))
     _, rewrites = compile_and_count(single, torch.randn(8, 128, dtype=torch.bfloat16), counter="scaled_down_fusion")
-    assert rewrites == 0
-    # per-tensor granularity quantizes h with one scale: not this op's form, so stock runs it
-    model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
-    quantize_(model, config(granularity=granularities["tensor"]))
-    _, rewrites = compile_and_count(model, torch.randn(8, 128, dtype=torch.bfloat16), counter="scaled_down_fusion")
     assert rewrites == 0
 
 
@@ -171,6 +202,25 @@ def test_the_decode_kernel_matches_the_reference(interpreter, M, N, K, per_row):
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
     q, s = tfl.quantize_rows(h)
     q_ref, s_ref = op.quantize_rows_reference(h)
+    assert torch.equal(s, s_ref.reshape(-1)) and torch.equal(q.float(), q_ref.float())
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 96, 1000), (5, 200, 640), (16, 64, 4096)])
+def test_the_decode_kernel_quantizes_per_tensor(interpreter, M, N, K):
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    # e4m3 values times one power of two, 448 in one row only: h / s lands on e4m3's grid (see
+    # grid_h), and the other rows' own scales would differ
+    g = torch.Generator().manual_seed(M)
+    v = (torch.randn(M, K, generator=g) * 100).clamp(-400, 400).to(FP8).float()
+    v[M // 2, 0] = 448.0
+    h = (v * 2.0**-3).to(torch.bfloat16)
+    w, ws = weights(N, K, seed=N)
+    got = tfl.rowwise_linear(h, w, ws, torch.float32, per_tensor=True)
+    err = error_stats(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, h_per_tensor=True))
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
+    q, s = tfl.quantize_tensor(h)
+    q_ref, s_ref = op.quantize_tensor_reference(h)
     assert torch.equal(s, s_ref.reshape(-1)) and torch.equal(q.float(), q_ref.float())
 
 

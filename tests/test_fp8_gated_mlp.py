@@ -39,6 +39,11 @@ def test_the_op_is_the_two_ops():
         assert got.dtype == out_dtype and torch.equal(got, want)
         ref = op.fp8_gated_mlp_reference(x, xs, wg, sg, wu, su, wd, sd, act, h_dtype, torch.float32)
         assert error_stats(got, ref)["normwise"] < 2e-2
+    # h quantized with one scale (torchao's PerTensor)
+    h = swiglu_scaled(x, xs, wg, sg, wu, su)
+    got = op.fp8_gated_mlp(x, xs, wg, sg, wu, su, wd, sd, h_per_tensor=True)
+    assert torch.equal(got, fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16, True))
+    assert not torch.equal(got, fp8_rowwise_linear(h, wd, sd))
     # a 3-D x, single scales
     one = torch.tensor([0.5])
     got = op.fp8_gated_mlp(x.reshape(2, 3, 64), one, wg, sg, wu, one / 8, wd, one / 64)
@@ -69,11 +74,12 @@ def test_bad_inputs_and_fake_tensors():
     assert out.shape == (2, 5, 64) and out.dtype == torch.float16
 
 
+@pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
-def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank):
+def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank, granularity):
     quantize_, config, granularities = torchao_float8
     model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
-    quantize_(model, config(granularity=granularities["row"]))
+    quantize_(model, config(granularity=granularities[granularity]))
     x = torch.randn(*((2, 3) if rank == 3 else (4,)), 128, dtype=torch.bfloat16)
     out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
     assert merged == 1

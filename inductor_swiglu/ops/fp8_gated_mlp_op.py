@@ -1,14 +1,15 @@
-"""``torch.ops.inductor_swiglu.fp8_gated_mlp``: a whole FP8 gated MLP with per-row scales, the
-gated projection and the down projection in one op:
+"""``torch.ops.inductor_swiglu.fp8_gated_mlp``: a whole FP8 gated MLP with dynamically scaled
+activations (torchao's per-row or per-tensor form), the gated and the down projection in one op:
 
     h   = swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype, gate_fast_accum)
-    out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype)
+    out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor)
 
 exactly those two ops (``scaled_swiglu_op``, ``fp8_rowwise_linear_op``: same contracts, same
 paths, same numbers).  The pass (``compiler/passes/merge_fp8_mlp.py``) writes it where the FP8
 gated projection's h feeds only the down projection, so that h never has to be seen whole by
 anyone but the down projection: at decode sizes, where the down projection's kernel quantizes h
-per row, the gated kernel then hands it each row's maximum |h| in parts from its epilogue, and
+(with each row's maximum |h|, or all rows' maximum), the gated kernel then hands it those maxima in
+parts from its epilogue, and
 the down projection's pass over h for its scales (a launch and a whole-row reduction) is saved
 (ROW_AMAX_NOTE in ``triton_scaled_swiglu``).  Everywhere else it runs what the two ops run.
 
@@ -25,7 +26,7 @@ from . import fp8_rowwise_linear_op, scaled_swiglu_op
 QUALNAME = "inductor_swiglu::fp8_gated_mlp"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
           "Tensor w_down, Tensor w_down_scale, str activation, ScalarType h_dtype, bool gate_fast_accum, "
-          "bool down_fast_accum, ScalarType out_dtype) -> Tensor")
+          "bool down_fast_accum, ScalarType out_dtype, bool h_per_tensor=False) -> Tensor")
 
 
 def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation,
@@ -43,12 +44,12 @@ def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_d
 
 def fp8_gated_mlp_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
                             activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16,
-                            out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+                            out_dtype: torch.dtype = torch.bfloat16, h_per_tensor: bool = False) -> torch.Tensor:
     """The two ops' references in sequence: h of the dequantized operands in fp32, rounded to
-    h_dtype, then its per-row quantization times the dequantized down weight in fp32."""
+    h_dtype, then its quantization times the dequantized down weight in fp32."""
     h = scaled_swiglu_op.swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
                                                  h_dtype)
-    return fp8_rowwise_linear_op.fp8_rowwise_linear_reference(h, w_down, w_down_scale, out_dtype)
+    return fp8_rowwise_linear_op.fp8_rowwise_linear_reference(h, w_down, w_down_scale, out_dtype, h_per_tensor)
 
 
 torch.library.define(QUALNAME, SCHEMA)
@@ -56,7 +57,7 @@ torch.library.define(QUALNAME, SCHEMA)
 
 @torch.library.register_fake(QUALNAME)
 def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
-          gate_fast_accum, down_fast_accum, out_dtype):
+          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
                  out_dtype)
     return x.new_empty((*x.shape[:-1], w_down.shape[0]), dtype=out_dtype)
@@ -64,7 +65,7 @@ def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
-          gate_fast_accum, down_fast_accum, out_dtype):
+          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
                  out_dtype)
     M = x.numel() // x.shape[-1] if x.shape[-1] else 0
@@ -72,13 +73,15 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
     want = x.is_cuda and scaled_plans.rowwise_linear_fused(M)
     h, parts = scaled_swiglu_op.run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype,
                                     gate_fast_accum, want_row_amax=want)
-    return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_amax_parts=parts)
+    return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor,
+                                     h_amax_parts=parts)
 
 
 def fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
                   activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16, gate_fast_accum: bool = False,
-                  down_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+                  down_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16,
+                  h_per_tensor: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
     return torch.ops.inductor_swiglu.fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down,
                                                    w_down_scale, activation, h_dtype, gate_fast_accum,
-                                                   down_fast_accum, out_dtype)
+                                                   down_fast_accum, out_dtype, h_per_tensor)

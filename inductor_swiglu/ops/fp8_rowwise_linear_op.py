@@ -1,11 +1,12 @@
 """``torch.ops.inductor_swiglu.fp8_rowwise_linear``: the down projection of an FP8 gated MLP.
 
-    s   = max |h| / 448 per row of h            (fp32)
+    s   = max |h| / 448 per row of h            (fp32; h_per_tensor: over all of h, one s)
     q   = float8_e4m3fn(clamp(h / s, -448, 448))
     out = (q @ w.T) * s * w_scale                (fp32 sums, rounded once to out_dtype)
 
-What torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` runs for the
-``down`` Linear of a gated MLP: h quantized dynamically per row, then ``torch._scaled_mm``.  The
+What torchao's ``Float8DynamicActivationFloat8WeightConfig`` runs for the ``down`` Linear of a
+gated MLP: h quantized dynamically per row (``PerRow()``) or with one scale (``PerTensor()``, the
+config's default), then ``torch._scaled_mm``.  The
 pass (``compiler/passes/scaled_down_fusion.py``) rewrites it into this op where h is the output
 of ``swiglu_scaled``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
 
@@ -22,8 +23,8 @@ Implementations, per call (``dispatch.scaled_plans.rowwise_linear_fused``):
 * the decode kernel (``triton_fp8_rowwise_linear``) at up to 16 rows of h on a GPU with fp8
   (compute capability 8.9+): the quantization in registers, fp8 MMAs promoted to fp32 every 128
   of K (cuBLAS's default accumulation; the graph's cuBLAS call accumulates fast);
-* otherwise the quantization (that module's ``quantize_rows`` on a GPU, torch ops on the CPU) and
-  ``torch._scaled_mm``: what stock Inductor runs.
+* otherwise the quantization (that module's ``quantize_rows`` / ``quantize_tensor`` on a GPU, torch
+  ops on the CPU) and ``torch._scaled_mm``: what stock Inductor runs.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from ..dispatch import scaled_plans
 from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
-SCHEMA = "(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype) -> Tensor"
+SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False) "
+          "-> Tensor")
 FP8 = torch.float8_e4m3fn
 FP8_MAX = triton_fp8_rowwise_linear.FP8_MAX
 IN_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -77,37 +79,51 @@ def quantize_rows_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return (h2.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8), s
 
 
-def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+def quantize_tensor_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, s [1, 1]) for a 2-D h, in torch ops: the per-tensor quantization (``h_per_tensor``)."""
+    s = h2.abs().amax().float().reshape(1, 1) / FP8_MAX
+    return (h2.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8), s
+
+
+def quantize_reference(h2: torch.Tensor, per_tensor: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return quantize_tensor_reference(h2) if per_tensor else quantize_rows_reference(h2)
+
+
+def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16,
+                                 h_per_tensor: bool = False) -> torch.Tensor:
     """The op in fp32 from h's quantized values and the dequantized weight, rounded once: what the
     decode kernel is held to (its sums are promoted to fp32 every 128 of K)."""
     K, N = h.shape[-1], w.shape[0]
-    q, s = quantize_rows_reference(h.reshape(-1, K))
+    q, s = quantize_reference(h.reshape(-1, K), h_per_tensor)
     out = (q.float() * s) @ (w.float() * w_scale.reshape(-1, 1)).T
     return out.to(out_dtype).reshape(*h.shape[:-1], N)
 
 
 def _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype) -> torch.Tensor:
-    # q's scale is per row, so w's is per column: a single one expanded
-    sb = w_scale.reshape(1, -1).expand(1, w.shape[0]).contiguous()
-    return torch._scaled_mm(q, w.t(), scale_a=s.reshape(-1, 1), scale_b=sb, out_dtype=out_dtype,
-                            use_fast_accum=use_fast_accum)
+    if s.numel() == 1 and w_scale.numel() == 1:   # one scale each: cuBLAS's tensor-wise form
+        sa, sb = s.reshape(1, 1), w_scale.reshape(1, 1)
+    else:   # per row of q and per column of the output, a single one expanded
+        sa = s.reshape(-1, 1).expand(q.shape[0], 1).contiguous()
+        sb = w_scale.reshape(1, -1).expand(1, w.shape[0]).contiguous()
+    return torch._scaled_mm(q, w.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
 
 torch.library.define(QUALNAME, SCHEMA)
 
 
 @torch.library.register_fake(QUALNAME)
-def _fake(h, w, w_scale, use_fast_accum, out_dtype):
+def _fake(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False):
     check_inputs(h, w, w_scale, out_dtype)
     return h.new_empty((*h.shape[:-1], w.shape[0]), dtype=out_dtype)
 
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
-def _impl(h, w, w_scale, use_fast_accum, out_dtype):
-    return run(h, w, w_scale, use_fast_accum, out_dtype)
+def _impl(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False):
+    return run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor)
 
 
-def run(h, w, w_scale, use_fast_accum, out_dtype, h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
+def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
+        h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
     """The op's implementation, per call.  ``h_amax_parts``: the rows' maxima of |h| in parts, as the
     FP8 gated kernel writes them (``fp8_gated_mlp_op``); the decode kernel then takes h's scales
     from them instead of a pass over h (the same scales), other paths ignore them."""
@@ -119,8 +135,8 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_amax_parts: torch.Tensor | N
     if M == 0 or N == 0 or K == 0:
         return impl_stats.empty_result(h, lead, N, out_dtype)
     if not h.is_cuda:
-        impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: the per-row quantization, then torch._scaled_mm")
-        q, s = quantize_rows_reference(h2)
+        impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: the quantization, then torch._scaled_mm")
+        q, s = quantize_reference(h2, h_per_tensor)
         return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
     if h2.stride(-1) != 1:
         h2 = h2.contiguous()
@@ -129,16 +145,20 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_amax_parts: torch.Tensor | N
         impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE if h_amax_parts is None else
                           scaled_plans.ROWWISE_FROM_GATE_NOTE, config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
         out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype,
-                                                       h_amax_parts=h_amax_parts)
+                                                       h_amax_parts=h_amax_parts, per_tensor=h_per_tensor)
         return out.reshape(*lead, N)
     reason = (f"{M} rows: cuBLAS's GEMM runs the product" if ok else
               f"the decode kernel cannot run here: {why}")
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
-    q, s = triton_fp8_rowwise_linear.quantize_rows(h2) if ok else quantize_rows_reference(h2)
+    if ok:
+        quantize = triton_fp8_rowwise_linear.quantize_tensor if h_per_tensor else triton_fp8_rowwise_linear.quantize_rows
+        q, s = quantize(h2)
+    else:
+        q, s = quantize_reference(h2, h_per_tensor)
     return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
 
 
 def fp8_rowwise_linear(h, w, w_scale, use_fast_accum: bool = True,
-                       out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+                       out_dtype: torch.dtype = torch.bfloat16, h_per_tensor: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype)
+    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor)

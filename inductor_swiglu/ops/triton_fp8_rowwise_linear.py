@@ -6,15 +6,16 @@ times an fp8 weight, in fp32, scaled:
     q[m, k] = e4m3(clamp(h[m, k] / s[m], -448, 448))
     out     = (q @ w^T) * s[m] * w_scale[n]              (fp32 sums, rounded once to out's dtype)
 
-which is what torchao's graph runs as an Inductor reduction, a cast and a ``torch._scaled_mm``.
+which is what torchao's graph runs as an Inductor reduction, a cast and a ``torch._scaled_mm``
+(``per_tensor``: one scale for all of h, s = max |h| / 448, torchao's ``PerTensor``).
 At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
 (measured on the H200, 2026-12-04, weights from HBM: 1.7x-3.7x a pure read of the down weight
 at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
 
-* ``row_scales``: one program per row of h computes s (the whole row in one load where K fits),
-  unless the caller hands the rows' maxima in parts (``h_amax_parts``: the FP8 gated kernel writes
-  them beside h, ROW_AMAX_NOTE in ``triton_scaled_swiglu``); the GEMV then reduces the parts itself
-  and this launch and its pass over h are saved;
+* ``row_maxima``: one program per row of h computes max |h| (the whole row in one load where K
+  fits), unless the caller hands the rows' maxima in parts (``h_amax_parts``: the FP8 gated kernel
+  writes them beside h, ROW_AMAX_NOTE in ``triton_scaled_swiglu``): this launch and its pass over h
+  are then saved.  The GEMV reduces the parts (per tensor, over all rows too) to s;
 * ``_rowwise_linear_kernel``: swap-AB GEMV tiles (the weight rows are the MMA's M operand, the
   tokens its N), K split across programs so that small-N shapes still fill the GPU; each program
   quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
@@ -29,8 +30,8 @@ Weight-only FP8 (torchao's ``Float8WeightOnlyConfig``: h stays bf16, ``weight_on
 runs the same GEMV and reduction without the quantization: the weight tiles widen to h's dtype in
 registers (exact) and the sums are fp32; only the weight's scale is applied.
 
-A single K split writes out directly.  ``quantize_rows`` is the same quantization with the
-quantized copy written, for the sizes where cuBLAS's GEMM runs the product.  All of it runs
+A single K split writes out directly.  ``quantize_rows`` and ``quantize_tensor`` are the same
+quantizations with the quantized copy written, for the sizes where cuBLAS's GEMM runs the product.  All of it runs
 under ``TRITON_INTERPRET=1`` on CPU tensors (the tests); no workspace outlives a call, no host
 synchronisation: CUDA graphs capture it.
 """
@@ -76,16 +77,26 @@ class RowwiseLinearConfig:
 DEFAULT_CONFIG = RowwiseLinearConfig()
 
 
-def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.constexpr, WRITE_Q: tl.constexpr):
+def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.constexpr, WRITE_Q: tl.constexpr,
+                      OUT: tl.constexpr):
+    # OUT: ROW_SCALE stores the row's scale max |h| / 448, ROW_MAX the row's max |h| (the GEMV's
+    # parts), GIVEN_SCALE reads one scale for all rows from s_ptr (per-tensor) to quantize with
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, CHUNK)
-    amax = tl.full((CHUNK,), 0.0, tl.float32)
-    for k0 in range(0, K, CHUNK):
-        mask = k0 + offs < K
-        h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
-        amax = tl.maximum(amax, tl.abs(h))
-    s = tl.reduce(amax, 0, maximum) / 448.0   # 448.0: FP8_MAX
-    tl.store(s_ptr + row, s)
+    if OUT == 2:   # GIVEN_SCALE
+        s = tl.load(s_ptr)
+    else:
+        amax = tl.full((CHUNK,), 0.0, tl.float32)
+        for k0 in range(0, K, CHUNK):
+            mask = k0 + offs < K
+            h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
+            amax = tl.maximum(amax, tl.abs(h))
+        a = tl.reduce(amax, 0, maximum)
+        s = a / 448.0   # 448.0: FP8_MAX
+        if OUT == 1:   # ROW_MAX
+            tl.store(s_ptr + row, a)
+        else:
+            tl.store(s_ptr + row, s)
     if WRITE_Q:
         for k0 in range(0, K, CHUNK):
             mask = k0 + offs < K
@@ -104,7 +115,7 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
                            M, N, K, k_per_split, stride_h, stride_w, stride_ws, stride_om, T,
                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
                            EVEN_K: tl.constexpr, DIRECT: tl.constexpr, FP32_DOT: tl.constexpr,
-                           FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr, FROM_PARTS: tl.constexpr,
+                           FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr, PER_TENSOR: tl.constexpr,
                            BLOCK_T: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -117,21 +128,22 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
     rows_m = offs_m.to(tl.int64)
     if WEIGHT_ONLY:   # h is not quantized: no row scale
         s = tl.full((BLOCK_M,), 1.0, tl.float32)
-    elif FROM_PARTS:
-        # the row maxima from their T parts ([M, T], written by the gated kernel: ROW_AMAX_NOTE of
-        # triton_scaled_swiglu); the programs of the first K split and weight tile also store the
-        # scales for the reduction kernel
+    else:
+        # the row maxima from their T parts ([M, T]: the gated kernel's, ROW_AMAX_NOTE of
+        # triton_scaled_swiglu, or one per row from the row pass); per tensor, the maximum of all
+        # rows.  The programs of the first K split and weight tile also store the scales for the
+        # reduction kernel.
         amax = tl.full((BLOCK_M,), 0.0, tl.float32)
         for t0 in range(0, T, BLOCK_T):
             offs_t = t0 + tl.arange(0, BLOCK_T)
             a = tl.load(amax_ptr + rows_m[:, None] * T + offs_t[None, :], mask=mask_m[:, None] & (offs_t[None, :] < T),
                         other=0.0)
             amax = maximum(amax, tl.reduce(a, 1, maximum))
+        if PER_TENSOR:   # every row of h is in this program (M <= BLOCK_M)
+            amax = tl.full((BLOCK_M,), 0.0, tl.float32) + tl.reduce(amax, 0, maximum)
         s = tl.where(mask_m, amax / 448.0, 1.0)   # 448.0: FP8_MAX
         if (pid_n == 0) & (pid_k == 0):
             tl.store(s_ptr + offs_m, s, mask=mask_m)
-    else:
-        s = tl.load(s_ptr + offs_m, mask=mask_m, other=1.0)
     k_lo = pid_k * k_per_split
     k_hi = tl.minimum(K, k_lo + k_per_split)
     # acc^T [BLOCK_N, BLOCK_M] = w [BLOCK_N, BLOCK_K] @ q^T [BLOCK_K, BLOCK_M]
@@ -203,15 +215,22 @@ def _chunk(K: int) -> int:
     return min(triton.next_power_of_2(max(K, 16)), ROW_CHUNK_MAX)
 
 
-def _row_pass(h: torch.Tensor, q: torch.Tensor | None) -> torch.Tensor:
-    """[M] fp32 row scales of a 2-D h with unit stride along K; h quantized into `q` as well if given."""
+ROW_SCALE, ROW_MAX, GIVEN_SCALE = 0, 1, 2   # _row_scale_kernel's OUT
+
+
+def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
+              s: torch.Tensor | None = None) -> torch.Tensor:
+    """One program per row of a 2-D h with unit stride along K: [M] fp32 row scales (ROW_SCALE) or
+    maxima (ROW_MAX), or with GIVEN_SCALE `s` (one fp32 element) as is; h quantized into `q` as
+    well if given."""
     M, K = h.shape
-    s = torch.empty(M, device=h.device, dtype=torch.float32)
+    if s is None:
+        s = torch.empty(M, device=h.device, dtype=torch.float32)
     if M:
         chunk = _chunk(K)
         _kernels(triton_swiglu.interpreting())[0][(M,)](
             h, s, s if q is None else q, K, h.stride(0), 0 if q is None else q.stride(0), CHUNK=chunk,
-            WRITE_Q=q is not None, num_warps=16 if chunk >= 8192 else 4)
+            WRITE_Q=q is not None, OUT=out, num_warps=16 if chunk >= 8192 else 4)
     return s
 
 
@@ -220,10 +239,24 @@ def row_scales(h: torch.Tensor) -> torch.Tensor:
     return _row_pass(h, None)
 
 
+def row_maxima(h: torch.Tensor) -> torch.Tensor:
+    """[M] fp32: max |h[m, :]| for a 2-D h with unit stride along K."""
+    return _row_pass(h, None, ROW_MAX)
+
+
 def quantize_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [M, K] float8_e4m3fn, s [M] fp32): h quantized per row as the module docstring says."""
     q = torch.empty(h.shape, device=h.device, dtype=FP8)
     return q, _row_pass(h, q)
+
+
+def quantize_tensor(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q [M, K] float8_e4m3fn, s [1] fp32): h quantized with one scale, max |h| / 448 over all of it
+    (torchao's per-tensor form), M > 0."""
+    s = (row_maxima(h).amax() / FP8_MAX).reshape(1)
+    q = torch.empty(h.shape, device=h.device, dtype=FP8)
+    _row_pass(h, q, GIVEN_SCALE, s)
+    return q, s
 
 
 def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> int:
@@ -233,16 +266,18 @@ def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> 
 
 
 def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_dtype: torch.dtype,
-                   config: RowwiseLinearConfig = DEFAULT_CONFIG, h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
+                   config: RowwiseLinearConfig = DEFAULT_CONFIG, h_amax_parts: torch.Tensor | None = None,
+                   per_tensor: bool = False) -> torch.Tensor:
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
-    contiguous, w_scale fp32 with one element or one per row of w.  ``h_amax_parts`` (fp32 [M, T],
-    contiguous): the rows' maxima of |h| in T parts (``triton_scaled_swiglu.swiglu_scaled_triton_row_amax``
-    writes them), taken instead of a pass over h; the result is the same."""
+    contiguous, w_scale fp32 with one element or one per row of w; h quantized per row, or with one
+    scale for all of it (``per_tensor``).  ``h_amax_parts`` (fp32 [M, T], contiguous): the rows'
+    maxima of |h| in T parts (``triton_scaled_swiglu.swiglu_scaled_triton_row_amax`` writes them),
+    taken instead of a pass over h; the result is the same."""
     if h_amax_parts is not None and (h_amax_parts.dim() != 2 or h_amax_parts.shape[0] != h.shape[0]
                                      or h_amax_parts.dtype != torch.float32 or not h_amax_parts.is_contiguous()):
         raise ValueError(f"rowwise_linear: h_amax_parts must be a contiguous fp32 [{h.shape[0]}, T] tensor, "
                          f"got {h_amax_parts.dtype} {tuple(h_amax_parts.shape)}")
-    return _linear(h, w, w_scale, out_dtype, config, weight_only=False, amax_parts=h_amax_parts)
+    return _linear(h, w, w_scale, out_dtype, config, weight_only=False, amax_parts=h_amax_parts, per_tensor=per_tensor)
 
 
 def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
@@ -253,7 +288,7 @@ def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
 
 
 def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: bool,
-            amax_parts: torch.Tensor | None = None) -> torch.Tensor:
+            amax_parts: torch.Tensor | None = None, per_tensor: bool = False) -> torch.Tensor:
     M, K = h.shape
     N = w.shape[0]
     if M > config.block_m:
@@ -264,10 +299,10 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     _, linear, reduce = _kernels(triton_swiglu.interpreting())
     if weight_only:
         s = w_scale   # not read
-    elif amax_parts is not None:
-        s = torch.empty(M, device=h.device, dtype=torch.float32)   # written by the GEMV
     else:
-        s = row_scales(h)
+        s = torch.empty(M, device=h.device, dtype=torch.float32)   # written by the GEMV
+        if amax_parts is None:
+            amax_parts = row_maxima(h).reshape(M, 1)
     split = splits_for(N, K, config)
     k_per_split = triton.cdiv(triton.cdiv(K, split), config.block_k) * config.block_k
     split = triton.cdiv(K, k_per_split)
@@ -280,7 +315,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
                  w.stride(0), stride_ws, out.stride(0), T,
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
                  FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
-                 FROM_PARTS=amax_parts is not None, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
+                 PER_TENSOR=per_tensor, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024

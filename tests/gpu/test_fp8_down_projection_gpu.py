@@ -61,6 +61,25 @@ def test_the_decode_kernel_matches_the_reference(M, N, K, per_row):
     assert same > 0.9999, same
 
 
+@pytest.mark.parametrize("M", [1, 5, 16])
+@pytest.mark.parametrize("N,K", [(3584, 18944), (130, 384)])
+def test_the_decode_kernel_quantizes_per_tensor(M, N, K):
+    h, w, ws = operands(M, N, K, seed=M + N)
+    h[M // 2] *= 4   # one row sets the scale of all
+    q, s = tfl.quantize_tensor(h)
+    q_ref, s_ref = op.quantize_tensor_reference(h)
+    assert torch.equal(s, s_ref.reshape(-1)) and (q.float() == q_ref.float()).float().mean().item() > 0.9999
+    ref = (q.float() * s) @ (w.float() * ws.reshape(-1, 1)).T
+    err = error_stats(tfl.rowwise_linear(h, w, ws, torch.float32, per_tensor=True), ref)
+    assert err["nonfinite"] == 0 and err["frac_over_1pct"] <= FP8_MMA_OVER_1PCT_BOUND and err["normwise"] < 1e-3, err
+    # the op: the decode kernel here, cuBLAS's per-tensor GEMM above 16 rows, both near the reference
+    for rows in (M, scaled_plans.ROWWISE_MAX_ROWS + 3):
+        hh = h if rows == M else operands(rows, N, K, seed=rows)[0]
+        got = op.fp8_rowwise_linear(hh, w, ws, True, torch.bfloat16, True)
+        want = op.fp8_rowwise_linear_reference(hh, w, ws, torch.float32, h_per_tensor=True)
+        assert error_stats(got.float(), want)["normwise"] < 1e-2
+
+
 def test_an_all_zero_row_gives_nan_as_the_graph_does():
     h, w, ws = operands(4, 256, 1024)
     h[2] = 0
@@ -106,14 +125,15 @@ def test_cuda_graph_replay_with_new_inputs():
 
 
 @pytest.mark.parametrize("M", [1, 8])
-def test_a_torchao_mlp_runs_both_projections_fused_at_decode(M):
+@pytest.mark.parametrize("granularity", ["row", "tensor"])
+def test_a_torchao_mlp_runs_both_projections_fused_at_decode(M, granularity):
     pytest.importorskip("torchao")
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
 
     # Qwen2.5-0.5B's MLP, whose float8 rows the shipped table has (the gated projection is rewritten first)
     model = GatedMLP(896, 4864, down=True).to(torch.bfloat16).cuda()
     reference = copy.deepcopy(model).float()
-    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
+    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row" else PerTensor()))
     x = torch.randn(M, 896, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.reset()
     with torch.no_grad():
@@ -152,18 +172,19 @@ def mlp_operands(M, H, N, seed=0):
     return x, xs, wg, sg, wu, su, wd, sd
 
 
-def two_ops(x, xs, wg, sg, wu, su, wd, sd):
+def two_ops(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
     h = inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, False)
-    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16)
+    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16, per_tensor)
 
 
 @pytest.mark.parametrize("M", [1, 8, 16, 17, 64])
 @pytest.mark.parametrize("H,N", [(896, 4864), (3584, 18944), (200, 520)])
-def test_the_merged_op_gives_the_two_ops_numbers(M, H, N):
+@pytest.mark.parametrize("per_tensor", [False, True])
+def test_the_merged_op_gives_the_two_ops_numbers(M, H, N, per_tensor):
     ops = mlp_operands(M, H, N, seed=M + N)
-    want = two_ops(*ops)
+    want = two_ops(*ops, per_tensor=per_tensor)
     inductor_swiglu.reset_op_stats()
-    got = fp8_gated_mlp_op.fp8_gated_mlp(*ops)
+    got = fp8_gated_mlp_op.fp8_gated_mlp(*ops, h_per_tensor=per_tensor)
     # the same kernels on the same h, and the same scales of h (a maximum is exact): bit for bit
     assert torch.equal(got, want)
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, H)

@@ -1,6 +1,6 @@
-"""The FP8 down projection rewrite: the per-row quantization of ``swiglu_scaled``'s output and the
-``torch._scaled_mm`` after it become ``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in
-``patterns/scaled_down.py``).
+"""The FP8 down projection rewrite: the dynamic quantization of ``swiglu_scaled``'s output (per row
+or per tensor) and the ``torch._scaled_mm`` after it become
+``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in ``patterns/scaled_down.py``).
 
 Why its own pass, after ``scaled_swiglu_fusion``: it matches the down projection of the FP8 MLP
 that pass rewrote, and only that one (h must come from ``swiglu_scaled``), so the model's other
@@ -11,7 +11,7 @@ stock runs, so a GPU graph whose M is known and above the decode sizes is left a
 the gated projection, GPU graphs are rewritten only under CUDA graphs (the op launches from Python).
 
 ``can_rewrite`` re-checks what the patterns ignored: the constants of the quantization (448,
-e4m3's largest value, as divisor and clamp bounds), the reduced dim, the cast's dtype, the GEMM's
+e4m3's largest value, as divisor and clamp bounds), the reduced dims, the cast's dtype, the GEMM's
 output dtype and the operands' dtypes and shapes.
 """
 
@@ -44,12 +44,21 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 
+def per_tensor_scale(match: Match, rank: int) -> bool | None:
+    """Whether h's scale is one for all of h (amax over every dim: torchao's PerTensor), one per row
+    (over the last: PerRow), or neither (None); the reduced dims kept either way."""
+    (amax,) = calls_in(match.nodes, aten.amax.default)
+    dims = sorted(d % rank if isinstance(d, int) else d for d in node_arg(amax, 1, "dim"))
+    if not node_arg(amax, 2, "keepdim"):
+        return None
+    return True if dims in ([], list(range(rank))) else False if dims == [rank - 1] else None
+
+
 def quantization_reason(match: Match, rank: int) -> str:
-    """'' when the matched quantization is the per-row one the op computes, else why not."""
+    """'' when the matched quantization is one the op computes (per row or per tensor), else why not."""
     (amax,), (gemm,) = calls_in(match.nodes, aten.amax.default), calls_in(match.nodes, aten._scaled_mm.default)
-    dims = [d % rank if isinstance(d, int) else d for d in node_arg(amax, 1, "dim")]
-    if dims != [rank - 1] or not node_arg(amax, 2, "keepdim"):
-        return "h's scale is not one per row (amax over its last dim, kept)"
+    if per_tensor_scale(match, rank) is None:
+        return "h's scale is neither one per row (amax over its last dim) nor one for all of h (over every dim), kept"
     divs = [n for n in calls_in(match.nodes, aten.div.Tensor) if n.args[0] is amax]
     if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
         return f"h's scale is not amax / {FP8_MAX:g} (float8_e4m3fn's largest value)"
@@ -133,8 +142,10 @@ class ScaledDownFusion(PatternPass):
             out_dtype = node_arg(gemm, 6, "out_dtype")
             fast = bool(node_arg(gemm, 7, "use_fast_accum"))
             h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
+            per_tensor = bool(per_tensor_scale(match, h.dim()))
             location = source_location(match.output_node())
-            match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
+            match.replace_by_example(spec.replacement(out_dtype, fast, per_tensor),
+                                     [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
             counters["inductor"]["scaled_down_fusion"] += 1
             if rec is not None:
                 N, K = show_shape(w.shape)
@@ -145,7 +156,8 @@ class ScaledDownFusion(PatternPass):
                 rec.rewrites.append(Rewrite(
                     pattern=spec.name, location=location,
                     x_shape=show_shape(h.shape), n=N, k=K,
-                    dtype=str(h.dtype).replace("torch.", ""), device=h.device.type, dispatch=dispatch))
+                    dtype=str(h.dtype).replace("torch.", ""), device=h.device.type,
+                    dispatch=f"{dispatch}; h quantized {'per tensor' if per_tensor else 'per row'}"))
 
         return handler
 
