@@ -21,6 +21,14 @@ def _fresh_compiler_state():
     torch._dynamo.reset()
 
 
+@pytest.fixture
+def interpreter(monkeypatch):
+    """Triton's interpreter for one test: its kernels then run on CPU tensors (modules that run
+    only interpreted kernels switch it on for the whole module instead: see test_triton_swiglu.py)."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
 def pytest_collection_modifyitems(config, items):
     has_cuda = torch.cuda.is_available()
     hopper = has_cuda and torch.cuda.get_device_capability() == (9, 0)

@@ -45,6 +45,38 @@ class GatedMLP(nn.Module):
         return self.down_proj(h) if self.down_proj is not None else h
 
 
+def fp8_weight(rows, cols, generator):
+    """An e4m3 [rows, cols] weight and its fp32 scales, one per row ([rows, 1])."""
+    w = (torch.randn(rows, cols, generator=generator) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return w, (torch.rand(rows, 1, generator=generator) + 0.5) / (64 * cols**0.5)
+
+
+class ScaledMMMLP(nn.Module):
+    """An FP8 gated MLP written by hand with torch._scaled_mm, in torchao's per-row dynamic form: x
+    and h quantized per row with max |.| / `limit` (448: e4m3's largest value); `return_h` returns
+    h beside the output."""
+
+    def __init__(self, hidden=64, inter=96, *, limit=448.0, return_h=False, seed=0):
+        super().__init__()
+        self.limit, self.return_h = limit, return_h
+        g = torch.Generator().manual_seed(seed)
+        self.wg, self.sg = fp8_weight(inter, hidden, g)
+        self.wu, self.su = fp8_weight(inter, hidden, g)
+        self.wd, self.sd = fp8_weight(hidden, inter, g)
+
+    def forward(self, x):
+        xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
+        xq = (x.float() / xs).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+        g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
+        u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
+        h = F.silu(g) * u
+        s = (h.abs().amax(-1, keepdim=True) / self.limit).float()
+        q = (h.float() / s).clamp(-self.limit, self.limit).to(torch.float8_e4m3fn)
+        s = s.unsqueeze(-1).reshape(-1, 1)   # torchao's spelling of h's scale for the GEMM
+        y = torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
+        return (y, h) if self.return_h else y
+
+
 def tolerance(dtype):
     # The fused op rounds once from fp32; eager rounds gate, up, silu and the
     # product to the dtype, so they differ by a few ulps of the dtype.

@@ -5,7 +5,7 @@ graphs and the speed are tested on the device (tests/gpu/test_fp8_down_projectio
 
 import pytest
 import torch
-from mlp_models import GatedMLP
+from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler.records import RECORDS
@@ -153,41 +153,13 @@ def test_other_fp8_linears_are_left_alone(torchao_float8):
 
 
 def test_a_changed_quantization_constant_is_declined():
-    class Custom(torch.nn.Module):
-        def __init__(self, limit):
-            super().__init__()
-            self.limit = limit
-            self.wg, self.sg = weights(96, 64, seed=1)
-            self.wu, self.su = weights(96, 64, seed=2)
-            self.wd, self.sd = weights(64, 96, seed=3)
-
-        def forward(self, x):
-            xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
-            xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
-            g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
-            u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
-            h = torch.nn.functional.silu(g) * u
-            s = (h.abs().amax(-1, keepdim=True) / self.limit).float()
-            q = (h.float() / s).clamp(-self.limit, self.limit).to(FP8)
-            # torchao's spelling of h's scale for the GEMM
-            s = s.unsqueeze(-1).reshape(-1, 1)
-            return torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
-
     x = torch.randn(8, 64, dtype=torch.bfloat16)
-    _, rewrites = compile_and_count(Custom(448.0), x, counter="scaled_down_fusion")
+    _, rewrites = compile_and_count(ScaledMMMLP(limit=448.0), x, counter="scaled_down_fusion")
     assert rewrites == 1
-    _, rewrites = compile_and_count(Custom(240.0), x, counter="scaled_down_fusion")
+    _, rewrites = compile_and_count(ScaledMMMLP(limit=240.0), x, counter="scaled_down_fusion")
     assert rewrites == 0
     reasons = [m.reason for g in RECORDS.graphs[-1:] for m in g.near_misses]
     assert any("amax / 448" in r for r in reasons), reasons
-
-
-@pytest.fixture
-def interpreter():
-    pytest.importorskip("triton")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 96, 1000), (5, 200, 640), (16, 64, 4096), (3, 130, 384)])

@@ -5,7 +5,7 @@ row maxima of |h| in parts, read by the down projection's decode kernel instead 
 
 import pytest
 import torch
-from mlp_models import GatedMLP
+from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler.records import RECORDS
@@ -96,37 +96,11 @@ def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank, granularity):
 
 
 def test_an_h_read_elsewhere_stays_two_ops():
-    class Probe(torch.nn.Module):
-        """A hand-written FP8 MLP that also returns h (the one form torchao never gives)."""
-
-        def __init__(self):
-            super().__init__()
-            x, xs, self.wg, self.sg, self.wu, self.su, self.wd, self.sd = operands(1, 64, 96, seed=4)
-
-        def forward(self, x):
-            xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
-            xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
-            g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
-            u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
-            h = torch.nn.functional.silu(g) * u
-            s = (h.abs().amax(-1, keepdim=True) / 448.0).float()
-            q = (h.float() / s).clamp(-448.0, 448.0).to(FP8)
-            s = s.unsqueeze(-1).reshape(-1, 1)
-            y = torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
-            return y, h
-
+    # a hand-written FP8 MLP that also returns h (a form torchao never gives)
     x = torch.randn(8, 64, dtype=torch.bfloat16)
-    (y, h), merged = compile_and_count(Probe(), x, counter="merge_fp8_mlp")
+    (y, h), merged = compile_and_count(ScaledMMMLP(return_h=True, seed=4), x, counter="merge_fp8_mlp")
     assert merged == 0 and torch._dynamo.utils.counters["inductor"]["scaled_down_fusion"] == 1
     assert y.shape == (8, 64) and h.shape == (8, 96)
-
-
-@pytest.fixture
-def interpreter():
-    pytest.importorskip("triton")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
 
 
 @pytest.mark.parametrize("swap", [True, False], ids=["swapped", "row_tiles"])

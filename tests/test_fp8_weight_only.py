@@ -109,12 +109,6 @@ SWAP = tss.ScaledConfig(16, 32, 32, 4, 2, swap_ab=True)
 ROWS = tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
 
 
-@pytest.fixture
-def interpreter(monkeypatch):
-    pytest.importorskip("triton")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-
-
 @pytest.mark.parametrize("config", [SWAP, ROWS], ids=lambda c: c.name)
 @pytest.mark.parametrize("M,N,K", [(1, 24, 64), (5, 40, 96), (17, 33, 128), (33, 16, 200)])
 def test_the_kernel_matches_the_reference(interpreter, config, M, N, K):
