@@ -55,6 +55,11 @@ def test_scales_of_every_layout_the_op_takes():
     x3 = xq.reshape(1, 5, 64)
     got = op.swiglu_scaled(x3, xs.reshape(1, 5, 1), wgq, wgs, wuq, wus, "silu", torch.float16)
     assert got.shape == (1, 5, 48) and got.dtype == torch.float16
+    # a column whose size-1 dim has stride 0 (contiguous to torch, refused by torch._scaled_mm):
+    # Inductor can hand an op such a layout
+    odd = torch.empty_strided((5, 1), (1, 0))
+    odd.copy_(xs)
+    assert torch.equal(op.swiglu_scaled(xq, odd, wgq, wgs, wuq, wus), op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus))
 
 
 def test_empty_batches_and_k_zero():

@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import scaled_plans
-from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
+from . import impl_stats, scaled_swiglu_op, triton_fp8_rowwise_linear, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
 SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False) "
@@ -100,11 +100,7 @@ def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.b
 
 
 def _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype) -> torch.Tensor:
-    if s.numel() == 1 and w_scale.numel() == 1:   # one scale each: cuBLAS's tensor-wise form
-        sa, sb = s.reshape(1, 1), w_scale.reshape(1, 1)
-    else:   # per row of q and per column of the output, a single one expanded
-        sa = s.reshape(-1, 1).expand(q.shape[0], 1).contiguous()
-        sb = w_scale.reshape(1, -1).expand(1, w.shape[0]).contiguous()
+    sa, sb = scaled_swiglu_op.scaled_mm_scales(s, w_scale, q.shape[0], w.shape[0])
     return torch._scaled_mm(q, w.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
 

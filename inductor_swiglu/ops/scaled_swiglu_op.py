@@ -93,7 +93,10 @@ def scaled_mm_scales(x_scale, w_scale, M: int, N: int) -> tuple[torch.Tensor, to
     and per column of the output [1, N], a single one expanded where the other is per row."""
     if x_scale.numel() == 1 and w_scale.numel() == 1:
         return x_scale.reshape(1, 1), w_scale.reshape(1, 1)
-    return x_scale.reshape(-1, 1).expand(M, 1).contiguous(), w_scale.reshape(1, -1).expand(1, N).contiguous()
+    # x's as a fresh column: an [M, 1] view with stride 0 along its size-1 dim counts as contiguous,
+    # and torch._scaled_mm refuses it
+    return (x_scale.reshape(-1).unsqueeze(1).expand(M, 1).contiguous(),
+            w_scale.reshape(1, -1).expand(1, N).contiguous())
 
 
 def swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
