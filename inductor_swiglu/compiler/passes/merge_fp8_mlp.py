@@ -19,7 +19,7 @@ from ..fx_utils import is_call, node_arg, source_location
 from ..inductor_pass import GraphPass
 from ..records import RECORDS
 
-NOTE = "one op with the gated projection (fp8_gated_mlp): at decode sizes h's row scales come from its epilogue"
+NOTE = "one op with the gated projection (fp8_gated_mlp): at decode sizes h's maxima come from its epilogue"
 
 
 def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
