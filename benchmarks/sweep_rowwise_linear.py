@@ -36,7 +36,8 @@ scales come from the gated kernel's epilogue), ``two_ops`` ``swiglu_scaled`` the
 ``fp8_rowwise_linear`` (the same kernels, h's scales from a pass over h), ``stock`` torch.compile
 of two fast-accumulating ``_scaled_mm``, act(gate) * up and the down projection above, and
 ``weight_read`` a read of the three weights.  The op must equal ``two_ops`` bit for bit; it is held
-to the two ops' fp32 references in sequence.  Writes <out>/sweep_fp8_mlp.json.
+to the two ops' fp32 references in sequence.  Writes <out>/sweep_fp8_mlp.json (with
+``--per-tensor``, h quantized with one scale: sweep_fp8_mlp_per_tensor.json).
 """
 
 from __future__ import annotations
@@ -118,44 +119,46 @@ def weight_only_point(model: str, M: int, rounds: int) -> dict:
     return timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
 
 
-def stock_mlp(x, xs, wg, sg, wu, su, wd, sd):
+def stock_mlp(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
     g = torch._scaled_mm(x, wg.t(), scale_a=xs, scale_b=sg.t(), out_dtype=torch.bfloat16, use_fast_accum=True)
     u = torch._scaled_mm(x, wu.t(), scale_a=xs, scale_b=su.t(), out_dtype=torch.bfloat16, use_fast_accum=True)
-    return stock_down(torch.nn.functional.silu(g) * u, wd, sd)
+    return stock_down(torch.nn.functional.silu(g) * u, wd, sd, per_tensor)
 
 
-def two_ops(x, xs, wg, sg, wu, su, wd, sd):
+def two_ops(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
     h = scaled_swiglu_op.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
-    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16)
+    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16, per_tensor)
 
 
-def mlp_point(model: str, M: int, rounds: int) -> dict:
+def mlp_point(model: str, M: int, rounds: int, per_tensor: bool = False) -> dict:
     H, inter = SHAPES[model]
     sets = []
     for i in range(sets_needed(3 * H * inter + M * H)):
         g = torch.Generator(device="cuda").manual_seed(i)
-        x, xs = quantize_e4m3(torch.randn(M, H, device="cuda", generator=g))
+        # per tensor: x and the weights too, as torchao's PerTensor quantizes every Linear
+        x, xs = quantize_e4m3(torch.randn(M, H, device="cuda", generator=g), per_row=not per_tensor)
         # the three weights in one buffer (its last element), so that one read kernel streams them all
         weights = torch.empty(3 * inter * H, device="cuda", dtype=FP8)
         operands = [x, xs]
         for j, (shape, fan_in) in enumerate((((inter, H), H), ((inter, H), H), ((H, inter), inter))):
             w = weights[j * inter * H: (j + 1) * inter * H].view(shape)
-            q, sc = quantize_e4m3(torch.randn(shape, device="cuda", generator=g) / fan_in**0.5)
+            q, sc = quantize_e4m3(torch.randn(shape, device="cuda", generator=g) / fan_in**0.5, per_row=not per_tensor)
             w.copy_(q)
             operands += [w, sc]
         sets.append((*operands, weights))
     ops = sets[0][:8]
-    got = mlp_op.fp8_gated_mlp(*ops, "silu", torch.bfloat16, True, True, torch.bfloat16)
-    ref = mlp_op.fp8_gated_mlp_reference(*ops, "silu", torch.bfloat16, torch.float32)
+    mlp_args = ("silu", torch.bfloat16, True, True, torch.bfloat16, per_tensor)
+    got = mlp_op.fp8_gated_mlp(*ops, *mlp_args)
+    ref = mlp_op.fp8_gated_mlp_reference(*ops, "silu", torch.bfloat16, torch.float32, per_tensor)
     numerics = error_stats(got.float(), ref)
-    numerics["equals_two_ops"] = bool(torch.equal(got, two_ops(*ops)))
+    numerics["equals_two_ops"] = bool(torch.equal(got, two_ops(*ops, per_tensor)))
     compiled = torch.compile(stock_mlp)
-    stock_numerics = error_stats(compiled(*ops).float(), ref)
+    stock_numerics = error_stats(compiled(*ops, per_tensor).float(), ref)
     half = 3 * inter * H // 2
     bench = Interleaved(sets)
-    bench.add("op", lambda *o: mlp_op.fp8_gated_mlp(*o[:8], "silu", torch.bfloat16, True, True, torch.bfloat16))
-    bench.add("two_ops", lambda *o: two_ops(*o[:8]))
-    bench.add("stock", lambda *o: compiled(*o[:8]))
+    bench.add("op", lambda *o: mlp_op.fp8_gated_mlp(*o[:8], *mlp_args))
+    bench.add("two_ops", lambda *o: two_ops(*o[:8], per_tensor))
+    bench.add("stock", lambda *o: compiled(*o[:8], per_tensor))
     bench.add("weight_read", lambda *o: weight_read(o[8][:half], o[8][half:]))
     row = timed_row(bench, rounds, model, M, H, inter, numerics, stock_numerics)
     row["op_vs_two_ops"] = round(row["us"]["two_ops"] / row["us"]["op"], 3)
@@ -220,7 +223,7 @@ def main() -> None:
     for model in args.models.split(","):
         for M in args.ms:
             if args.mlp:
-                row = mlp_point(model, M, args.rounds)
+                row = mlp_point(model, M, args.rounds, args.per_tensor)
             elif args.weight_only:
                 row = weight_only_point(model, M, args.rounds)
             else:
@@ -231,8 +234,9 @@ def main() -> None:
                   f"over 1%: {row['numerics']['frac_over_1pct']:.2e} (stock {row['stock_numerics']['frac_over_1pct']:.2e}), "
                   f"SM {row['sm_mhz_median']} MHz", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    name = ("sweep_fp8_mlp.json" if args.mlp else "sweep_weight_only_linear.json" if args.weight_only
-            else "sweep_tensorwise_linear.json" if args.per_tensor else "sweep_rowwise_linear.json")
+    name = ("sweep_fp8_mlp" if args.mlp else "sweep_weight_only_linear" if args.weight_only
+            else "sweep_tensorwise_linear" if args.per_tensor else "sweep_rowwise_linear")
+    name += "_per_tensor.json" if args.mlp and args.per_tensor else ".json"
     (args.out / name).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 
