@@ -234,11 +234,6 @@ def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
     return s
 
 
-def row_scales(h: torch.Tensor) -> torch.Tensor:
-    """[M] fp32: max |h[m, :]| / 448 for a 2-D h with unit stride along K."""
-    return _row_pass(h, None)
-
-
 def row_maxima(h: torch.Tensor) -> torch.Tensor:
     """[M] fp32: max |h[m, :]| for a 2-D h with unit stride along K."""
     return _row_pass(h, None, ROW_MAX)

@@ -22,8 +22,7 @@ import torch
 from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
 
-from ...dispatch import scaled_plans
-from ...ops.fp8_weight_linear_op import FP8, NOTE
+from ...ops.fp8_weight_linear_op import NOTE
 from ...ops.fp8_weight_swiglu_op import X_DTYPES
 from .. import pattern_registry
 from ..fx_utils import (
@@ -34,14 +33,12 @@ from ..fx_utils import (
     reads_rows,
     show_shape,
     source_location,
-    static_rows,
-    statically_equal,
 )
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
 from .fp8_weight_only_fusion import is_row_scale
-from .scaled_down_fusion import device_reason
+from .scaled_down_fusion import device_reason, dispatch_text, weight_reason
 from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
@@ -61,13 +58,10 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         check_ignored_args(match, h.dtype, "silu")   # the transposes, and the weight dequantized to h's dtype
     except Declined as e:
         return str(e)
-    if w.dtype != FP8 or w.dim() != 2:
-        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
-    if ws.dtype != torch.float32:
-        return f"the weight's scale is {ws.dtype}, not float32"
-    N, K = w.shape
-    if not statically_equal(h.shape[-1], K):
-        return f"h has {h.shape[-1]} features, the weight expects {K}"
+    reason = weight_reason(h, w, ws)
+    if reason:
+        return reason
+    N = w.shape[0]
     if not is_row_scale(ws, N):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per weight row ([N, 1])"
     (gemm,) = calls_in(match.nodes, aten.mm.default)
@@ -101,10 +95,7 @@ class Fp8WeightOnlyDownFusion(PatternPass):
             counters["inductor"]["fp8_weight_only_down_fusion"] += 1
             if rec is not None:
                 N, K = show_shape(w.shape)
-                M = static_rows(h.shape)
-                dispatch = ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda" else
-                            "per call by M (decode kernel up to "
-                            f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else NOTE)
+                dispatch = dispatch_text(h, "on the CPU: the weight dequantized, then one GEMM", NOTE)
                 rec.rewrites.append(Rewrite(
                     pattern=spec.name, location=location,
                     x_shape=show_shape(h.shape), n=N, k=K,

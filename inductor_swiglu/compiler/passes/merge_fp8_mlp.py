@@ -19,6 +19,8 @@ from ..fx_utils import is_call, node_arg, source_location
 from ..inductor_pass import GraphPass
 from ..records import RECORDS
 
+# swiglu_scaled's tensor arguments, in its schema's order (then activation and out_dtype)
+GATED_TENSORS = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
 NOTE = "one op with the gated projection (fp8_gated_mlp): at decode sizes h's maxima come from its epilogue"
 
 
@@ -32,8 +34,7 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
         h = node_arg(down, 0, "h")
         if not is_call(h, gated_op) or len(h.users) != 1:
             continue
-        gated = [node_arg(h, i, name) for i, name in enumerate(
-            ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale", "activation", "out_dtype"))]
+        gated = [node_arg(h, i, name) for i, name in enumerate((*GATED_TENSORS, "activation", "out_dtype"))]
         gate_fast = node_arg(h, 8, "use_fast_accum", False)
         w, w_scale = node_arg(down, 1, "w"), node_arg(down, 2, "w_scale")
         down_fast, out_dtype = node_arg(down, 3, "use_fast_accum"), node_arg(down, 4, "out_dtype")
@@ -74,7 +75,7 @@ def _eager_input_vals(gated, down, args) -> tuple | None:
     if g_args is None or d_args is None:
         return None
     gk, dk = g_args.kwargs, d_args.kwargs
-    tensors = [gk.get(name) for name in ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")]
+    tensors = [gk.get(name) for name in GATED_TENSORS]
     tensors += [dk.get("w"), dk.get("w_scale")]
     if any(t is None for t in tensors):
         return None

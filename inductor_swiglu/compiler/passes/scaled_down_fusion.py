@@ -90,17 +90,36 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return reason
     if h.dtype not in IN_DTYPES:
         return f"h is {h.dtype}, not bf16, fp16 or fp32"
-    if w.dtype != FP8 or w.dim() != 2:
-        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
-    if ws.dtype != torch.float32:
-        return f"the weight's scale is {ws.dtype}, not float32"
-    N, K = w.shape
-    if not statically_equal(h.shape[-1], K):
-        return f"h has {h.shape[-1]} features, the weight expects {K}"
+    reason = weight_reason(h, w, ws)
+    if reason:
+        return reason
+    N = w.shape[0]
     if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
     return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or device_reason(
         h, config, "cuBLAS's fp8 GEMM")
+
+
+def weight_reason(h, w, ws) -> str:
+    """The down projection passes' shared check of the weight ('' or why not): float8_e4m3fn
+    [N, K] taking h's K features, with an fp32 scale."""
+    if w.dtype != FP8 or w.dim() != 2:
+        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
+    if ws.dtype != torch.float32:
+        return f"the weight's scale is {ws.dtype}, not float32"
+    if not statically_equal(h.shape[-1], w.shape[1]):
+        return f"h has {h.shape[-1]} features, the weight expects {w.shape[1]}"
+    return ""
+
+
+def dispatch_text(h, on_cpu: str, decode_note: str) -> str:
+    """The down projection passes' rewrite record of what the op will run: `on_cpu` on the CPU; on
+    a GPU per call by M where M is symbolic, else `decode_note` (only decode sizes are rewritten)."""
+    if h.device.type != "cuda":
+        return on_cpu
+    if static_rows(h.shape) is None:
+        return f"per call by M (decode kernel up to {scaled_plans.ROWWISE_MAX_ROWS} rows)"
+    return decode_note
 
 
 def device_reason(h, config: PassConfig, elsewhere: str) -> str:
@@ -149,10 +168,8 @@ class ScaledDownFusion(PatternPass):
             counters["inductor"]["scaled_down_fusion"] += 1
             if rec is not None:
                 N, K = show_shape(w.shape)
-                M = static_rows(h.shape)
-                dispatch = ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda" else
-                            "per call by M (decode kernel up to "
-                            f"{scaled_plans.ROWWISE_MAX_ROWS} rows)" if M is None else scaled_plans.ROWWISE_NOTE)
+                dispatch = dispatch_text(h, "on the CPU: the quantization, then torch._scaled_mm",
+                                         scaled_plans.ROWWISE_NOTE)
                 rec.rewrites.append(Rewrite(
                     pattern=spec.name, location=location,
                     x_shape=show_shape(h.shape), n=N, k=K,
