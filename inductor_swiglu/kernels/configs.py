@@ -492,6 +492,15 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256),
     ScaledGemmConfig(64, 128, store="tma"),
+    # Not yet swept: where the rows above trail one fast cuBLAS GEMM [M, 2N, K] most (0.76x-0.87x
+    # at K = 896-2048, M >= 2048), a cooperative tile's epilogue (the SiLU's two MUFU operations
+    # per output) stops both warpgroups' MMAs, and the 64 x 256 pingpong overlaps it at a lower
+    # arithmetic intensity.  A 128 x 128 pingpong tile overlaps it at 128 rows, with TMA stores
+    # (its register-stored twin spills); a 2-CTA cluster halves each CTA's weight loads.  128 x 160
+    # and 128 x 192 pingpong tiles spill 8 bytes with the fp8 scales' registers (nvcc 13.0).
+    ScaledGemmConfig(128, 128, store="tma"),
+    ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
+    ScaledGemmConfig(64, 256, cluster_m=2),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
