@@ -54,26 +54,33 @@ def fp8_weight(rows, cols, generator):
 class ScaledMMMLP(nn.Module):
     """An FP8 gated MLP written by hand with torch._scaled_mm, in torchao's per-row dynamic form: x
     and h quantized per row with max |.| / `limit` (448: e4m3's largest value); `return_h` returns
-    h beside the output."""
+    h beside the output; `functional`: the GEMMs through torch.nn.functional.scaled_mm with
+    row-wise recipes (torch >= 2.10's public API) instead."""
 
-    def __init__(self, hidden=64, inter=96, *, limit=448.0, return_h=False, seed=0):
+    def __init__(self, hidden=64, inter=96, *, limit=448.0, return_h=False, functional=False, seed=0):
         super().__init__()
-        self.limit, self.return_h = limit, return_h
+        self.limit, self.return_h, self.functional = limit, return_h, functional
         g = torch.Generator().manual_seed(seed)
         self.wg, self.sg = fp8_weight(inter, hidden, g)
         self.wu, self.su = fp8_weight(inter, hidden, g)
         self.wd, self.sd = fp8_weight(hidden, inter, g)
 
+    def gemm(self, a, w, sa, sb):
+        if self.functional:
+            row = F.ScalingType.RowWise
+            return F.scaled_mm(a, w.t(), sa, row, sb, row, output_dtype=torch.bfloat16)
+        return torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
     def forward(self, x):
         xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
         xq = (x.float() / xs).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-        g = torch._scaled_mm(xq, self.wg.t(), scale_a=xs, scale_b=self.sg.t(), out_dtype=torch.bfloat16)
-        u = torch._scaled_mm(xq, self.wu.t(), scale_a=xs, scale_b=self.su.t(), out_dtype=torch.bfloat16)
+        g = self.gemm(xq, self.wg, xs, self.sg.t())
+        u = self.gemm(xq, self.wu, xs, self.su.t())
         h = F.silu(g) * u
         s = (h.abs().amax(-1, keepdim=True) / self.limit).float()
         q = (h.float() / s).clamp(-self.limit, self.limit).to(torch.float8_e4m3fn)
         s = s.unsqueeze(-1).reshape(-1, 1)   # torchao's spelling of h's scale for the GEMM
-        y = torch._scaled_mm(q, self.wd.t(), scale_a=s, scale_b=self.sd.t(), out_dtype=torch.bfloat16)
+        y = self.gemm(q, self.wd, s, self.sd.t())
         return (y, h) if self.return_h else y
 
 

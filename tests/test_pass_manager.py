@@ -22,6 +22,7 @@ from inductor_swiglu.compiler.records import RECORDS
 DEFAULT_ORDER = [
     "unfreeze_weights",
     "unpad_projections",
+    "scaled_mm_v2_as_scaled_mm",
     "merge_equal_copies",
     "split_merged_projections",
     "unshare_input_reshapes",
@@ -35,6 +36,7 @@ DEFAULT_ORDER = [
     "grouped_swiglu_fusion",
     "use_native_op",
     "report_near_misses",
+    "restore_scaled_mm_v2",
 ]
 
 
@@ -113,7 +115,7 @@ def test_dump_has_a_file_per_pass_that_changed_the_graph(tmp_path):
     with inductor_swiglu.diagnostics(dump, depyf=False) as d:
         _run(MergedGateUp(), torch.randn(3, 16))
     cdir = dump / "frames" / "0_forward" / "0-0"
-    split = cdir / "graph_0.after_03_split_merged_projections.py"
+    split = cdir / f"graph_0.after_{DEFAULT_ORDER.index('split_merged_projections'):02d}_split_merged_projections.py"
     fused = cdir / f"graph_0.after_{DEFAULT_ORDER.index('swiglu_fusion'):02d}_swiglu_fusion.py"
     assert split.is_file() and fused.is_file(), sorted(p.name for p in cdir.iterdir())
     # the split graph has two projections on the weight's halves and no fused op yet
@@ -138,7 +140,7 @@ def test_dump_has_a_file_per_pass_that_changed_the_graph(tmp_path):
         assert "| 0/0 | 0 | 0 · " in text, md
     assert json.loads((dump / "patterns.json").read_text())["passes"] == d.summary["passes"]
     frame_md = (dump / "frames" / "0_forward" / "frame.md").read_text()
-    assert "split_merged_projections 1 ([graph after](0-0/graph_0.after_03_split_merged_projections.py))" in frame_md
+    assert f"split_merged_projections 1 ([graph after](0-0/{split.name}))" in frame_md
 
 
 def test_a_pass_that_raises_leaves_the_graph_unchanged(monkeypatch):

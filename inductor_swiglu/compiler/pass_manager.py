@@ -45,7 +45,9 @@ from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
 from .passes.merge_equal_copies import MergeEqualCopies
 from .passes.merge_fp8_mlp import MergeFp8Mlp
 from .passes.report_near_misses import ReportNearMisses
+from .passes.restore_scaled_mm_v2 import RestoreScaledMmV2
 from .passes.scaled_down_fusion import ScaledDownFusion
+from .passes.scaled_mm_v2_as_scaled_mm import ScaledMmV2AsScaledMm
 from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
 from .passes.split_merged_projections import SplitMergedProjections
 from .passes.swiglu_fusion import SwigluFusion
@@ -103,6 +105,8 @@ class PostGradPassManager(CustomGraphPass):
             UnfreezeWeights(),
             # before split_merged_projections: a padded merged projection is split once unpadded
             UnpadProjections(),
+            # before merge_equal_copies, which merges the quantizations that feed _scaled_mm
+            *([ScaledMmV2AsScaledMm()] if self.config.fp8 else []),
             MergeEqualCopies(),
             SplitMergedProjections(),
             UnshareInputReshapes(),
@@ -122,6 +126,8 @@ class PostGradPassManager(CustomGraphPass):
             UseNativeOp(),
             # last: what is left alone is only known when every rewrite is done
             ReportNearMisses(),
+            # and what no rewrite took goes to Inductor as the model wrote it
+            *([RestoreScaledMmV2()] if self.config.fp8 else []),
         ]
 
     # AOTInductor pickles its inductor_configs, our pass included: keep only the configuration
