@@ -14,6 +14,9 @@ What the search space covers, and why:
   reshape of it (torchao reshapes both granularities to ``[-1, 1]`` / ``[1, 1]``);
 * the weight's scale: transposed (torchao keeps it ``[N, 1]`` and passes ``.t()``) or as is
   (``[1, N]`` or one element, by hand);
+* a 2-D x whose products are reshaped to ``[..., N]`` before the activation: a Linear that
+  flattens x before quantizing it (transformers' ``CompressedTensorsFP8Linear``), so the
+  quantized operand is already ``[M, K]``;
 * the activation (SiLU, GELU-tanh, GELU, as ``F.*`` spells them) and the product's order.
 
 torchao quantizes x once per Linear; ``compiler/passes/merge_equal_copies.py`` merges the two
@@ -71,13 +74,25 @@ class ScaledPattern:
     rank: int                    # 2 or 3: rank of x
     x_scale_reshaped: bool       # x's scale reaches the GEMM through a reshape
     w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
+    out_reshaped: bool = False   # rank 2: the products are reshaped to [..., N] before the activation
 
     @property
     def op_activation(self) -> str:
         return self.activation
 
-    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool = False) -> Callable:
-        return scaled_replacement(self.activation, out_dtype, use_fast_accum)
+    def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool = False, out_shape=None) -> Callable:
+        """`out_shape`: where the products were reshaped (out_reshaped), the reshape's target as the
+        graph writes it: its ints, and in place of each symbolic size anything else, that size then
+        being an argument of the replacement after the op's six."""
+        op = scaled_replacement(self.activation, out_dtype, use_fast_accum)
+        if out_shape is None:
+            return op
+
+        def replacement(*args):
+            sizes = iter(args[6:])
+            return op(*args[:6]).reshape([d if isinstance(d, int) else next(sizes) for d in out_shape])
+
+        return replacement
 
     def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
         # Small, distinct sizes so the tracer cannot confuse K with N or batch dims.
@@ -93,12 +108,15 @@ class ScaledPattern:
         return [x, x_scale, ws[0], ss[0], ws[1], ss[1]]
 
 
-def _make_search(act: Callable, product: Callable, rank: int, x_scale_reshaped: bool, w_scale_transposed: bool):
+def _make_search(act: Callable, product: Callable, rank: int, x_scale_reshaped: bool, w_scale_transposed: bool,
+                 out_reshaped: bool = False):
     def project(x, x_scale, w, w_scale):
         xa = x.reshape(-1, x.shape[-1]) if rank == 3 else x
         sa = x_scale.reshape(-1, 1) if x_scale_reshaped else x_scale
         sb = w_scale.t() if w_scale_transposed else w_scale
         y = torch._scaled_mm(xa, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True)
+        if out_reshaped:   # the sizes are not matched; the pass checks them
+            return y.reshape(2, -1, y.shape[-1])
         return y.reshape(*x.shape[:-1], y.shape[-1]) if rank == 3 else y
 
     def search(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale):
@@ -110,10 +128,12 @@ def _make_search(act: Callable, product: Callable, rank: int, x_scale_reshaped: 
 def all_patterns(activations=tuple(ACTIVATIONS), ranks=(2, 3)) -> list[ScaledPattern]:
     """Every enabled combination; the pass registers each once."""
     out = []
-    for act, prod, rank, x_r, w_t in itertools.product(ACTIVATIONS, PRODUCTS, ranks, (False, True), (False, True)):
+    forms = [(rank, False) for rank in ranks] + ([(2, True)] if 2 in ranks else [])
+    for act, prod, (rank, out_r), x_r, w_t in itertools.product(ACTIVATIONS, PRODUCTS, forms, (False, True), (False, True)):
         if act not in activations:
             continue
-        name = f"scaled_mm.{act}.{prod}.{rank}d.{'xs_reshaped' if x_r else 'xs'}.{'ws_t' if w_t else 'ws'}"
-        out.append(ScaledPattern(name, _make_search(ACTIVATIONS[act], PRODUCTS[prod], rank, x_r, w_t), act, prod,
-                                 rank, x_r, w_t))
+        name = (f"scaled_mm.{act}.{prod}.{rank}d{'.out_reshaped' if out_r else ''}."
+                f"{'xs_reshaped' if x_r else 'xs'}.{'ws_t' if w_t else 'ws'}")
+        out.append(ScaledPattern(name, _make_search(ACTIVATIONS[act], PRODUCTS[prod], rank, x_r, w_t, out_r), act, prod,
+                                 rank, x_r, w_t, out_r))
     return out

@@ -84,6 +84,43 @@ class ScaledMMMLP(nn.Module):
         return (y, h) if self.return_h else y
 
 
+class FlatQuantizedFP8Linear(nn.Module):
+    """An FP8 Linear in the form of transformers' ``CompressedTensorsFP8Linear`` (compressed-tensors
+    FP8 checkpoints under ``use_optimized_inference=True``), written here: x flattened to [M, K],
+    quantized per row in fp32 with a zero row's maximum taken as 1, one
+    ``F.scaled_mm`` with row-wise recipes, the result reshaped back."""
+
+    def __init__(self, in_features, out_features, generator):
+        super().__init__()
+        w, s = fp8_weight(out_features, in_features, generator)
+        self.weight = nn.Parameter(w, requires_grad=False)
+        self.weight_scale = nn.Parameter(s.reshape(1, -1), requires_grad=False)   # [1, N]
+
+    def forward(self, x):
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, x.shape[-1]).to(torch.float32)
+        row_max = x2.abs().amax(dim=-1)
+        scale = torch.where(row_max > 0, row_max, torch.ones_like(row_max)) / 448.0
+        q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(torch.float8_e4m3fn)
+        row = F.ScalingType.RowWise
+        y = F.scaled_mm(q, self.weight.t(), scale.unsqueeze(-1), row, self.weight_scale, row, output_dtype=x.dtype)
+        return y.reshape(*lead, -1)
+
+
+class FlatQuantizedFP8MLP(nn.Module):
+    """A gated MLP of FlatQuantizedFP8Linear projections (the module layout of transformers' MLPs)."""
+
+    def __init__(self, hidden=64, inter=96, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.gate_proj = FlatQuantizedFP8Linear(hidden, inter, g)
+        self.up_proj = FlatQuantizedFP8Linear(hidden, inter, g)
+        self.down_proj = FlatQuantizedFP8Linear(inter, hidden, g)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
 def tolerance(dtype):
     # The fused op rounds once from fp32; eager rounds gate, up, silu and the
     # product to the dtype, so they differ by a few ulps of the dtype.

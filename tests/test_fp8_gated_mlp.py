@@ -8,7 +8,6 @@ import torch
 from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
-from inductor_swiglu.compiler.passes import scaled_mm_v2_as_scaled_mm
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.ops import fp8_gated_mlp_op as op
 from inductor_swiglu.ops.fp8_rowwise_linear_op import fp8_rowwise_linear
@@ -102,90 +101,6 @@ def test_an_h_read_elsewhere_stays_two_ops():
     (y, h), merged = compile_and_count(ScaledMMMLP(return_h=True, seed=4), x, counter="merge_fp8_mlp")
     assert merged == 0 and torch._dynamo.utils.counters["inductor"]["scaled_down_fusion"] == 1
     assert y.shape == (8, 64) and h.shape == (8, 96)
-
-
-needs_scaled_mm_v2 = pytest.mark.skipif(scaled_mm_v2_as_scaled_mm.scaling_types() is None,
-                                        reason="torch.nn.functional.scaled_mm needs torch >= 2.10")
-
-
-@needs_scaled_mm_v2
-def test_an_mlp_written_with_the_public_scaled_mm_becomes_one_op():
-    # F.scaled_mm traces to _scaled_mm_v2; respelled, the three products are the same rewrites
-    x = torch.randn(8, 64, dtype=torch.bfloat16)
-    model = ScaledMMMLP(functional=True, seed=5)
-    out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
-    assert merged == 1 and torch._dynamo.utils.counters["inductor"]["scaled_swiglu_fusion"] == 1
-    passes = {p.name: p.changes for p in RECORDS.graphs[-1].passes}
-    assert passes["scaled_mm_v2_as_scaled_mm"] == 3 and passes["restore_scaled_mm_v2"] == 0, passes
-    # the same numbers as the torch._scaled_mm spelling of the model, compiled
-    twin = ScaledMMMLP(functional=False, seed=5)
-    want, _ = compile_and_count(twin, x, counter="merge_fp8_mlp")
-    assert torch.equal(out, want)
-    # and eager's within fp8's noise: eager rounds gate and up to bf16 before h, so h can land on
-    # the neighbouring e4m3 value (a step of up to 1/8)
-    with torch.no_grad():
-        assert error_stats(out.float(), model(x).float())["normwise"] < 5e-2
-
-
-@needs_scaled_mm_v2
-def test_a_public_scaled_mm_no_rewrite_takes_is_spelled_back():
-    import torch.nn.functional as F
-
-    class OneFP8Linear(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = torch.randn(32, 64).to(FP8)
-            self.ws = torch.rand(1, 32) + 0.5
-
-        def forward(self, x):
-            xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
-            xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
-            row = F.ScalingType.RowWise
-            return F.scaled_mm(xq, self.w.t(), xs, row, self.ws, row, output_dtype=torch.bfloat16)
-
-    x = torch.randn(8, 64, dtype=torch.bfloat16)
-    model = OneFP8Linear()
-    out, rewrites = compile_and_count(model, x, counter="scaled_swiglu_fusion")
-    passes = {p.name: p.changes for p in RECORDS.graphs[-1].passes}
-    assert rewrites == 0 and passes["scaled_mm_v2_as_scaled_mm"] == 1 and passes["restore_scaled_mm_v2"] == 1, passes
-    torch._dynamo.reset()
-    with torch.no_grad():   # what stock Inductor compiles from the same graph
-        assert torch.equal(out, torch.compile(model)(x))
-
-
-@needs_scaled_mm_v2
-def test_only_row_and_tensor_wise_scaled_mm_v2_calls_are_respelled():
-    import torch.nn.functional as F
-
-    from inductor_swiglu.compiler.passes import restore_scaled_mm_v2
-
-    kinds = F.ScalingType
-    a, b = torch.randn(8, 64).to(FP8), torch.randn(32, 64).to(FP8).t()
-    cases = {  # (scale_a, recipe_a, scale_b, recipe_b)
-        "row": (torch.rand(8, 1), kinds.RowWise, torch.rand(1, 32), kinds.RowWise),
-        "tensor": (torch.rand(()), kinds.TensorWise, torch.rand(()), kinds.TensorWise),
-    }
-    for name, (sa, ra, sb, rb) in cases.items():
-        def f(a, b, sa, sb):
-            return F.scaled_mm(a, b, sa, ra, sb, rb, output_dtype=torch.bfloat16, use_fast_accum=True)
-
-        gm = torch.fx.experimental.proxy_tensor.make_fx(f, tracing_mode="fake")(a, b, sa, sb)
-        (v2,) = gm.graph.find_nodes(op="call_function", target=torch.ops.aten._scaled_mm_v2.default)
-        written = (v2.args, v2.kwargs)
-        assert scaled_mm_v2_as_scaled_mm.respell(gm.graph) == 1, name
-        (v1,) = gm.graph.find_nodes(op="call_function", target=torch.ops.aten._scaled_mm.default)
-        scale_a, scale_b = written[0][2][0], written[0][5][0]
-        assert v1.args[2:] == (scale_a, scale_b, None, None, torch.bfloat16, True), name
-        # spelled back: the call as it was written
-        assert restore_scaled_mm_v2.restore(gm.graph) == 1
-        (back,) = gm.graph.find_nodes(op="call_function", target=torch.ops.aten._scaled_mm_v2.default)
-        assert (back.args, back.kwargs) == written, name
-        # a block-scaled recipe, or two scales for one operand, on the same call: left as it is
-        back.update_arg(3, [int(kinds.BlockWise1x128.value)])
-        assert scaled_mm_v2_as_scaled_mm.respell(gm.graph) == 0, name
-        back.update_arg(3, written[0][3])
-        back.update_arg(2, [scale_a, scale_a])
-        assert scaled_mm_v2_as_scaled_mm.respell(gm.graph) == 0, name
 
 
 @pytest.mark.parametrize("swap", [True, False], ids=["swapped", "row_tiles"])

@@ -5,9 +5,11 @@ the gate and up projections of one SwiGLU read two different (equal) nodes, and 
 which need gate and up to read one input, would not match.  FP8 models quantize x the same way:
 torchao computes x's scale and its float8 copy once per Linear, so the arithmetic of that
 quantization (abs, amax, the division by the scale, the clamp) is merged too, but only where it
-feeds a scaled GEMM.  Only ops that make a new tensor from their arguments alone (no mutation, no
-randomness) are merged, and never a copy that something writes into.  Views are left alone: the
-patterns expect each projection's own reshape of x, as Inductor traces them.
+feeds a scaled GEMM.  transformers' ``CompressedTensorsFP8Linear`` does the same from each
+projection's own reshape of x, with a maximum of 0 replaced by 1 (``where``), so those reshapes
+and ops are merged too.  Only ops that make a new tensor from their arguments alone (no mutation,
+no randomness) are merged, and never a copy that something writes into.  Other views are left
+alone: the patterns expect each projection's own reshape of x, as Inductor traces them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ PURE_COPIES = (prims.convert_element_type.default, aten._to_copy.default, aten.c
 # the dynamic quantization of an activation (torchao's float8 per-row and per-tensor scaling)
 QUANTIZE_OPS = (aten.abs.default, aten.amax.default, aten.div.Tensor, aten.mul.Tensor, aten.reciprocal.default,
                 aten.clamp_min.default, aten.clamp_max.default, aten.clamp.default, aten.maximum.default,
-                aten.minimum.default, aten.unsqueeze.default, aten.unsqueeze_copy.default)
+                aten.minimum.default, aten.unsqueeze.default, aten.unsqueeze_copy.default,
+                aten.gt.Scalar, aten.where.self, aten.full.default, aten.sym_size.int)
+RESHAPES = (aten.reshape.default, aten.view.default)
 SCALED_GEMMS = (aten._scaled_mm.default,)
 _QUANTIZE_DEPTH = 16   # ops between x and the scaled GEMM that reads its quantized copy
 
@@ -60,6 +64,12 @@ def _mutated(node: torch.fx.Node) -> bool:
     return False
 
 
+def _only_quantized(view: torch.fx.Node) -> bool:
+    """Every user of the view is a copy or a step of a quantization (not a GEMM's own reshape)."""
+    return bool(view.users) and all(u.op == "call_function" and u.target in (*PURE_COPIES, *QUANTIZE_OPS)
+                                    for u in view.users)
+
+
 def merge_equal_copies(graph: torch.fx.Graph) -> int:
     """Replace every repeated call of a PURE_COPIES op (or of a QUANTIZE_OPS op feeding a scaled
     GEMM) with the same arguments by its first occurrence (equal inputs are one input); returns
@@ -70,7 +80,8 @@ def merge_equal_copies(graph: torch.fx.Graph) -> int:
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        if node.target not in PURE_COPIES and not (node.target in QUANTIZE_OPS and node in quantizing):
+        if node.target not in PURE_COPIES and not (node.target in QUANTIZE_OPS and node in quantizing) \
+                and not (node.target in RESHAPES and node in quantizing and _only_quantized(node)):
             continue
         key = (node.target, _key(node.args), _key(node.kwargs))
         first = seen.get(key)

@@ -37,7 +37,7 @@ from ..fx_utils import (
 )
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
+from ..records import RECORDS, NearMiss, Rewrite
 from .scaled_swiglu_fusion import python_launch_reason
 
 aten = torch.ops.aten
@@ -100,6 +100,25 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         h, config, "cuBLAS's fp8 GEMM")
 
 
+UNMATCHED_NOTE = ("FP8 down projection after a rewritten gated MLP, but h is quantized in a form the patterns do not "
+                  "cover (torchao's per-row or per-tensor amax / 448): left to stock Inductor")
+_DOWNSTREAM_DEPTH = 16   # ops from h to the scaled GEMM that reads its quantized copy
+
+
+def unmatched_down_projections(graph: torch.fx.Graph) -> list[torch.fx.Node]:
+    """The scaled GEMMs within _DOWNSTREAM_DEPTH ops after a ``swiglu_scaled`` (its h quantized
+    and multiplied by a down weight) that no pattern took."""
+    found = []
+    for op in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default):
+        frontier, seen = [op], {op}
+        for _ in range(_DOWNSTREAM_DEPTH):
+            frontier = [u for n in frontier for u in n.users if u not in seen]
+            seen.update(frontier)
+            found += [n for n in frontier if is_call(n, aten._scaled_mm.default) and n not in found]
+            frontier = [n for n in frontier if not is_call(n, aten._scaled_mm.default)]
+    return found
+
+
 def weight_reason(h, w, ws) -> str:
     """The down projection passes' shared check of the weight ('' or why not): float8_e4m3fn
     [N, K] taking h's K features, with an fp32 scale."""
@@ -147,6 +166,16 @@ class ScaledDownFusion(PatternPass):
 
     def applies(self, graph: torch.fx.Graph) -> bool:
         return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default))
+
+    def __call__(self, graph: torch.fx.Graph) -> int:
+        rewrites = super().__call__(graph)
+        rec = RECORDS.current_graph()
+        if rec is not None:
+            declined = {m.node for m in rec.near_misses}   # matched, and declined with their own reason
+            for gemm in unmatched_down_projections(graph):
+                if not declined & {gemm.name, *(u.name for u in gemm.users)}:
+                    rec.near_misses.append(NearMiss(source_location(gemm), UNMATCHED_NOTE, gemm.name))
+        return rewrites
 
     def patterns(self):
         return pattern_registry.build_scaled_down_patterns(self.config.ranks)

@@ -140,7 +140,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         if not (statically_equal(sa.numel(), 1) or statically_equal(sa.shape[0], M)):
             return "the scaled GEMM's x scale is not one per row of x"
     out = meta_val(match.output_node())
-    reason = output_shape_reason(out, x.shape[:-1], N)
+    reason = _reshaped_products_reason(match, out, M, N) if spec.out_reshaped else output_shape_reason(out, x.shape[:-1], N)
     if reason:
         return reason
     if out.dtype != out_dtype:
@@ -153,6 +153,21 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
             return reason
     if x.device.type not in ("cpu", "cuda"):
         return f"device {x.device.type} is not supported"
+    return ""
+
+
+def _reshaped_products_reason(match: Match, out, M, N) -> str:
+    """'' where the products of [M, K] rows were reshaped to `out`'s [..., N] (rows split into
+    leading dims, N kept), both to that shape, else why not."""
+    if out is None or len(out.shape) < 1 or not statically_equal(out.shape[-1], N) \
+            or not statically_equal(math.prod(out.shape[:-1]), M):
+        return f"output shape {list(out.shape) if out is not None else '?'} does not split x's {M} rows and keep N"
+    for g in _scaled_gemms(match):
+        views = [u for u in g.users if u in match.nodes]
+        shapes = [meta_val(v) for v in views]
+        if len(views) != 1 or shapes[0] is None or len(shapes[0].shape) != len(out.shape) \
+                or not all(statically_equal(a, b) for a, b in zip(shapes[0].shape, out.shape)):
+            return "the gate and up products are not reshaped to the product's shape"
     return ""
 
 
@@ -190,7 +205,13 @@ class ScaledSwigluFusion(PatternPass):
             location = source_location(out)
             fast = asks_fast_accum(match)
             names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-            match.replace_by_example(spec.replacement(out_dtype, fast), [kwargs[n] for n in names])
+            operands = [kwargs[n] for n in names]
+            out_shape = None
+            if spec.out_reshaped:   # the gate product's reshape target: ints, and size nodes under dynamic shapes
+                (view,) = (u for u in gemm.users if u in match.nodes)
+                out_shape = list(view.args[1])
+                operands += [d for d in out_shape if not isinstance(d, int)]
+            match.replace_by_example(spec.replacement(out_dtype, fast, out_shape), operands)
             counters["inductor"]["scaled_swiglu_fusion"] += 1
             if rec is not None:
                 N, K = show_shape(wg.shape)
