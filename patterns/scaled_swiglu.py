@@ -130,7 +130,7 @@ def all_patterns(activations=tuple(ACTIVATIONS), ranks=(2, 3)) -> list[ScaledPat
     out = []
     forms = [(rank, False) for rank in ranks] + ([(2, True)] if 2 in ranks else [])
     for act, prod, (rank, out_r), x_r, w_t in itertools.product(ACTIVATIONS, PRODUCTS, forms, (False, True), (False, True)):
-        if act not in activations:
+        if act not in activations or (out_r and x_r):   # a flattened x's scale is per row already
             continue
         name = (f"scaled_mm.{act}.{prod}.{rank}d{'.out_reshaped' if out_r else ''}."
                 f"{'xs_reshaped' if x_r else 'xs'}.{'ws_t' if w_t else 'ws'}")
