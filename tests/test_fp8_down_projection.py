@@ -208,3 +208,46 @@ def test_the_decode_kernel_splits_k_to_fill_the_gpu(interpreter):
     assert relerr(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)) < 5e-3
     with pytest.raises(ValueError, match="rows"):
         tfl.rowwise_linear(grid_h(17, 64), *weights(64, 64), torch.bfloat16)
+
+
+def test_zero_max_as_one_quantizes_an_all_zero_row_to_zeros():
+    # transformers' quantization (zero_max_as_one): an all-zero row of h has the scale 1 / 448, so
+    # its output row is 0 where torchao's form gives NaN; every other row is the same
+    h = torch.randn(5, 96).to(torch.bfloat16)
+    h[2] = 0
+    w, ws = weights(40, 96)
+    q, s = op.quantize_rows_reference(h, zero_max_as_one=True)
+    assert s[2, 0] == 1 / 448.0 and (q[2].float() == 0).all()
+    got = op.fp8_rowwise_linear(h, w, ws, zero_max_as_one=True)
+    assert (got[2] == 0).all() and torch.isfinite(got).all()
+    torchao = op.fp8_rowwise_linear(h, w, ws)
+    assert torch.isnan(torchao[2]).all() and torch.equal(torchao[[0, 1, 3, 4]], got[[0, 1, 3, 4]])
+    # per tensor: only an all-zero h changes
+    zero = torch.zeros(3, 96, dtype=torch.bfloat16)
+    assert (op.fp8_rowwise_linear(zero, w, ws, True, torch.bfloat16, True, True) == 0).all()
+    assert torch.equal(op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True, True),
+                       op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True))
+
+
+@pytest.mark.parametrize("per_tensor", [False, True])
+def test_the_decode_kernel_takes_a_zero_max_as_one(interpreter, per_tensor):
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    M, N, K = 4, 96, 640
+    h = grid_h(M, K, seed=7)
+    h[1] = 0
+    if per_tensor:
+        h = h * 0   # all of h: the one case per tensor where the rule applies
+    w, ws = weights(N, K, seed=3)
+    got = tfl.rowwise_linear(h, w, ws, torch.float32, per_tensor=per_tensor, zero_max_as_one=True)
+    want = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, per_tensor, zero_max_as_one=True)
+    err = error_stats(got, want)
+    assert torch.isfinite(got).all() and (got[1] == 0).all() and err["frac_over_1pct"] == 0.0, err
+    quantize = tfl.quantize_tensor if per_tensor else tfl.quantize_rows
+    reference = op.quantize_tensor_reference if per_tensor else op.quantize_rows_reference
+    (q, s), (q_ref, s_ref) = quantize(h, zero_max_as_one=True), reference(h, zero_max_as_one=True)
+    assert torch.equal(s, s_ref.reshape(-1)) and torch.equal(q.float(), q_ref.float())
+    # the rows' maxima in parts (the gated kernel's hand-over) give the same
+    parts = h.float().abs().amax(-1, keepdim=True)
+    assert torch.equal(tfl.rowwise_linear(h, w, ws, torch.float32, h_amax_parts=parts, per_tensor=per_tensor,
+                                          zero_max_as_one=True), got)

@@ -49,6 +49,13 @@ def test_the_op_is_the_two_ops():
     got = op.fp8_gated_mlp(x.reshape(2, 3, 64), one, wg, sg, wu, one / 8, wd, one / 64)
     h = swiglu_scaled(x.reshape(2, 3, 64), one, wg, sg, wu, one / 8)
     assert got.shape == (2, 3, 64) and torch.equal(got, fp8_rowwise_linear(h, wd, one / 64))
+    # transformers' quantization of h (zero_max_as_one): a zero row of x gives a zero row out
+    xz = x.clone()
+    xz[4] = 0
+    got = op.fp8_gated_mlp(xz, xs, wg, sg, wu, su, wd, sd, zero_max_as_one=True)
+    h = swiglu_scaled(xz, xs, wg, sg, wu, su)
+    assert torch.equal(got, fp8_rowwise_linear(h, wd, sd, zero_max_as_one=True)) and (got[4] == 0).all()
+    assert torch.isnan(op.fp8_gated_mlp(xz, xs, wg, sg, wu, su, wd, sd)[4]).all()
 
 
 def test_bad_inputs_and_fake_tensors():

@@ -103,24 +103,72 @@ def _stock(model, *xs, **compile_kwargs):
 
 
 @pytest.mark.parametrize("lead", [(8,), (2, 5)])
-def test_a_flat_quantized_mlp_has_its_gated_projection_fused(lead):
+def test_a_flat_quantized_mlp_becomes_one_op(lead):
     x = torch.randn(*lead, 64, dtype=torch.bfloat16)
     model = FlatQuantizedFP8MLP(seed=2)
-    out, rewrites = compile_and_count(model, x, counter="scaled_swiglu_fusion")
-    assert rewrites == 1 and out.shape == (*lead, 64)
+    out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
+    assert merged == 1 and out.shape == (*lead, 64)
     (rec,) = RECORDS.graphs[-1:]
     # a 2-D x's reshapes change nothing, and Inductor drops them
     form = "2d.out_reshaped" if len(lead) > 1 else "2d"
-    assert [r.pattern for r in rec.rewrites] == [f"scaled_mm.silu.act_times_up.{form}.xs.ws"]
+    assert [r.pattern for r in rec.rewrites] == [f"scaled_mm.silu.act_times_up.{form}.xs.ws",
+                                                 f"scaled_down.{form}.ws.safe_max"], rec.near_misses
+    assert "a zero row's maximum taken as 1" in rec.rewrites[1].dispatch
     # gate and up quantized x each: merged into one quantization before the pattern saw them
     passes = {p.name: p.changes for p in rec.passes}
-    assert passes["scaled_mm_v2_as_scaled_mm"] == 3 and passes["restore_scaled_mm_v2"] == 1, passes
-    # its down projection scales a zero row by 1, not torchao's form: left to stock, and said so
-    assert [m.reason for m in rec.near_misses] == [scaled_down_fusion.UNMATCHED_NOTE]
+    assert passes["scaled_mm_v2_as_scaled_mm"] == 3 and passes["restore_scaled_mm_v2"] == 0, passes
+    assert passes["fold_product_reshapes"] == (1 if len(lead) > 1 else 0), passes
+    assert rec.near_misses == []
     # stock rounds gate and up to bf16 before the activation, the op does not: fp8 noise of h apart,
     # the same result
     (stock,) = _stock(model, x)
     assert error_stats(out.float(), stock.float())["normwise"] < 3e-2
+
+
+def test_a_zero_row_gives_zeros_as_transformers_quantization_does():
+    # x's row 3 all zero: both quantizations take its maximum as 1, so h's row 3 is 0 and so is
+    # the output's (torchao's form would give NaN there)
+    x = torch.randn(2, 4, 64, dtype=torch.bfloat16)
+    x[0, 3] = 0
+    model = FlatQuantizedFP8MLP(seed=6)
+    out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
+    assert merged == 1 and torch.isfinite(out).all() and (out[0, 3] == 0).all()
+    (stock,) = _stock(model, x)
+    assert torch.isfinite(stock).all() and (stock[0, 3] == 0).all()
+
+
+@pytest.mark.parametrize("change", ["fill", "reciprocal"])
+def test_a_flat_quantized_down_projection_the_patterns_do_not_cover_is_reported(change):
+    # the same MLP with its down projection's zero maximum replaced by 2 (the form, declined by its
+    # check), or its scale as a product with 1 / 448 (no form at all)
+    model = FlatQuantizedFP8MLP(seed=2)
+    down = model.down_proj
+    forward = down.forward
+
+    def other_quantization(x):
+        x2 = x.reshape(-1, x.shape[-1]).to(torch.float32)
+        m = x2.abs().amax(dim=-1)
+        if change == "fill":
+            scale = torch.where(m > 0, m, torch.full_like(m, 2.0)) / 448.0
+        else:
+            scale = torch.where(m > 0, m, torch.ones_like(m)) * (1 / 448.0)
+        q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(FP8)
+        row = torch.nn.functional.ScalingType.RowWise
+        y = torch.nn.functional.scaled_mm(q, down.weight.t(), scale.unsqueeze(-1), row, down.weight_scale, row,
+                                          output_dtype=x.dtype)
+        return y.reshape(*x.shape[:-1], -1)
+
+    down.forward = other_quantization
+    try:
+        _, rewrites = compile_and_count(model, torch.randn(2, 5, 64, dtype=torch.bfloat16), counter="scaled_down_fusion")
+    finally:
+        down.forward = forward
+    (rec,) = RECORDS.graphs[-1:]
+    assert rewrites == 0 and len(rec.rewrites) == 1
+    # declined by the form's own check (by each variant it matched: with and without the reshape),
+    # or matched by none and found after the gated rewrite
+    want = "a zero maximum is replaced by 2.0, not 1" if change == "fill" else scaled_down_fusion.UNMATCHED_NOTE
+    assert {m.reason for m in rec.near_misses} == {want}
 
 
 def test_a_flat_quantized_mlp_under_dynamic_shapes():
@@ -136,7 +184,8 @@ def test_a_flat_quantized_mlp_under_dynamic_shapes():
     with torch.no_grad():
         outs = [fn(x) for x in xs]
     (rec,) = RECORDS.graphs   # one graph for every shape
-    assert [r.pattern for r in rec.rewrites] == ["scaled_mm.silu.act_times_up.2d.out_reshaped.xs.ws"], rec.near_misses
+    assert [r.pattern for r in rec.rewrites] == ["scaled_mm.silu.act_times_up.2d.out_reshaped.xs.ws",
+                                                 "scaled_down.2d.out_reshaped.ws.safe_max"], rec.near_misses
     assert isinstance(rec.rewrites[0].x_shape[0], str)   # a symbolic number of rows
     for x, out, stock in zip(xs, outs, _stock(model, *xs)):
         assert out.shape == (*x.shape[:-1], 64)
@@ -155,7 +204,7 @@ def test_transformers_compressed_tensors_fp8_linear():
         theirs.weight.data, theirs.weight_scale.data = ours.weight.data, ours.weight_scale.data
         setattr(model, name, theirs)
     x = torch.randn(2, 5, 64, dtype=torch.bfloat16)
-    out, rewrites = compile_and_count(model, x, counter="scaled_swiglu_fusion")
-    assert rewrites == 1
+    out, merged = compile_and_count(model, x, counter="merge_fp8_mlp")
+    assert merged == 1
     (stock,) = _stock(model, x)
     assert error_stats(out.float(), stock.float())["normwise"] < 3e-2

@@ -31,6 +31,7 @@ DEFAULT_ORDER = [
     "fp8_weight_only_down_fusion",
     "swiglu_fusion",
     "scaled_swiglu_fusion",
+    "fold_product_reshapes",
     "scaled_down_fusion",
     "merge_fp8_mlp",
     "grouped_swiglu_fusion",

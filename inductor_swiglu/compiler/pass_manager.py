@@ -39,6 +39,7 @@ from ..version import __version__
 from . import pattern_registry
 from .inductor_pass import GraphPass
 from .pass_config import PassConfig
+from .passes.fold_product_reshapes import FoldProductReshapes
 from .passes.fp8_weight_only_down_fusion import Fp8WeightOnlyDownFusion
 from .passes.fp8_weight_only_fusion import Fp8WeightOnlyFusion
 from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
@@ -117,7 +118,9 @@ class PostGradPassManager(CustomGraphPass):
             *([Fp8WeightOnlyDownFusion(self.config)] if self.config.fp8 else []),
             SwigluFusion(self.config),
             *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
-            # after it: the down projection of the FP8 MLPs it rewrote
+            # after it: h as its down projection reads it, where x was flattened around the GEMMs
+            *([FoldProductReshapes()] if self.config.fp8 else []),
+            # then the down projection of the FP8 MLPs it rewrote
             *([ScaledDownFusion(self.config)] if self.config.fp8 else []),
             # after it: the gated and down projections it left side by side, as one op
             *([MergeFp8Mlp()] if self.config.fp8 and self.config.merge_fp8_mlp else []),

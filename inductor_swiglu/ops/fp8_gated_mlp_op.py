@@ -2,7 +2,7 @@
 activations (torchao's per-row or per-tensor form), the gated and the down projection in one op:
 
     h   = swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype, gate_fast_accum)
-    out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor)
+    out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor, zero_max_as_one)
 
 exactly those two ops (``scaled_swiglu_op``, ``fp8_rowwise_linear_op``: same contracts, same
 paths, same numbers).  The pass (``compiler/passes/merge_fp8_mlp.py``) writes it where the FP8
@@ -26,7 +26,7 @@ from . import fp8_rowwise_linear_op, scaled_swiglu_op
 QUALNAME = "inductor_swiglu::fp8_gated_mlp"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
           "Tensor w_down, Tensor w_down_scale, str activation, ScalarType h_dtype, bool gate_fast_accum, "
-          "bool down_fast_accum, ScalarType out_dtype, bool h_per_tensor=False) -> Tensor")
+          "bool down_fast_accum, ScalarType out_dtype, bool h_per_tensor=False, bool zero_max_as_one=False) -> Tensor")
 
 
 def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation,
@@ -44,12 +44,14 @@ def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_d
 
 def fp8_gated_mlp_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
                             activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16,
-                            out_dtype: torch.dtype = torch.bfloat16, h_per_tensor: bool = False) -> torch.Tensor:
+                            out_dtype: torch.dtype = torch.bfloat16, h_per_tensor: bool = False,
+                            zero_max_as_one: bool = False) -> torch.Tensor:
     """The two ops' references in sequence: h of the dequantized operands in fp32, rounded to
     h_dtype, then its quantization times the dequantized down weight in fp32."""
     h = scaled_swiglu_op.swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
                                                  h_dtype)
-    return fp8_rowwise_linear_op.fp8_rowwise_linear_reference(h, w_down, w_down_scale, out_dtype, h_per_tensor)
+    return fp8_rowwise_linear_op.fp8_rowwise_linear_reference(h, w_down, w_down_scale, out_dtype, h_per_tensor,
+                                                              zero_max_as_one)
 
 
 torch.library.define(QUALNAME, SCHEMA)
@@ -57,7 +59,7 @@ torch.library.define(QUALNAME, SCHEMA)
 
 @torch.library.register_fake(QUALNAME)
 def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
-          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False):
+          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
                  out_dtype)
     return x.new_empty((*x.shape[:-1], w_down.shape[0]), dtype=out_dtype)
@@ -65,7 +67,7 @@ def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
-          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False):
+          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
                  out_dtype)
     M = x.numel() // x.shape[-1] if x.shape[-1] else 0
@@ -74,14 +76,14 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
     h, parts = scaled_swiglu_op.run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype,
                                     gate_fast_accum, want_row_amax=want)
     return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor,
-                                     h_amax_parts=parts)
+                                     h_amax_parts=parts, zero_max_as_one=zero_max_as_one)
 
 
 def fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale,
                   activation: str = "silu", h_dtype: torch.dtype = torch.bfloat16, gate_fast_accum: bool = False,
                   down_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16,
-                  h_per_tensor: bool = False) -> torch.Tensor:
+                  h_per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
     return torch.ops.inductor_swiglu.fp8_gated_mlp(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down,
                                                    w_down_scale, activation, h_dtype, gate_fast_accum,
-                                                   down_fast_accum, out_dtype, h_per_tensor)
+                                                   down_fast_accum, out_dtype, h_per_tensor, zero_max_as_one)

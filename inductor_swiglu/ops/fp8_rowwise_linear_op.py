@@ -1,6 +1,7 @@
 """``torch.ops.inductor_swiglu.fp8_rowwise_linear``: the down projection of an FP8 gated MLP.
 
-    s   = max |h| / 448 per row of h            (fp32; h_per_tensor: over all of h, one s)
+    s   = max |h| / 448 per row of h            (fp32; h_per_tensor: over all of h, one s;
+                                                 zero_max_as_one: a max of 0 counts as 1)
     q   = float8_e4m3fn(clamp(h / s, -448, 448))
     out = (q @ w.T) * s * w_scale                (fp32 sums, rounded once to out_dtype)
 
@@ -15,6 +16,8 @@ Contract:
 * ``h``: ``[..., K]`` bf16, fp16 or fp32; ``w``: ``[N, K]`` float8_e4m3fn (the ``nn.Linear``
   layout); ``w_scale``: fp32, one per output row (``[N]``, ``[N, 1]``, ``[1, N]``) or one element.
 * ``use_fast_accum``: the graph's own flag, passed on where cuBLAS runs the product.
+* ``zero_max_as_one``: transformers' quantization (``CompressedTensorsFP8Linear``), whose scale of
+  an all-zero row is 1 / 448 (its output 0) where torchao's is 0 (NaN out); all else the same.
 * The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
 * No autograd (an inference form); functional, no host synchronisation.
 
@@ -35,8 +38,8 @@ from ..dispatch import scaled_plans
 from . import impl_stats, scaled_swiglu_op, triton_fp8_rowwise_linear, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
-SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False) "
-          "-> Tensor")
+SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False, "
+          "bool zero_max_as_one=False) -> Tensor")
 FP8 = torch.float8_e4m3fn
 FP8_MAX = triton_fp8_rowwise_linear.FP8_MAX
 IN_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -73,28 +76,36 @@ def check_weight(who: str, w, w_scale, out_dtype) -> None:
                        lambda: f"{who}: w_scale {tuple(w_scale.shape)} is neither one scale nor one per row of w (N={N})")
 
 
-def quantize_rows_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _scale(amax: torch.Tensor, zero_max_as_one: bool) -> torch.Tensor:
+    amax = amax.float()
+    if zero_max_as_one:   # NaN > 0 is false: a NaN maximum counts as 1 too, as transformers' where does
+        amax = torch.where(amax > 0, amax, torch.ones_like(amax))
+    return amax / FP8_MAX
+
+
+def quantize_rows_reference(h2: torch.Tensor, zero_max_as_one: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(q, s [M, 1]) for a 2-D h, in torch ops: the quantization the module docstring defines."""
-    s = h2.abs().amax(dim=-1, keepdim=True).float() / FP8_MAX
+    s = _scale(h2.abs().amax(dim=-1, keepdim=True), zero_max_as_one)
     return (h2.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8), s
 
 
-def quantize_tensor_reference(h2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_tensor_reference(h2: torch.Tensor, zero_max_as_one: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(q, s [1, 1]) for a 2-D h, in torch ops: the per-tensor quantization (``h_per_tensor``)."""
-    s = h2.abs().amax().float().reshape(1, 1) / FP8_MAX
+    s = _scale(h2.abs().amax().reshape(1, 1), zero_max_as_one)
     return (h2.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8), s
 
 
-def quantize_reference(h2: torch.Tensor, per_tensor: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    return quantize_tensor_reference(h2) if per_tensor else quantize_rows_reference(h2)
+def quantize_reference(h2: torch.Tensor, per_tensor: bool, zero_max_as_one: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    quantize = quantize_tensor_reference if per_tensor else quantize_rows_reference
+    return quantize(h2, zero_max_as_one)
 
 
 def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16,
-                                 h_per_tensor: bool = False) -> torch.Tensor:
+                                 h_per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op in fp32 from h's quantized values and the dequantized weight, rounded once: what the
     decode kernel is held to (its sums are promoted to fp32 every 128 of K)."""
     K, N = h.shape[-1], w.shape[0]
-    q, s = quantize_reference(h.reshape(-1, K), h_per_tensor)
+    q, s = quantize_reference(h.reshape(-1, K), h_per_tensor, zero_max_as_one)
     out = (q.float() * s) @ (w.float() * w_scale.reshape(-1, 1)).T
     return out.to(out_dtype).reshape(*h.shape[:-1], N)
 
@@ -108,18 +119,18 @@ torch.library.define(QUALNAME, SCHEMA)
 
 
 @torch.library.register_fake(QUALNAME)
-def _fake(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False):
+def _fake(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(h, w, w_scale, out_dtype)
     return h.new_empty((*h.shape[:-1], w.shape[0]), dtype=out_dtype)
 
 
 @torch.library.impl(QUALNAME, ("cpu", "cuda"))
-def _impl(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False):
-    return run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor)
+def _impl(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
+    return run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor, zero_max_as_one=zero_max_as_one)
 
 
 def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
-        h_amax_parts: torch.Tensor | None = None) -> torch.Tensor:
+        h_amax_parts: torch.Tensor | None = None, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op's implementation, per call.  ``h_amax_parts``: the rows' maxima of |h| in parts, as the
     FP8 gated kernel writes them (``fp8_gated_mlp_op``); the decode kernel then takes h's scales
     from them instead of a pass over h (the same scales), other paths ignore them."""
@@ -132,7 +143,7 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
         return impl_stats.empty_result(h, lead, N, out_dtype)
     if not h.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: the quantization, then torch._scaled_mm")
-        q, s = quantize_reference(h2, h_per_tensor)
+        q, s = quantize_reference(h2, h_per_tensor, zero_max_as_one)
         return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
     if h2.stride(-1) != 1:
         h2 = h2.contiguous()
@@ -141,20 +152,22 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
         impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE if h_amax_parts is None else
                           scaled_plans.ROWWISE_FROM_GATE_NOTE, config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
         out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype,
-                                                       h_amax_parts=h_amax_parts, per_tensor=h_per_tensor)
+                                                       h_amax_parts=h_amax_parts, per_tensor=h_per_tensor,
+                                                       zero_max_as_one=zero_max_as_one)
         return out.reshape(*lead, N)
     reason = (f"{M} rows: cuBLAS's GEMM runs the product" if ok else
               f"the decode kernel cannot run here: {why}")
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason)
     if ok:
         quantize = triton_fp8_rowwise_linear.quantize_tensor if h_per_tensor else triton_fp8_rowwise_linear.quantize_rows
-        q, s = quantize(h2)
+        q, s = quantize(h2, zero_max_as_one)
     else:
-        q, s = quantize_reference(h2, h_per_tensor)
+        q, s = quantize_reference(h2, h_per_tensor, zero_max_as_one)
     return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
 
 
-def fp8_rowwise_linear(h, w, w_scale, use_fast_accum: bool = True,
-                       out_dtype: torch.dtype = torch.bfloat16, h_per_tensor: bool = False) -> torch.Tensor:
+def fp8_rowwise_linear(h, w, w_scale, use_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16,
+                       h_per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor)
+    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
+                                                        zero_max_as_one)

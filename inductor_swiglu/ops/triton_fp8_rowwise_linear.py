@@ -7,7 +7,9 @@ times an fp8 weight, in fp32, scaled:
     out     = (q @ w^T) * s[m] * w_scale[n]              (fp32 sums, rounded once to out's dtype)
 
 which is what torchao's graph runs as an Inductor reduction, a cast and a ``torch._scaled_mm``
-(``per_tensor``: one scale for all of h, s = max |h| / 448, torchao's ``PerTensor``).
+(``per_tensor``: one scale for all of h, s = max |h| / 448, torchao's ``PerTensor``;
+``zero_max_as_one``: a maximum of 0 counts as 1, so an all-zero row quantizes to zeros, as
+transformers' ``CompressedTensorsFP8Linear`` quantizes, where torchao's gives NaN).
 At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
 (measured on the H200, 2026-12-04, weights from HBM: 1.7x-3.7x a pure read of the down weight
 at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
@@ -78,7 +80,7 @@ DEFAULT_CONFIG = RowwiseLinearConfig()
 
 
 def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.constexpr, WRITE_Q: tl.constexpr,
-                      OUT: tl.constexpr):
+                      OUT: tl.constexpr, ZERO_AS_ONE: tl.constexpr):
     # OUT: ROW_SCALE stores the row's scale max |h| / 448, ROW_MAX the row's max |h| (the GEMV's
     # parts), GIVEN_SCALE reads one scale for all rows from s_ptr (per-tensor) to quantize with
     row = tl.program_id(0).to(tl.int64)
@@ -92,7 +94,7 @@ def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.cons
             h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
             amax = tl.maximum(amax, tl.abs(h))
         a = tl.reduce(amax, 0, maximum)
-        s = a / 448.0   # 448.0: FP8_MAX
+        s = _scale_of(a, ZERO_AS_ONE)
         if OUT == 1:   # ROW_MAX
             tl.store(s_ptr + row, a)
         else:
@@ -102,6 +104,13 @@ def _row_scale_kernel(h_ptr, s_ptr, q_ptr, K, stride_h, stride_q, CHUNK: tl.cons
             mask = k0 + offs < K
             h = tl.load(h_ptr + row * stride_h + k0 + offs, mask=mask, other=0.0).to(tl.float32)
             tl.store(q_ptr + row * stride_q + k0 + offs, _quantize(h, s).to(q_ptr.dtype.element_ty), mask=mask)
+
+
+def _scale_of(amax, ZERO_AS_ONE: tl.constexpr):
+    # max |h| / 448 (448: FP8_MAX); ZERO_AS_ONE: a maximum that is not above 0 (0, or NaN) counts as 1
+    if ZERO_AS_ONE:
+        amax = tl.where(amax > 0.0, amax, 1.0)
+    return amax / 448.0
 
 
 def _quantize(h, s):
@@ -116,7 +125,7 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
                            EVEN_K: tl.constexpr, DIRECT: tl.constexpr, FP32_DOT: tl.constexpr,
                            FP8_MMA: tl.constexpr, WEIGHT_ONLY: tl.constexpr, PER_TENSOR: tl.constexpr,
-                           BLOCK_T: tl.constexpr):
+                           BLOCK_T: tl.constexpr, ZERO_AS_ONE: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -141,7 +150,7 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
             amax = maximum(amax, tl.reduce(a, 1, maximum))
         if PER_TENSOR:   # every row of h is in this program (M <= BLOCK_M)
             amax = tl.full((BLOCK_M,), 0.0, tl.float32) + tl.reduce(amax, 0, maximum)
-        s = tl.where(mask_m, amax / 448.0, 1.0)   # 448.0: FP8_MAX
+        s = tl.where(mask_m, _scale_of(amax, ZERO_AS_ONE), 1.0)
         if (pid_n == 0) & (pid_k == 0):
             tl.store(s_ptr + offs_m, s, mask=mask_m)
     k_lo = pid_k * k_per_split
@@ -206,8 +215,9 @@ def _kernels(interpret: bool):
     # keyed by the mode, as triton_scaled_swiglu._kernel: triton.jit fixes compiled or interpreted
     # when it wraps a function, and the helpers must be of the same mode
     jit = triton_helpers.jit_with_helpers
-    return (jit(_row_scale_kernel, extra={"_quantize": _quantize}, do_not_specialize=["K"]),
-            jit(_rowwise_linear_kernel, extra={"_quantize": _quantize}, do_not_specialize=["M"]),
+    helpers = {"_quantize": _quantize, "_scale_of": _scale_of}
+    return (jit(_row_scale_kernel, extra=helpers, do_not_specialize=["K"]),
+            jit(_rowwise_linear_kernel, extra=helpers, do_not_specialize=["M"]),
             jit(_reduce_kernel, do_not_specialize=["M"]))
 
 
@@ -219,7 +229,7 @@ ROW_SCALE, ROW_MAX, GIVEN_SCALE = 0, 1, 2   # _row_scale_kernel's OUT
 
 
 def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
-              s: torch.Tensor | None = None) -> torch.Tensor:
+              s: torch.Tensor | None = None, zero_max_as_one: bool = False) -> torch.Tensor:
     """One program per row of a 2-D h with unit stride along K: [M] fp32 row scales (ROW_SCALE) or
     maxima (ROW_MAX), or with GIVEN_SCALE `s` (one fp32 element) as is; h quantized into `q` as
     well if given."""
@@ -230,7 +240,7 @@ def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
         chunk = _chunk(K)
         _kernels(triton_swiglu.interpreting())[0][(M,)](
             h, s, s if q is None else q, K, h.stride(0), 0 if q is None else q.stride(0), CHUNK=chunk,
-            WRITE_Q=q is not None, OUT=out, num_warps=16 if chunk >= 8192 else 4)
+            WRITE_Q=q is not None, OUT=out, ZERO_AS_ONE=zero_max_as_one, num_warps=16 if chunk >= 8192 else 4)
     return s
 
 
@@ -239,16 +249,19 @@ def row_maxima(h: torch.Tensor) -> torch.Tensor:
     return _row_pass(h, None, ROW_MAX)
 
 
-def quantize_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_rows(h: torch.Tensor, zero_max_as_one: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [M, K] float8_e4m3fn, s [M] fp32): h quantized per row as the module docstring says."""
     q = torch.empty(h.shape, device=h.device, dtype=FP8)
-    return q, _row_pass(h, q)
+    return q, _row_pass(h, q, zero_max_as_one=zero_max_as_one)
 
 
-def quantize_tensor(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_tensor(h: torch.Tensor, zero_max_as_one: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [M, K] float8_e4m3fn, s [1] fp32): h quantized with one scale, max |h| / 448 over all of it
     (torchao's per-tensor form), M > 0."""
-    s = (row_maxima(h).amax() / FP8_MAX).reshape(1)
+    amax = row_maxima(h).amax()
+    if zero_max_as_one:
+        amax = torch.where(amax > 0, amax, torch.ones_like(amax))
+    s = (amax / FP8_MAX).reshape(1)
     q = torch.empty(h.shape, device=h.device, dtype=FP8)
     _row_pass(h, q, GIVEN_SCALE, s)
     return q, s
@@ -262,7 +275,7 @@ def splits_for(N: int, K: int, config: RowwiseLinearConfig = DEFAULT_CONFIG) -> 
 
 def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_dtype: torch.dtype,
                    config: RowwiseLinearConfig = DEFAULT_CONFIG, h_amax_parts: torch.Tensor | None = None,
-                   per_tensor: bool = False) -> torch.Tensor:
+                   per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
     contiguous, w_scale fp32 with one element or one per row of w; h quantized per row, or with one
     scale for all of it (``per_tensor``).  ``h_amax_parts`` (fp32 [M, T], contiguous): the rows'
@@ -272,7 +285,8 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
                                      or h_amax_parts.dtype != torch.float32 or not h_amax_parts.is_contiguous()):
         raise ValueError(f"rowwise_linear: h_amax_parts must be a contiguous fp32 [{h.shape[0]}, T] tensor, "
                          f"got {h_amax_parts.dtype} {tuple(h_amax_parts.shape)}")
-    return _linear(h, w, w_scale, out_dtype, config, weight_only=False, amax_parts=h_amax_parts, per_tensor=per_tensor)
+    return _linear(h, w, w_scale, out_dtype, config, weight_only=False, amax_parts=h_amax_parts, per_tensor=per_tensor,
+                   zero_max_as_one=zero_max_as_one)
 
 
 def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
@@ -283,7 +297,7 @@ def weight_only_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor,
 
 
 def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: bool,
-            amax_parts: torch.Tensor | None = None, per_tensor: bool = False) -> torch.Tensor:
+            amax_parts: torch.Tensor | None = None, per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     M, K = h.shape
     N = w.shape[0]
     if M > config.block_m:
@@ -311,6 +325,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
                  FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
                  PER_TENSOR=per_tensor, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
+                 ZERO_AS_ONE=zero_max_as_one,
                  num_warps=config.warps, num_stages=config.stages)
     if split > 1:
         block = 1024

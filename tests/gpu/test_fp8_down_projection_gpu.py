@@ -210,3 +210,38 @@ def test_the_merged_op_replays_in_a_cuda_graph_with_new_inputs():
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, two_ops(new[0], new[1], *ops[2:]))
+
+
+@pytest.mark.parametrize("M", [1, 8, 24])
+def test_zero_max_as_one_on_the_gpu(M):
+    # transformers' quantization of h: an all-zero row quantizes to zeros (decode kernel up to 16
+    # rows, the row pass + cuBLAS above), every other row as torchao's
+    h, w, ws = operands(M, 896, 4864, seed=M)
+    h[M // 2] = 0
+    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, False, True)
+    assert torch.isfinite(got).all() and (got[M // 2] == 0).all()
+    others = [i for i in range(M) if i != M // 2]
+    torchao = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16)
+    assert torch.equal(got[others], torchao[others])
+
+
+@pytest.mark.parametrize("M", [1, 8])
+def test_a_flat_quantized_mlp_is_one_op_under_cuda_graphs(M):
+    # transformers' CompressedTensorsFP8Linear form (F.scaled_mm, x flattened): gate/up and down
+    # rewritten and merged, stock's numbers within fp8's noise of h
+    from mlp_models import FlatQuantizedFP8MLP
+
+    model = FlatQuantizedFP8MLP(896, 4864, seed=M).cuda()
+    x = torch.randn(1, M, 896, device="cuda", dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        stock_fn = torch.compile(model, mode="reduce-overhead")
+        for _ in range(3):
+            stock = stock_fn(x).clone()
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        compiled = inductor_swiglu.compile(model, mode="reduce-overhead")
+        for _ in range(3):
+            out = compiled(x).clone()
+    assert torch._dynamo.utils.counters["inductor"]["merge_fp8_mlp"] == 1
+    assert error_stats(out.float(), stock.float())["normwise"] < 3e-2

@@ -39,10 +39,11 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
         w, w_scale = node_arg(down, 1, "w"), node_arg(down, 2, "w_scale")
         down_fast, out_dtype = node_arg(down, 3, "use_fast_accum"), node_arg(down, 4, "out_dtype")
         per_tensor = node_arg(down, 5, "h_per_tensor", False)
+        zero_max_as_one = node_arg(down, 6, "zero_max_as_one", False)
         with graph.inserting_before(down):
             node = graph.call_function(torch.ops.inductor_swiglu.fp8_gated_mlp.default,
                                        (*gated[:6], w, w_scale, gated[6], gated[7], gate_fast, down_fast, out_dtype,
-                                        per_tensor))
+                                        per_tensor, zero_max_as_one))
         # its value is the down projection's; its operands keep the layouts the two ops were given
         # (Inductor's lowering holds a custom op's inputs to "eager_input_vals" where they exist)
         node.meta.update({k: v for k, v in down.meta.items() if k != "eager_input_vals"})

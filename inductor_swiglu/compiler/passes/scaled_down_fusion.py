@@ -17,6 +17,8 @@ output dtype and the operands' dtypes and shapes.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
@@ -77,6 +79,47 @@ def quantization_reason(match: Match, rank: int) -> str:
     return ""
 
 
+def safe_max_reason(match: Match) -> str:
+    """'' when the matched quantization is transformers' per-row one (a zero maximum taken as 1,
+    ``patterns/scaled_down.py``), else why not."""
+    (amax,), (gemm,) = calls_in(match.nodes, aten.amax.default), calls_in(match.nodes, aten._scaled_mm.default)
+    if list(node_arg(amax, 1, "dim")) not in ([-1], [1]) or node_arg(amax, 2, "keepdim", False):
+        return "h's maximum is not taken per row (over its last dim)"
+    if [n.args[1] for n in calls_in(match.nodes, aten.gt.Scalar)] != [0]:
+        return "h's maximum is not tested against 0"
+    wheres = calls_in(match.nodes, aten.where.self)
+    if len(wheres) != 1 or wheres[0].args[1] is not amax:
+        return "h's maximum is not kept where it is above 0"
+    one = wheres[0].args[2]
+    if not is_call(one, aten.full.default) or node_arg(one, 1, "fill_value") != 1:
+        return f"a zero maximum is replaced by {node_arg(one, 1, 'fill_value') if is_call(one, aten.full.default) else one}, not 1"
+    divs = [n for n in calls_in(match.nodes, aten.div.Tensor) if n.args[0] is wheres[0]]
+    if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
+        return f"h's scale is not its maximum / {FP8_MAX:g} (float8_e4m3fn's largest value)"
+    lo = [n.args[1] for n in calls_in(match.nodes, aten.clamp_min.default)]
+    hi = [n.args[1] for n in calls_in(match.nodes, aten.clamp_max.default)]
+    if lo != [-FP8_MAX] or hi != [FP8_MAX]:
+        return f"h is not clamped to +-{FP8_MAX:g} before the cast"
+    casts = {n.args[1] for n in calls_in(match.nodes, prims.convert_element_type.default)}
+    if casts != {torch.float32, FP8}:
+        return f"the quantization casts to {sorted(map(str, casts))}, not float32 and float8_e4m3fn"
+    if node_arg(gemm, 6, "out_dtype") not in OUT_DTYPES:
+        return f"the scaled GEMM returns {node_arg(gemm, 6, 'out_dtype')}; the op returns bf16, fp16 or fp32"
+    if node_arg(gemm, 4, "bias") is not None or node_arg(gemm, 5, "scale_result") is not None:
+        return "the scaled GEMM has a bias or a result scale"
+    return ""
+
+
+def reshaped_output_reason(match: Match, h, N) -> str:
+    """'' where the product of h's [M, K] rows is reshaped to [..., N] (rows split into leading
+    dims), else why not."""
+    out = meta_val(match.output_node())
+    M = h.shape[0]
+    if out is None or not statically_equal(out.shape[-1], N) or not statically_equal(math.prod(out.shape[:-1]), M):
+        return f"output shape {list(out.shape) if out is not None else '?'} does not split h's {M} rows and keep N"
+    return ""
+
+
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by fp8_rowwise_linear is exact and worth it, else the reason."""
     h_node = match.kwargs["h"]
@@ -85,7 +128,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "tensor metadata missing on the matched nodes"
     if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_scaled.default):
         return "the quantized input is not an FP8 gated MLP's product (only the down projection is rewritten)"
-    reason = quantization_reason(match, h.dim())
+    reason = safe_max_reason(match) if spec.zero_max_as_one else quantization_reason(match, h.dim())
     if reason:
         return reason
     if h.dtype not in IN_DTYPES:
@@ -96,12 +139,13 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     N = w.shape[0]
     if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
-    return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or device_reason(
-        h, config, "cuBLAS's fp8 GEMM")
+    shape_reason = (reshaped_output_reason(match, h, N) if spec.out_reshaped
+                    else output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h"))
+    return shape_reason or device_reason(h, config, "cuBLAS's fp8 GEMM")
 
 
 UNMATCHED_NOTE = ("FP8 down projection after a rewritten gated MLP, but h is quantized in a form the patterns do not "
-                  "cover (torchao's per-row or per-tensor amax / 448): left to stock Inductor")
+                  "cover (torchao's per-row or per-tensor amax / 448, transformers' per-row one): left to stock Inductor")
 _DOWNSTREAM_DEPTH = 16   # ops from h to the scaled GEMM that reads its quantized copy
 
 
@@ -190,10 +234,13 @@ class ScaledDownFusion(PatternPass):
             out_dtype = node_arg(gemm, 6, "out_dtype")
             fast = bool(node_arg(gemm, 7, "use_fast_accum"))
             h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
-            per_tensor = bool(per_tensor_scale(match, h.dim()))
+            per_tensor = not spec.zero_max_as_one and bool(per_tensor_scale(match, h.dim()))
             location = source_location(match.output_node())
-            match.replace_by_example(spec.replacement(out_dtype, fast, per_tensor),
-                                     [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
+            operands, out_shape = [kwargs["h"], kwargs["w"], kwargs["w_scale"]], None
+            if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
+                out_shape = list(match.output_node().args[1])
+                operands += [d for d in out_shape if not isinstance(d, int)]
+            match.replace_by_example(spec.replacement(out_dtype, fast, per_tensor, out_shape), operands)
             counters["inductor"]["scaled_down_fusion"] += 1
             if rec is not None:
                 N, K = show_shape(w.shape)
@@ -203,7 +250,8 @@ class ScaledDownFusion(PatternPass):
                     pattern=spec.name, location=location,
                     x_shape=show_shape(h.shape), n=N, k=K,
                     dtype=str(h.dtype).replace("torch.", ""), device=h.device.type,
-                    dispatch=f"{dispatch}; h quantized {'per tensor' if per_tensor else 'per row'}"))
+                    dispatch=f"{dispatch}; h quantized {'per tensor' if per_tensor else 'per row'}"
+                             + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else "")))
 
         return handler
 
