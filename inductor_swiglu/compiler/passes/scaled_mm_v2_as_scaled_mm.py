@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import meta_val, node_arg
+from ..fx_utils import meta_val, node_arg, statically_equal
 from ..inductor_pass import GraphPass
 
 aten = torch.ops.aten
@@ -45,11 +45,11 @@ def _scales_as_scaled_mm_takes_them(a, b, sa, sb) -> bool:
         return False
     if sa_val.dtype != torch.float32 or sb_val.dtype != torch.float32:
         return False
-    if sa_val.numel() == 1 and sb_val.numel() == 1:
+    if statically_equal(sa_val.numel(), 1) and statically_equal(sb_val.numel(), 1):
         return True
-    same = torch.fx.experimental.symbolic_shapes.statically_known_true
-    return (sa_val.dim() == 2 and sb_val.dim() == 2 and same(sa_val.shape[0] == a_val.shape[0]) and sa_val.shape[1] == 1
-            and sb_val.shape[0] == 1 and same(sb_val.shape[1] == b_val.shape[1]))
+    return (sa_val.dim() == 2 and sb_val.dim() == 2 and statically_equal(sa_val.shape[0], a_val.shape[0])
+            and statically_equal(sa_val.shape[1], 1) and statically_equal(sb_val.shape[0], 1)
+            and statically_equal(sb_val.shape[1], b_val.shape[1]))
 
 
 def respell(graph: torch.fx.Graph) -> int:
