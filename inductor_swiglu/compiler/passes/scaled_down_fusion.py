@@ -64,6 +64,12 @@ def quantization_reason(match: Match, rank: int) -> str:
     divs = [n for n in calls_in(match.nodes, aten.div.Tensor) if n.args[0] is amax]
     if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
         return f"h's scale is not amax / {FP8_MAX:g} (float8_e4m3fn's largest value)"
+    return cast_and_gemm_reason(match, gemm)
+
+
+def cast_and_gemm_reason(match: Match, gemm: torch.fx.Node) -> str:
+    """Both quantizations' last steps ('' or why not): h / s clamped to e4m3's range in fp32, cast
+    to e4m3, one scaled GEMM without a bias or a result scale into a dtype the op returns."""
     lo = [n.args[1] for n in calls_in(match.nodes, aten.clamp_min.default)]
     hi = [n.args[1] for n in calls_in(match.nodes, aten.clamp_max.default)]
     if lo != [-FP8_MAX] or hi != [FP8_MAX]:
@@ -96,18 +102,7 @@ def safe_max_reason(match: Match) -> str:
     divs = [n for n in calls_in(match.nodes, aten.div.Tensor) if n.args[0] is wheres[0]]
     if len(divs) != 1 or divs[0].args[1] != FP8_MAX:
         return f"h's scale is not its maximum / {FP8_MAX:g} (float8_e4m3fn's largest value)"
-    lo = [n.args[1] for n in calls_in(match.nodes, aten.clamp_min.default)]
-    hi = [n.args[1] for n in calls_in(match.nodes, aten.clamp_max.default)]
-    if lo != [-FP8_MAX] or hi != [FP8_MAX]:
-        return f"h is not clamped to +-{FP8_MAX:g} before the cast"
-    casts = {n.args[1] for n in calls_in(match.nodes, prims.convert_element_type.default)}
-    if casts != {torch.float32, FP8}:
-        return f"the quantization casts to {sorted(map(str, casts))}, not float32 and float8_e4m3fn"
-    if node_arg(gemm, 6, "out_dtype") not in OUT_DTYPES:
-        return f"the scaled GEMM returns {node_arg(gemm, 6, 'out_dtype')}; the op returns bf16, fp16 or fp32"
-    if node_arg(gemm, 4, "bias") is not None or node_arg(gemm, 5, "scale_result") is not None:
-        return "the scaled GEMM has a bias or a result scale"
-    return ""
+    return cast_and_gemm_reason(match, gemm)
 
 
 def reshaped_output_reason(match: Match, h, N) -> str:
