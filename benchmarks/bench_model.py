@@ -3,6 +3,7 @@ every variant in one run.
 
     python benchmarks/bench_model.py --out /tmp/run [--model 0.5b|7b|qwen3-30b-a3b] [--layers N] [--tokens 256] [--record]
     python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 row    # torchao float8 (per-row) model; weight: weight-only
+    python benchmarks/bench_model.py --out /tmp/run --model 7b --fp8 compressed-tensors   # transformers' FP8-dynamic layers
     python benchmarks/bench_model.py --device cpu --layers 1 --tokens 3 --no-prefill --prompts 0 ...  # smoke test
 
 `--shapes static` compiles every variant with `dynamic=False`: a graph per batch size and prompt
@@ -136,7 +137,12 @@ def _build(args, dtype: torch.dtype):
 
 def quantize_fp8(model, granularity: str) -> str:
     """torchao float8 on every Linear (as a user serving FP8 does): dynamic activations and weights
-    ("row", "tensor"), or the weights only ("weight"); returns what was applied, for the report."""
+    ("row", "tensor"), or the weights only ("weight"); or ("compressed-tensors") every Linear but the
+    LM head as transformers' CompressedTensorsFP8Linear (what it loads a compressed-tensors
+    FP8-dynamic checkpoint into under use_optimized_inference=True: weights per channel, x per
+    token); returns what was applied, for the report."""
+    if granularity == "compressed-tensors":
+        return compressed_tensors_fp8(model)
     from torchao.quantization import (
         Float8DynamicActivationFloat8WeightConfig,
         Float8WeightOnlyConfig,
@@ -151,6 +157,27 @@ def quantize_fp8(model, granularity: str) -> str:
         config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow() if granularity == "row" else PerTensor())
     quantize_(model, config)
     return f"torchao {type(config).__name__}({granularity})"
+
+
+@torch.no_grad()
+def compressed_tensors_fp8(model) -> str:
+    from transformers.integrations.compressed_tensors import CompressedTensorsFP8Linear
+
+    swapped = 0
+    for name, linear in list(model.named_modules()):
+        if type(linear) is not torch.nn.Linear or name.split(".")[-1] == "lm_head":
+            continue
+        w = linear.weight.float()
+        scale = w.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 448.0   # per output channel
+        with torch.device(linear.weight.device):
+            fp8 = CompressedTensorsFP8Linear(linear.in_features, linear.out_features, has_bias=linear.bias is not None)
+        fp8.weight.data = (w / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+        fp8.weight_scale.data = scale.reshape(1, -1)
+        if linear.bias is not None:
+            fp8.bias.data = linear.bias.data.clone()
+        model.set_submodule(name, fp8)
+        swapped += 1
+    return f"transformers CompressedTensorsFP8Linear on {swapped} Linears (per-channel weights, per-token x)"
 
 
 @torch.no_grad()
@@ -357,10 +384,11 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", choices=("auto", "static"), default="auto",
                     help="auto: torch.compile's default (a second batch size or length recompiles with symbolic "
                          "shapes); static: dynamic=False for every variant, one graph per shape")
-    ap.add_argument("--fp8", choices=("row", "tensor", "weight"), default=None,
+    ap.add_argument("--fp8", choices=("row", "tensor", "weight", "compressed-tensors"), default=None,
                     help="quantize every Linear with torchao's Float8DynamicActivationFloat8WeightConfig "
                          "(PerRow or PerTensor), or its Float8WeightOnlyConfig (weight), before compiling: "
-                         "the FP8 ops' whole-model figure")
+                         "the FP8 ops' whole-model figure; compressed-tensors: as transformers runs an FP8-dynamic "
+                         "compressed-tensors checkpoint (CompressedTensorsFP8Linear)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
     ap.add_argument("--record", nargs="?", type=Path, const=benchmark_data.DEFAULT_PATH, default=None, metavar="CSV",
                     help="also append the results to benchmarks/data/benchmark_data.csv (or to CSV)")

@@ -192,6 +192,21 @@ def test_bench_model_quantizes_weight_only_fp8_before_compiling(monkeypatch, tmp
         bench_model.main(["--device", "cpu", "--fp8", "row", "--out", str(tmp_path)])
 
 
+def test_bench_model_runs_transformers_fp8_dynamic_layers(tmp_path):
+    ct = pytest.importorskip("transformers.integrations.compressed_tensors")
+    if not hasattr(ct, "CompressedTensorsFP8Linear"):
+        pytest.skip("this transformers has no CompressedTensorsFP8Linear")
+    bench_model = benchmark_module("bench_model")
+    rc = bench_model.main(["--device", "cpu", "--layers", "1", "--tokens", "2", "--no-prefill", "--prompts", "0",
+                           "--reps-decode", "1", "--variants", "swiglu-ro", "--fp8", "compressed-tensors",
+                           "--out", str(tmp_path)])
+    assert rc == 0
+    meta = json.loads((tmp_path / "bench_model.json").read_text())["meta"]
+    assert meta["fp8"].startswith("transformers CompressedTensorsFP8Linear on 7 Linears")   # q, k, v, o, gate, up, down
+    text = (tmp_path / "bench_model.md").read_text()
+    assert "CompressedTensorsFP8Linear" in text
+
+
 def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
     bench_tp = benchmark_module("bench_tp")
     meta = {"date": "d", "world_size": 2, "device": "NVIDIA H200", "torch": "t", "dist_backend": "nccl", "model": "Qwen2.5-7B",
