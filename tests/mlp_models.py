@@ -45,6 +45,11 @@ class GatedMLP(nn.Module):
         return self.down_proj(h) if self.down_proj is not None else h
 
 
+def scaling_type(name: str):
+    """F.ScalingType's member by lower-case name without "_" ("rowwise"): torch has spelled them "Rowwise" and "RowWise"."""
+    return {k.lower().replace("_", ""): v for k, v in F.ScalingType.__members__.items()}[name]
+
+
 def fp8_weight(rows, cols, generator):
     """An e4m3 [rows, cols] weight and its fp32 scales, one per row ([rows, 1])."""
     w = (torch.randn(rows, cols, generator=generator) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
@@ -67,7 +72,7 @@ class ScaledMMMLP(nn.Module):
 
     def gemm(self, a, w, sa, sb):
         if self.functional:
-            row = F.ScalingType.RowWise
+            row = scaling_type("rowwise")
             return F.scaled_mm(a, w.t(), sa, row, sb, row, output_dtype=torch.bfloat16)
         return torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
 
@@ -102,7 +107,7 @@ class FlatQuantizedFP8Linear(nn.Module):
         row_max = x2.abs().amax(dim=-1)
         scale = torch.where(row_max > 0, row_max, torch.ones_like(row_max)) / 448.0
         q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(torch.float8_e4m3fn)
-        row = F.ScalingType.RowWise
+        row = scaling_type("rowwise")
         y = F.scaled_mm(q, self.weight.t(), scale.unsqueeze(-1), row, self.weight_scale, row, output_dtype=x.dtype)
         return y.reshape(*lead, -1)
 

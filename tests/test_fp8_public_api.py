@@ -6,7 +6,7 @@
 
 import pytest
 import torch
-from mlp_models import FlatQuantizedFP8MLP, ScaledMMMLP
+from mlp_models import FlatQuantizedFP8MLP, ScaledMMMLP, scaling_type
 
 from inductor_swiglu.compiler.passes import scaled_down_fusion, scaled_mm_v2_as_scaled_mm
 from inductor_swiglu.compiler.records import RECORDS
@@ -48,7 +48,7 @@ def test_a_public_scaled_mm_no_rewrite_takes_is_spelled_back():
         def forward(self, x):
             xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
             xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
-            row = F.ScalingType.RowWise
+            row = scaling_type("rowwise")
             return F.scaled_mm(xq, self.w.t(), xs, row, self.ws, row, output_dtype=torch.bfloat16)
 
     x = torch.randn(8, 64, dtype=torch.bfloat16)
@@ -66,11 +66,10 @@ def test_only_row_and_tensor_wise_scaled_mm_v2_calls_are_respelled():
 
     from inductor_swiglu.compiler.passes import restore_scaled_mm_v2
 
-    kinds = F.ScalingType
     a, b = torch.randn(8, 64).to(FP8), torch.randn(32, 64).to(FP8).t()
     cases = {  # (scale_a, recipe_a, scale_b, recipe_b)
-        "row": (torch.rand(8, 1), kinds.RowWise, torch.rand(1, 32), kinds.RowWise),
-        "tensor": (torch.rand(()), kinds.TensorWise, torch.rand(()), kinds.TensorWise),
+        "row": (torch.rand(8, 1), scaling_type("rowwise"), torch.rand(1, 32), scaling_type("rowwise")),
+        "tensor": (torch.rand(()), scaling_type("tensorwise"), torch.rand(()), scaling_type("tensorwise")),
     }
     for name, (sa, ra, sb, rb) in cases.items():
         def f(a, b, sa, sb):
@@ -88,7 +87,7 @@ def test_only_row_and_tensor_wise_scaled_mm_v2_calls_are_respelled():
         (back,) = gm.graph.find_nodes(op="call_function", target=torch.ops.aten._scaled_mm_v2.default)
         assert (back.args, back.kwargs) == written, name
         # a block-scaled recipe, or two scales for one operand, on the same call: left as it is
-        back.update_arg(3, [int(kinds.BlockWise1x128.value)])
+        back.update_arg(3, [int(scaling_type("blockwise1x128").value)])
         assert scaled_mm_v2_as_scaled_mm.respell(gm.graph) == 0, name
         back.update_arg(3, written[0][3])
         back.update_arg(2, [scale_a, scale_a])
@@ -153,7 +152,7 @@ def test_a_flat_quantized_down_projection_the_patterns_do_not_cover_is_reported(
         else:
             scale = torch.where(m > 0, m, torch.ones_like(m)) * (1 / 448.0)
         q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(FP8)
-        row = torch.nn.functional.ScalingType.RowWise
+        row = scaling_type("rowwise")
         y = torch.nn.functional.scaled_mm(q, down.weight.t(), scale.unsqueeze(-1), row, down.weight_scale, row,
                                           output_dtype=x.dtype)
         return y.reshape(*x.shape[:-1], -1)

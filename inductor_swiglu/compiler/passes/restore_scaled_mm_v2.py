@@ -10,28 +10,28 @@ from __future__ import annotations
 import torch
 
 from ..inductor_pass import GraphPass
-from .scaled_mm_v2_as_scaled_mm import RESPELLED_FROM
+from .scaled_mm_v2_as_scaled_mm import RESPELLED_FROM, schema_names
 
 aten = torch.ops.aten
-SCHEMA_NAMES = tuple(a.name for a in aten._scaled_mm_v2.default._schema.arguments) if hasattr(aten, "_scaled_mm_v2") else ()
 
 
 def restore(graph: torch.fx.Graph) -> int:
     """Every ``_scaled_mm`` node still marked RESPELLED_FROM back to its ``_scaled_mm_v2`` call;
     returns how many."""
+    names = schema_names()
     restored = 0
     for node in list(graph.find_nodes(op="call_function", target=aten._scaled_mm.default)):
-        v2_only = node.meta.get(RESPELLED_FROM)
-        if v2_only is None:
+        written = node.meta.get(RESPELLED_FROM)
+        if written is None:
             continue
-        a, b, sa, sb, bias, _, out_dtype, *fast = node.args
-        values = (a, b, [sa], [v2_only["recipe_a"]], v2_only["swizzle_a"], [sb], [v2_only["recipe_b"]], v2_only["swizzle_b"],
-                  bias, out_dtype, v2_only["contraction_dim"], bool(fast and fast[0]))
+        a, b, sa, sb, bias, _, out_dtype, *_fast = node.args
+        values = {**written["others"], "self": a, "mat2": b, "scale_a": [sa], "scale_b": [sb], "bias": bias,
+                  "out_dtype": out_dtype}
         # as the call was written: Inductor's lowering compares the arguments it was given
-        n = v2_only["positional"]
-        kwargs = {name: values[SCHEMA_NAMES.index(name)] for name in v2_only["keywords"]}
+        args = tuple(values[n] for n in names[:written["positional"]])
+        kwargs = {n: values[n] for n in written["keywords"]}
         with graph.inserting_before(node):
-            v2 = graph.call_function(aten._scaled_mm_v2.default, values[:n], kwargs)
+            v2 = graph.call_function(aten._scaled_mm_v2.default, args, kwargs)
         v2.meta = {k: v for k, v in node.meta.items() if k != RESPELLED_FROM}
         node.replace_all_uses_with(v2)
         graph.erase_node(node)

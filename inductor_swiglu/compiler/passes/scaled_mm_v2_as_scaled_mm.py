@@ -16,22 +16,44 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import meta_val, node_arg, statically_equal
+from ..fx_utils import meta_val, statically_equal
 from ..inductor_pass import GraphPass
 
 aten = torch.ops.aten
 # the node's meta key that marks a respelled node, with what _scaled_mm has no place for (the
-# recipes, swizzles and contraction of the _scaled_mm_v2 call); its operands stay the node's own,
-# which later passes may have replaced (merged copies)
+# recipes, swizzles and whatever else the _scaled_mm_v2 call gave, by name) and how the call was
+# written; its tensor operands stay the node's own, which later passes may have replaced
 RESPELLED_FROM = "inductor_swiglu_scaled_mm_v2"
+# _scaled_mm_v2's arguments the respelling reads, by their schema names (positions are read from
+# the running torch's schema: they may move between versions)
+OPERANDS = ("self", "mat2", "scale_a", "scale_b", "bias", "out_dtype")
+NEEDED = (*OPERANDS, "recipe_a", "recipe_b", "swizzle_a", "swizzle_b")
+
+
+def schema_names() -> tuple[str, ...] | None:
+    """_scaled_mm_v2's argument names in order (torch >= 2.10), None where torch has no such op or
+    its schema lacks an argument the respelling reads."""
+    op = getattr(aten, "_scaled_mm_v2", None)
+    names = tuple(a.name for a in op.default._schema.arguments) if op is not None else ()
+    return names if all(n in names for n in NEEDED) else None
 
 
 def scaling_types() -> dict[str, int] | None:
-    """F.scaled_mm's recipe numbers by name (torch >= 2.10), None where torch has no such API."""
+    """F.scaled_mm's recipe numbers by lower-case name without "_" ("tensorwise", "rowwise", ...;
+    torch has spelled them "Tensorwise" and "TensorWise"), None where torch has no such API."""
     kinds = getattr(torch.nn.functional, "ScalingType", None)
-    if kinds is None or not hasattr(aten, "_scaled_mm_v2"):
+    if kinds is None or schema_names() is None:
         return None
-    return {name: int(v.value) for name, v in kinds.__members__.items()}
+    return {name.lower().replace("_", ""): int(v.value) for name, v in kinds.__members__.items()}
+
+
+def call_arguments(node: torch.fx.Node, names: tuple[str, ...]) -> dict:
+    """A _scaled_mm_v2 call's arguments by name: given positionally, by keyword, or defaulted."""
+    schema = {a.name: a for a in aten._scaled_mm_v2.default._schema.arguments}
+    values = {n: (schema[n].default_value if schema[n].has_default_value() else None) for n in names}
+    values.update(zip(names, node.args))
+    values.update(node.kwargs)
+    return values
 
 
 def _single(values) -> object | None:
@@ -55,32 +77,28 @@ def _scales_as_scaled_mm_takes_them(a, b, sa, sb) -> bool:
 def respell(graph: torch.fx.Graph) -> int:
     """Every row-wise or tensor-wise ``_scaled_mm_v2`` call as the ``_scaled_mm`` call that
     computes it (marked with RESPELLED_FROM); returns how many changed."""
-    kinds = scaling_types()
-    if kinds is None:
+    kinds, names = scaling_types(), schema_names()
+    if kinds is None or names is None:
         return 0
-    simple = {kinds["TensorWise"], kinds["RowWise"]}
+    simple = {kinds["tensorwise"], kinds["rowwise"]}
     changed = 0
     for node in list(graph.find_nodes(op="call_function", target=aten._scaled_mm_v2.default)):
-        a, b = node.args[0], node.args[1]
-        sa, ra = _single(node_arg(node, 2, "scale_a")), _single(node_arg(node, 3, "recipe_a"))
-        sb, rb = _single(node_arg(node, 5, "scale_b")), _single(node_arg(node, 6, "recipe_b"))
-        swizzles = [*node_arg(node, 4, "swizzle_a", []), *node_arg(node, 7, "swizzle_b", [])]
-        bias = node_arg(node, 8, "bias")
-        out_dtype = node_arg(node, 9, "out_dtype")
-        contraction = node_arg(node, 10, "contraction_dim", [])
-        fast = node_arg(node, 11, "use_fast_accum", False)
-        if sa is None or sb is None or ra not in simple or rb not in simple or any(swizzles) or list(contraction):
+        v = call_arguments(node, names)
+        sa, ra = _single(v["scale_a"]), _single(v["recipe_a"])
+        sb, rb = _single(v["scale_b"]), _single(v["recipe_b"])
+        swizzles = [*(v["swizzle_a"] or []), *(v["swizzle_b"] or [])]
+        if sa is None or sb is None or ra not in simple or rb not in simple or any(swizzles):
             continue
-        if not _scales_as_scaled_mm_takes_them(a, b, sa, sb):
+        if list(v.get("contraction_dim") or []) or not _scales_as_scaled_mm_takes_them(v["self"], v["mat2"], sa, sb):
             continue
+        fast = bool(v.get("use_fast_accum", False))
         # the argument list torch._scaled_mm(a, b, scale_a=, scale_b=, out_dtype=[, use_fast_accum=True])
         # traces to, which is what the patterns were traced from
-        args = (a, b, sa, sb, bias, None, out_dtype, *((True,) if fast else ()))
+        args = (v["self"], v["mat2"], sa, sb, v["bias"], None, v["out_dtype"], *((True,) if fast else ()))
         with graph.inserting_before(node):
             v1 = graph.call_function(aten._scaled_mm.default, args)
         v1.meta = dict(node.meta)
-        v1.meta[RESPELLED_FROM] = {"recipe_a": ra, "recipe_b": rb, "swizzle_a": list(node_arg(node, 4, "swizzle_a", [])),
-                                   "swizzle_b": list(node_arg(node, 7, "swizzle_b", [])), "contraction_dim": list(contraction),
+        v1.meta[RESPELLED_FROM] = {"others": {n: x for n, x in v.items() if n not in OPERANDS},
                                    "positional": len(node.args), "keywords": tuple(node.kwargs)}
         node.replace_all_uses_with(v1)
         graph.erase_node(node)
