@@ -36,6 +36,8 @@ from typing import Callable
 
 import torch
 
+from .scaled_swiglu import reshaped_to
+
 FP8 = torch.float8_e4m3fn
 
 
@@ -44,15 +46,11 @@ def rowwise_replacement(out_dtype: torch.dtype, use_fast_accum: bool, h_per_tens
     """`out_shape`: where the product was reshaped, the reshape's target as the graph writes it (its
     ints, and in place of each symbolic size anything else, that size then an argument after the
     op's three)."""
-    def replacement(h, w, w_scale, *sizes):
-        y = torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
-                                                         zero_max_as_one)
-        if out_shape is None:
-            return y
-        it = iter(sizes)
-        return y.reshape([d if isinstance(d, int) else next(it) for d in out_shape])
+    def replacement(h, w, w_scale):
+        return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
+                                                            zero_max_as_one)
 
-    return replacement
+    return replacement if out_shape is None else reshaped_to(replacement, 3, out_shape)
 
 
 @dataclass(frozen=True)

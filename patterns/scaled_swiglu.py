@@ -39,6 +39,17 @@ import torch.nn.functional as F
 # --------------------------------------------------------------------------- #
 
 
+def reshaped_to(op: Callable, n_operands: int, out_shape: list) -> Callable:
+    """`op` on its first `n_operands` arguments, its result reshaped to `out_shape`: a reshape's
+    target as the graph writes it, ints and, in place of each symbolic size, anything else, that
+    size then being one more argument after the operands, in order."""
+    def replacement(*args):
+        sizes = iter(args[n_operands:])
+        return op(*args[:n_operands]).reshape([d if isinstance(d, int) else next(sizes) for d in out_shape])
+
+    return replacement
+
+
 def scaled_replacement(activation: str, out_dtype: torch.dtype, use_fast_accum: bool = False) -> Callable:
     # use_fast_accum: the graph's own flag (both GEMMs'), which says how much accumulation error
     # the model accepts; the op's dispatch honours it
@@ -85,14 +96,7 @@ class ScaledPattern:
         graph writes it: its ints, and in place of each symbolic size anything else, that size then
         being an argument of the replacement after the op's six."""
         op = scaled_replacement(self.activation, out_dtype, use_fast_accum)
-        if out_shape is None:
-            return op
-
-        def replacement(*args):
-            sizes = iter(args[6:])
-            return op(*args[:6]).reshape([d if isinstance(d, int) else next(sizes) for d in out_shape])
-
-        return replacement
+        return op if out_shape is None else reshaped_to(op, 6, out_shape)
 
     def example_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
         # Small, distinct sizes so the tracer cannot confuse K with N or batch dims.

@@ -6,6 +6,7 @@ user code.  Nothing here changes a graph; every rewrite is a pass of its own.
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -365,6 +366,23 @@ def output_shape_reason(out, lead, N, operand: str = "x") -> str:
     if out is None or len(out.shape) != len(expected) or not all(statically_equal(a, b) for a, b in zip(out.shape, expected)):
         return f"output shape {list(out.shape) if out is not None else '?'} is not {operand}'s leading shape + [N]"
     return ""
+
+
+def split_rows_reason(out, M, N, operand: str = "x") -> str:
+    """'' when `out` (a fake value) is [..., N] with its leading sizes multiplying to M (a product
+    of M flattened rows reshaped back into leading dims), else why not."""
+    if out is None or len(out.shape) < 1 or not statically_equal(out.shape[-1], N) \
+            or not statically_equal(math.prod(out.shape[:-1]), M):
+        return f"output shape {list(out.shape) if out is not None else '?'} does not split {operand}'s {M} rows and keep N"
+    return ""
+
+
+def reshape_target(view: torch.fx.Node) -> tuple[list, list[torch.fx.Node]]:
+    """A reshape's target as the graph writes it, and the size nodes in it (symbolic sizes under
+    dynamic shapes): a replacement that reshapes to the same target takes those as arguments,
+    because a closure over the symbols is not traced."""
+    shape = list(view.args[1])
+    return shape, [d for d in shape if isinstance(d, torch.fx.Node)]
 
 
 def reads_rows(gemm: torch.fx.Node, M) -> bool:

@@ -49,6 +49,8 @@ def scaling_types() -> dict[str, int] | None:
 
 def call_arguments(node: torch.fx.Node, names: tuple[str, ...]) -> dict:
     """A _scaled_mm_v2 call's arguments by name: given positionally, by keyword, or defaulted."""
+    # not torch.fx.operator_schemas.normalize_function: it names `self` "input", and the restoring
+    # pass writes the call back by the schema's own names
     schema = {a.name: a for a in aten._scaled_mm_v2.default._schema.arguments}
     values = {n: (schema[n].default_value if schema[n].has_default_value() else None) for n in names}
     values.update(zip(names, node.args))

@@ -39,8 +39,10 @@ from ..fx_utils import (
     node_arg,
     output_shape_reason,
     reads_rows,
+    reshape_target,
     show_shape,
     source_location,
+    split_rows_reason,
     static_rows,
     statically_equal,
 )
@@ -159,9 +161,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
 def _reshaped_products_reason(match: Match, out, M, N) -> str:
     """'' where the products of [M, K] rows were reshaped to `out`'s [..., N] (rows split into
     leading dims, N kept), both to that shape, else why not."""
-    if out is None or len(out.shape) < 1 or not statically_equal(out.shape[-1], N) \
-            or not statically_equal(math.prod(out.shape[:-1]), M):
-        return f"output shape {list(out.shape) if out is not None else '?'} does not split x's {M} rows and keep N"
+    reason = split_rows_reason(out, M, N)
+    if reason:
+        return reason
     for g in _scaled_gemms(match):
         views = [u for u in g.users if u in match.nodes]
         shapes = [meta_val(v) for v in views]
@@ -209,8 +211,8 @@ class ScaledSwigluFusion(PatternPass):
             out_shape = None
             if spec.out_reshaped:   # the gate product's reshape target: ints, and size nodes under dynamic shapes
                 (view,) = (u for u in gemm.users if u in match.nodes)
-                out_shape = list(view.args[1])
-                operands += [d for d in out_shape if not isinstance(d, int)]
+                out_shape, sizes = reshape_target(view)
+                operands += sizes
             match.replace_by_example(spec.replacement(out_dtype, fast, out_shape), operands)
             counters["inductor"]["scaled_swiglu_fusion"] += 1
             if rec is not None:
