@@ -35,6 +35,7 @@ from .compiler.backend import register as _register_backend
 from .compiler.decorator import compile
 from .compiler.pass_config import PassConfig
 from .compiler.stats import counters, reset_counters
+from .compiler.traceable_ops import allow_in_graph as _allow_in_graph
 from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
 from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
@@ -52,6 +53,8 @@ from .version import __version__
 from .warmup import WarmupReport, cudagraphs_recorded, dynamo_graphs, warmup
 
 _register_backend()
+# before any tracing: Dynamo decides what enters a graph while it traces, before a backend runs
+_allow_in_graph()
 
 if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
     _h = _logging.StreamHandler()

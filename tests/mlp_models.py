@@ -65,6 +65,8 @@ class ScaledMMMLP(nn.Module):
     def __init__(self, hidden=64, inter=96, *, limit=448.0, return_h=False, functional=False, seed=0):
         super().__init__()
         self.limit, self.return_h, self.functional = limit, return_h, functional
+        # looked up here, not in forward: Dynamo (torch 2.11) cannot trace the enum's __members__
+        self.row = scaling_type("rowwise") if functional else None
         g = torch.Generator().manual_seed(seed)
         self.wg, self.sg = fp8_weight(inter, hidden, g)
         self.wu, self.su = fp8_weight(inter, hidden, g)
@@ -72,8 +74,7 @@ class ScaledMMMLP(nn.Module):
 
     def gemm(self, a, w, sa, sb):
         if self.functional:
-            row = scaling_type("rowwise")
-            return F.scaled_mm(a, w.t(), sa, row, sb, row, output_dtype=torch.bfloat16)
+            return F.scaled_mm(a, w.t(), sa, self.row, sb, self.row, output_dtype=torch.bfloat16)
         return torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
 
     def forward(self, x):
@@ -100,6 +101,7 @@ class FlatQuantizedFP8Linear(nn.Module):
         w, s = fp8_weight(out_features, in_features, generator)
         self.weight = nn.Parameter(w, requires_grad=False)
         self.weight_scale = nn.Parameter(s.reshape(1, -1), requires_grad=False)   # [1, N]
+        self.row = scaling_type("rowwise")   # as model code writes ScalingType.RowWise, outside forward
 
     def forward(self, x):
         lead = x.shape[:-1]
@@ -107,8 +109,8 @@ class FlatQuantizedFP8Linear(nn.Module):
         row_max = x2.abs().amax(dim=-1)
         scale = torch.where(row_max > 0, row_max, torch.ones_like(row_max)) / 448.0
         q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(torch.float8_e4m3fn)
-        row = scaling_type("rowwise")
-        y = F.scaled_mm(q, self.weight.t(), scale.unsqueeze(-1), row, self.weight_scale, row, output_dtype=x.dtype)
+        y = F.scaled_mm(q, self.weight.t(), scale.unsqueeze(-1), self.row, self.weight_scale, self.row,
+                        output_dtype=x.dtype)
         return y.reshape(*lead, -1)
 
 

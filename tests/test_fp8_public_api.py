@@ -8,14 +8,53 @@ import pytest
 import torch
 from mlp_models import FlatQuantizedFP8MLP, ScaledMMMLP, scaling_type
 
+from inductor_swiglu.compiler import traceable_ops
 from inductor_swiglu.compiler.passes import scaled_down_fusion, scaled_mm_v2_as_scaled_mm
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats
 
 FP8 = torch.float8_e4m3fn
-pytestmark = pytest.mark.skipif(scaled_mm_v2_as_scaled_mm.scaling_types() is None,
-                                reason="torch.nn.functional.scaled_mm needs torch >= 2.10")
+# looked up outside forward, as model code writes ScalingType.RowWise: torch 2.11's Dynamo cannot
+# trace the enum's __members__ (the frame would run eagerly, unseen by the passes)
+ROW = scaling_type("rowwise") if scaled_mm_v2_as_scaled_mm.scaling_types() is not None else None
+
+
+def _runs_on_the_cpu() -> bool:
+    """F.scaled_mm's row-wise recipe has a CPU kernel (torch 2.13 has one, 2.11 not)."""
+    if ROW is None:
+        return False
+    a, b = torch.ones(16, 16).to(FP8), torch.ones(16, 16).to(FP8)
+    try:
+        torch.nn.functional.scaled_mm(a, b.t(), torch.ones(16, 1), ROW, torch.ones(1, 16), ROW,
+                                      output_dtype=torch.bfloat16)
+    except RuntimeError:   # NotImplementedError among them
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _runs_on_the_cpu(),
+                                reason="torch.nn.functional.scaled_mm (torch >= 2.10) with row-wise scales on the CPU")
+
+
+def test_dynamo_traces_the_public_scaled_gemm_into_one_graph():
+    # torch 2.11's Dynamo graph-breaks on torch._scaled_mm_v2 (F.scaled_mm's op) unless it is
+    # allowed in the graph, which importing the package does (traceable_ops)
+    assert "torch._scaled_mm_v2" in traceable_ops.allow_in_graph()
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    model, x = FlatQuantizedFP8MLP(64, 96, seed=2), torch.randn(2, 3, 64, dtype=torch.bfloat16)
+    with torch.no_grad():
+        out = torch.compile(model, backend=keep, fullgraph=True)(x)
+        assert torch.equal(out, model(x))
+    assert len(graphs) == 1
+    gemms = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "scaled_mm" in str(n.target)]
+    assert len(gemms) == 3, [str(n.target) for n in gemms]
 
 
 def test_an_mlp_written_with_the_public_scaled_mm_becomes_one_op():
@@ -48,8 +87,7 @@ def test_a_public_scaled_mm_no_rewrite_takes_is_spelled_back():
         def forward(self, x):
             xs = (x.abs().amax(-1, keepdim=True) / 448.0).float()
             xq = (x.float() / xs).clamp(-448.0, 448.0).to(FP8)
-            row = scaling_type("rowwise")
-            return F.scaled_mm(xq, self.w.t(), xs, row, self.ws, row, output_dtype=torch.bfloat16)
+            return F.scaled_mm(xq, self.w.t(), xs, ROW, self.ws, ROW, output_dtype=torch.bfloat16)
 
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     model = OneFP8Linear()
@@ -152,8 +190,7 @@ def test_a_flat_quantized_down_projection_the_patterns_do_not_cover_is_reported(
         else:
             scale = torch.where(m > 0, m, torch.ones_like(m)) * (1 / 448.0)
         q = torch.clamp(x2 / scale.unsqueeze(-1), -448.0, 448.0).to(FP8)
-        row = scaling_type("rowwise")
-        y = torch.nn.functional.scaled_mm(q, down.weight.t(), scale.unsqueeze(-1), row, down.weight_scale, row,
+        y = torch.nn.functional.scaled_mm(q, down.weight.t(), scale.unsqueeze(-1), ROW, down.weight_scale, ROW,
                                           output_dtype=x.dtype)
         return y.reshape(*x.shape[:-1], -1)
 
