@@ -21,6 +21,7 @@ class Rewrite:
     dtype: str
     device: str
     dispatch: str                # the implementation the op will pick for the shapes seen
+    node: str = ""               # the op's node in the post-grad graph, where a later pass must find it
 
 
 @dataclass

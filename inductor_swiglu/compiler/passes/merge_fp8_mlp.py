@@ -15,7 +15,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from ...ops import fp8_gated_mlp_op  # noqa: F401  (registers torch.ops.inductor_swiglu.fp8_gated_mlp)
-from ..fx_utils import is_call, node_arg, source_location
+from ..fx_utils import is_call, node_arg
 from ..inductor_pass import GraphPass
 from ..records import RECORDS
 
@@ -29,7 +29,7 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
     returns how many were merged."""
     gated_op = torch.ops.inductor_swiglu.swiglu_scaled.default
     merged = 0
-    locations: set[str] = set()
+    names: set[str] = set()   # the merged down projections, as scaled_down_fusion recorded them
     for down in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.fp8_rowwise_linear.default):
         h = node_arg(down, 0, "h")
         if not is_call(h, gated_op) or len(h.users) != 1:
@@ -50,7 +50,7 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
         eager = _eager_input_vals(h, down, node.args)
         if eager is not None:
             node.meta["eager_input_vals"] = eager
-        locations.add(source_location(down))
+        names.add(down.name)
         down.replace_all_uses_with(node)
         graph.erase_node(down)
         graph.erase_node(h)
@@ -60,7 +60,7 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
         rec = RECORDS.current_graph()
         if rec is not None:
             for r in rec.rewrites:
-                if r.pattern.startswith("scaled_down.") and r.location in locations:
+                if r.pattern.startswith("scaled_down.") and r.node in names:
                     r.dispatch = f"{r.dispatch}; {NOTE}"
     return merged
 

@@ -17,8 +17,6 @@ output dtype and the operands' dtypes and shapes.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
@@ -32,8 +30,10 @@ from ..fx_utils import (
     meta_val,
     node_arg,
     output_shape_reason,
+    reshape_target,
     show_shape,
     source_location,
+    split_rows_reason,
     static_rows,
     statically_equal,
 )
@@ -105,16 +105,6 @@ def safe_max_reason(match: Match) -> str:
     return cast_and_gemm_reason(match, gemm)
 
 
-def reshaped_output_reason(match: Match, h, N) -> str:
-    """'' where the product of h's [M, K] rows is reshaped to [..., N] (rows split into leading
-    dims), else why not."""
-    out = meta_val(match.output_node())
-    M = h.shape[0]
-    if out is None or not statically_equal(out.shape[-1], N) or not statically_equal(math.prod(out.shape[:-1]), M):
-        return f"output shape {list(out.shape) if out is not None else '?'} does not split h's {M} rows and keep N"
-    return ""
-
-
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     """'' when replacing this match by fp8_rowwise_linear is exact and worth it, else the reason."""
     h_node = match.kwargs["h"]
@@ -134,8 +124,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     N = w.shape[0]
     if not (statically_equal(ws.numel(), 1) or statically_equal(ws.numel(), N)):
         return f"the weight's scale {list(ws.shape)} is neither one scale nor one per output row"
-    shape_reason = (reshaped_output_reason(match, h, N) if spec.out_reshaped
-                    else output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h"))
+    out = meta_val(match.output_node())
+    shape_reason = (split_rows_reason(out, h.shape[0], N, "h") if spec.out_reshaped
+                    else output_shape_reason(out, h.shape[:-1], N, "h"))
     return shape_reason or device_reason(h, config, "cuBLAS's fp8 GEMM")
 
 
@@ -233,10 +224,15 @@ class ScaledDownFusion(PatternPass):
             location = source_location(match.output_node())
             operands, out_shape = [kwargs["h"], kwargs["w"], kwargs["w_scale"]], None
             if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
-                out_shape = list(match.output_node().args[1])
-                operands += [d for d in out_shape if not isinstance(d, int)]
+                out_shape, sizes = reshape_target(match.output_node())
+                operands += sizes
+            op = torch.ops.inductor_swiglu.fp8_rowwise_linear.default
+            before = set(match.graph.find_nodes(op="call_function", target=op))
             match.replace_by_example(spec.replacement(out_dtype, fast, per_tensor, out_shape), operands)
             counters["inductor"]["scaled_down_fusion"] += 1
+            # the new op's node, by name: merge_fp8_mlp notes the merge on this record, and a source
+            # location cannot find it (torch 2.11 gives the replacement the replacement's own)
+            added = [n.name for n in match.graph.find_nodes(op="call_function", target=op) if n not in before]
             if rec is not None:
                 N, K = show_shape(w.shape)
                 dispatch = dispatch_text(h, "on the CPU: the quantization, then torch._scaled_mm",
@@ -246,7 +242,8 @@ class ScaledDownFusion(PatternPass):
                     x_shape=show_shape(h.shape), n=N, k=K,
                     dtype=str(h.dtype).replace("torch.", ""), device=h.device.type,
                     dispatch=f"{dispatch}; h quantized {'per tensor' if per_tensor else 'per row'}"
-                             + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else "")))
+                             + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else ""),
+                    node=added[0] if len(added) == 1 else ""))
 
         return handler
 
