@@ -3,6 +3,7 @@ import random
 
 import pytest
 import torch
+from cpu_support import rowwise_scaled_mm_reason, triton_interpreter_reason
 
 import inductor_swiglu
 
@@ -25,8 +26,16 @@ def _fresh_compiler_state():
 def interpreter(monkeypatch):
     """Triton's interpreter for one test: its kernels then run on CPU tensors (modules that run
     only interpreted kernels switch it on for the whole module instead: see test_triton_swiglu.py)."""
-    pytest.importorskip("triton")
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture
+def rowwise_scaled_mm():
+    """For tests whose CPU path runs torch._scaled_mm with per-row scales (torch 2.11's CPU has none)."""
+    if rowwise_scaled_mm_reason():
+        pytest.skip(rowwise_scaled_mm_reason())
 
 
 def pytest_collection_modifyitems(config, items):

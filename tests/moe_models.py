@@ -4,6 +4,7 @@ separate gate and up expert weights over ``torch._grouped_mm``."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -19,6 +20,7 @@ def use_experts(model, implementation: str):
 
 def tiny_qwen3_moe(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2,
                    num_experts: int = 8, top_k: int = 2, hidden_act: str = "silu"):
+    pytest.importorskip("transformers")   # a demo extra, not a test dependency
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     torch.manual_seed(0)
@@ -32,6 +34,7 @@ def tiny_qwen3_moe(experts_implementation: str = "grouped_mm", dtype=torch.bfloa
 
 
 def tiny_mixtral(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2):
+    pytest.importorskip("transformers")   # a demo extra, not a test dependency
     from transformers import MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(0)

@@ -34,7 +34,9 @@ def relerr(a, b):
 
 @pytest.mark.parametrize("per_row", [True, False])
 @pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
-def test_the_op_matches_the_reference_of_the_dequantized_operands(per_row, activation):
+def test_the_op_matches_the_reference_of_the_dequantized_operands(request, per_row, activation):
+    if per_row:
+        request.getfixturevalue("rowwise_scaled_mm")
     xq, xs, wgq, wgs, wuq, wus = operands(per_row=per_row)
     out = op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus, activation)
     ref = op.swiglu_scaled_reference(xq, xs, wgq, wgs, wuq, wus, activation, torch.float32)
@@ -43,7 +45,7 @@ def test_the_op_matches_the_reference_of_the_dequantized_operands(per_row, activ
     assert relerr(out, ref) < 1e-2
 
 
-def test_scales_of_every_layout_the_op_takes():
+def test_scales_of_every_layout_the_op_takes(rowwise_scaled_mm):
     xq, xs, wgq, wgs, wuq, wus = operands(M=5, per_row=True)
     want = op.swiglu_scaled_reference(xq, xs, wgq, wgs, wuq, wus)
     for w_layout in (lambda s: s, lambda s: s.reshape(-1), lambda s: s.reshape(1, -1)):
@@ -85,7 +87,7 @@ def test_bad_inputs_get_clear_errors():
         op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus, "relu")
 
 
-def test_the_op_traces_with_fake_tensors():
+def test_the_op_traces_with_fake_tensors(rowwise_scaled_mm):
     xq, xs, wgq, wgs, wuq, wus = operands()
     torch.library.opcheck(torch.ops.inductor_swiglu.swiglu_scaled.default,
                           (xq, xs, wgq, wgs, wuq, wus, "silu", torch.bfloat16), test_utils=("test_faketensor",))
@@ -134,7 +136,9 @@ def compile_and_count(model, x, **backend_kwargs):
 
 @pytest.mark.parametrize("rank", [2, 3])
 @pytest.mark.parametrize("per_row,w_scale_t", [(True, True), (True, False), (False, True), (False, False)])
-def test_hand_written_scaled_mm_pairs_are_rewritten(rank, per_row, w_scale_t):
+def test_hand_written_scaled_mm_pairs_are_rewritten(request, rank, per_row, w_scale_t):
+    if per_row:
+        request.getfixturevalue("rowwise_scaled_mm")
     model = HandWrittenFP8(per_row=per_row, w_scale_t=w_scale_t)
     x = torch.randn(*((2, 5) if rank == 3 else (10,)), 64)
     out, want, rewrites = compile_and_count(model, x)
@@ -146,7 +150,7 @@ def test_hand_written_scaled_mm_pairs_are_rewritten(rank, per_row, w_scale_t):
 
 @pytest.mark.parametrize("activation,name", [(lambda g: F.gelu(g, approximate="tanh"), "gelu_tanh"),
                                              (F.gelu, "gelu")])
-def test_geglu_and_the_other_product_order(activation, name):
+def test_geglu_and_the_other_product_order(rowwise_scaled_mm, activation, name):
     model = HandWrittenFP8(activation=activation, up_first=True)
     x = torch.randn(2, 5, 64)
     out, want, rewrites = compile_and_count(model, x)
@@ -154,7 +158,7 @@ def test_geglu_and_the_other_product_order(activation, name):
     assert any(r.pattern.startswith(f"scaled_mm.{name}.up_times_act") for g in RECORDS.graphs for r in g.rewrites)
 
 
-def test_declined_forms_are_reported_with_the_reason():
+def test_declined_forms_are_reported_with_the_reason(rowwise_scaled_mm):
     class TwoInputs(HandWrittenFP8):
         def forward(self, x):   # gate and up read differently quantized inputs: not one projection of x
             xq, xs = quantize(x, True)
@@ -240,7 +244,7 @@ def test_fast_accumulation_plans_take_their_own_rows_where_measured(monkeypatch)
 
 
 @pytest.mark.parametrize("flags,want", [((False, False), False), ((True, True), True), ((True, False), None)])
-def test_the_graphs_fast_accumulation_flag_reaches_the_op(monkeypatch, flags, want):
+def test_the_graphs_fast_accumulation_flag_reaches_the_op(rowwise_scaled_mm, monkeypatch, flags, want):
     """The rewrite passes the GEMMs' use_fast_accum on, and the op's unfused path hands it to
     _scaled_mm as stock would.  A pair whose flags differ is not matched: stock runs it as written."""
     seen = []
@@ -319,7 +323,9 @@ def test_shipped_float8_rows_name_kernel_configurations():
 
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
-def test_torchao_float8_models_are_rewritten(torchao_float8, granularity, rank, monkeypatch):
+def test_torchao_float8_models_are_rewritten(torchao_float8, request, granularity, rank, monkeypatch):
+    if granularity == "row":
+        request.getfixturevalue("rowwise_scaled_mm")
     quantize_, config, granularities = torchao_float8
     flags, real = [], op.unfused
     monkeypatch.setattr(op, "unfused", lambda *a, **k: flags.append(a[8]) or real(*a, **k))

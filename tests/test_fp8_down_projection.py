@@ -37,7 +37,7 @@ def grid_h(M, K, seed=0):
     return (v * 2.0 ** torch.randint(-8, 2, (M, 1), generator=g).float()).to(torch.bfloat16)
 
 
-def test_the_op_is_the_quantization_then_a_scaled_gemm():
+def test_the_op_is_the_quantization_then_a_scaled_gemm(rowwise_scaled_mm):
     h = torch.randn(6, 96).to(torch.bfloat16)
     w, ws = weights(40, 96)
     q, s = op.quantize_rows_reference(h)
@@ -58,7 +58,7 @@ def test_the_op_is_the_quantization_then_a_scaled_gemm():
     assert relerr(got3.reshape(6, 40), ref) < 1e-2
 
 
-def test_the_per_tensor_op_is_the_per_tensor_quantization_then_a_scaled_gemm():
+def test_the_per_tensor_op_is_the_per_tensor_quantization_then_a_scaled_gemm(rowwise_scaled_mm):
     h = torch.randn(6, 96).to(torch.bfloat16)
     h[4] *= 8   # one row sets the scale of all
     w, one = weights(40, 96, per_row=False)
@@ -103,7 +103,7 @@ def test_the_op_traces_with_fake_tensors():
 
 @pytest.mark.parametrize("rank", [2, 3])
 @pytest.mark.parametrize("rows", [1, 8])
-def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, rank, rows):
+def test_the_down_projection_of_a_torchao_model_is_rewritten(torchao_float8, rowwise_scaled_mm, rank, rows):
     quantize_, config, granularities = torchao_float8
     model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
     quantize_(model, config(granularity=granularities["row"]))
@@ -143,7 +143,7 @@ def test_the_per_tensor_down_projection_is_rewritten(torchao_float8, rank, rows)
     assert out.shape == stock.shape and relerr(out, stock) < 1e-2
 
 
-def test_other_fp8_linears_are_left_alone(torchao_float8):
+def test_other_fp8_linears_are_left_alone(torchao_float8, rowwise_scaled_mm):
     quantize_, config, granularities = torchao_float8
     # one FP8 Linear: a quantized x and a scaled GEMM, but no gated product before it
     single = torch.nn.Sequential(torch.nn.Linear(128, 64, bias=False)).to(torch.bfloat16)
@@ -152,7 +152,7 @@ def test_other_fp8_linears_are_left_alone(torchao_float8):
     assert rewrites == 0
 
 
-def test_a_changed_quantization_constant_is_declined():
+def test_a_changed_quantization_constant_is_declined(rowwise_scaled_mm):
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     _, rewrites = compile_and_count(ScaledMMMLP(limit=448.0), x, counter="scaled_down_fusion")
     assert rewrites == 1
@@ -210,7 +210,7 @@ def test_the_decode_kernel_splits_k_to_fill_the_gpu(interpreter):
         tfl.rowwise_linear(grid_h(17, 64), *weights(64, 64), torch.bfloat16)
 
 
-def test_zero_max_as_one_quantizes_an_all_zero_row_to_zeros():
+def test_zero_max_as_one_quantizes_an_all_zero_row_to_zeros(rowwise_scaled_mm):
     # transformers' quantization (zero_max_as_one): an all-zero row of h has the scale 1 / 448, so
     # its output row is 0 where torchao's form gives NaN; every other row is the same
     h = torch.randn(5, 96).to(torch.bfloat16)

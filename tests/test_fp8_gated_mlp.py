@@ -30,7 +30,7 @@ def operands(M, H, N, seed=0):
     return x, xs, wg, sg, wu, su, wd, sd
 
 
-def test_the_op_is_the_two_ops():
+def test_the_op_is_the_two_ops(rowwise_scaled_mm):
     x, xs, wg, sg, wu, su, wd, sd = operands(6, 64, 96)
     for act, h_dtype, out_dtype in (("silu", torch.bfloat16, torch.bfloat16), ("gelu_tanh", torch.float16, torch.float32)):
         h = swiglu_scaled(x, xs, wg, sg, wu, su, act, h_dtype, False)
@@ -83,7 +83,9 @@ def test_bad_inputs_and_fake_tensors():
 
 @pytest.mark.parametrize("granularity", ["row", "tensor"])
 @pytest.mark.parametrize("rank", [2, 3])
-def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank, granularity):
+def test_a_torchao_mlp_becomes_one_op(torchao_float8, request, rank, granularity):
+    if granularity == "row":
+        request.getfixturevalue("rowwise_scaled_mm")
     quantize_, config, granularities = torchao_float8
     model = GatedMLP(128, 192, down=True).to(torch.bfloat16)
     quantize_(model, config(granularity=granularities[granularity]))
@@ -102,7 +104,7 @@ def test_a_torchao_mlp_becomes_one_op(torchao_float8, rank, granularity):
     assert torch.equal(out, two)
 
 
-def test_an_h_read_elsewhere_stays_two_ops():
+def test_an_h_read_elsewhere_stays_two_ops(rowwise_scaled_mm):
     # a hand-written FP8 MLP that also returns h (a form torchao never gives)
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     (y, h), merged = compile_and_count(ScaledMMMLP(return_h=True, seed=4), x, counter="merge_fp8_mlp")

@@ -8,6 +8,7 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
+from cpu_support import triton_interpreter_reason  # noqa: E402
 from moe_models import grouped_operands, offsets, per_expert  # noqa: E402
 
 from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
@@ -20,6 +21,8 @@ TMA = tgs.GroupedConfig(16, 16, 32, tma=True)
 
 @pytest.fixture(scope="module", autouse=True)
 def _interpreter():
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITON_INTERPRET", "1")
         yield

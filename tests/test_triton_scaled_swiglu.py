@@ -10,6 +10,7 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
+from cpu_support import triton_interpreter_reason  # noqa: E402
 
 from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
 from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
@@ -28,6 +29,8 @@ ROWS = tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
 
 @pytest.fixture(scope="module", autouse=True)
 def _interpreter():
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITON_INTERPRET", "1")
         yield

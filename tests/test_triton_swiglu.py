@@ -26,6 +26,7 @@ triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from cpu_support import triton_interpreter_reason  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
 from inductor_swiglu.ops import triton_swiglu as ts  # noqa: E402
@@ -37,6 +38,8 @@ SHAPES = [(1, 24, 40), (3, 40, 72), (16, 64, 128), (17, 48, 200), (33, 16, 64)]
 
 @pytest.fixture(scope="module", autouse=True)
 def _interpreter():
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITON_INTERPRET", "1")
         yield

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("triton")
 
 import torch  # noqa: E402
+from cpu_support import triton_interpreter_reason  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 try:
@@ -19,6 +20,8 @@ finally:
 
 @pytest.fixture(autouse=True)
 def _interpreter(monkeypatch):
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
     monkeypatch.setenv("TRITON_INTERPRET", "1")   # this module only (see test_triton_swiglu.py)
 
 
