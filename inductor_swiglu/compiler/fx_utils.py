@@ -382,7 +382,7 @@ def reshape_target(view: torch.fx.Node) -> tuple[list, list[torch.fx.Node]]:
     dynamic shapes): a replacement that reshapes to the same target takes those as arguments,
     because a closure over the symbols is not traced."""
     shape = list(view.args[1])
-    return shape, [d for d in shape if isinstance(d, torch.fx.Node)]
+    return shape, [d for d in shape if not isinstance(d, int)]   # as reshaped_to takes them: every non-int
 
 
 def reads_rows(gemm: torch.fx.Node, M) -> bool:
