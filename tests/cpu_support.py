@@ -3,9 +3,9 @@
 Two gaps come from the environment, not from the package, on torch 2.11 (which the package
 supports): Triton 3.6's interpreter fails under numpy >= 2.4 (a loop bound from a kernel argument
 is a one-element array, which numpy 2.4 no longer turns into an int), and torch 2.11's CPU
-``_scaled_mm`` takes only per-tensor scales.  Tests that need either skip with the reason instead
-of failing on it; each probe runs the smallest case of the same thing, so a skip cannot hide a
-failure of the package's own code.
+``_scaled_mm`` (and ``F.scaled_mm``) takes only per-tensor scales.  Tests that need either skip
+with the reason instead of failing on it; each probe runs the smallest case of the same thing, so
+a skip cannot hide a failure of the package's own code.
 """
 
 from __future__ import annotations
@@ -48,11 +48,22 @@ def triton_interpreter_reason() -> str:
 
 
 @functools.cache
-def rowwise_scaled_mm_reason() -> str:
-    """'' where torch._scaled_mm takes per-row/per-column scales on the CPU, else why not."""
-    a = torch.ones(16, 16).to(torch.float8_e4m3fn)
+def rowwise_scaled_mm_reason(public: bool = False) -> str:
+    """'' where a scaled GEMM takes per-row/per-column scales on the CPU, else why not: torch._scaled_mm,
+    or with `public` torch.nn.functional.scaled_mm (torch >= 2.10) and its row-wise recipe."""
+    a, sa, sb = torch.ones(16, 16).to(torch.float8_e4m3fn), torch.ones(16, 1), torch.ones(1, 16)
+    if not public:
+        name, gemm = "_scaled_mm", lambda: torch._scaled_mm(a, a.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+    elif getattr(torch.nn.functional, "ScalingType", None) is None:
+        return f"torch {torch.__version__} has no torch.nn.functional.scaled_mm (torch >= 2.10)"
+    else:
+        from mlp_models import scaling_type
+
+        row = scaling_type("rowwise")
+        name, gemm = "F.scaled_mm", lambda: torch.nn.functional.scaled_mm(a, a.t(), sa, row, sb, row,
+                                                                          output_dtype=torch.bfloat16)
     try:
-        torch._scaled_mm(a, a.t(), scale_a=torch.ones(16, 1), scale_b=torch.ones(1, 16), out_dtype=torch.bfloat16)
+        gemm()
     except (RuntimeError, NotImplementedError) as e:
-        return f"torch {torch.__version__}'s CPU _scaled_mm takes no per-row scales ({str(e).splitlines()[0][:120]})"
+        return f"torch {torch.__version__}'s CPU {name} takes no per-row scales ({str(e).splitlines()[0][:120]})"
     return ""

@@ -6,6 +6,7 @@
 
 import pytest
 import torch
+from cpu_support import rowwise_scaled_mm_reason
 from mlp_models import FlatQuantizedFP8MLP, ScaledMMMLP, scaling_type
 
 from inductor_swiglu.compiler import traceable_ops
@@ -18,23 +19,8 @@ FP8 = torch.float8_e4m3fn
 # looked up outside forward, as model code writes ScalingType.RowWise: torch 2.11's Dynamo cannot
 # trace the enum's __members__ (the frame would run eagerly, unseen by the passes)
 ROW = scaling_type("rowwise") if scaled_mm_v2_as_scaled_mm.scaling_types() is not None else None
-
-
-def _runs_on_the_cpu() -> bool:
-    """F.scaled_mm's row-wise recipe has a CPU kernel (torch 2.13 has one, 2.11 not)."""
-    if ROW is None:
-        return False
-    a, b = torch.ones(16, 16).to(FP8), torch.ones(16, 16).to(FP8)
-    try:
-        torch.nn.functional.scaled_mm(a, b.t(), torch.ones(16, 1), ROW, torch.ones(1, 16), ROW,
-                                      output_dtype=torch.bfloat16)
-    except RuntimeError:   # NotImplementedError among them
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _runs_on_the_cpu(),
-                                reason="torch.nn.functional.scaled_mm (torch >= 2.10) with row-wise scales on the CPU")
+pytestmark = pytest.mark.skipif(bool(rowwise_scaled_mm_reason(public=True)),
+                                reason=rowwise_scaled_mm_reason(public=True))
 
 
 def test_dynamo_traces_the_public_scaled_gemm_into_one_graph():
