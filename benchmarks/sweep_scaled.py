@@ -47,7 +47,8 @@ be no worse than the unfused path's with the flag at the same point (its share o
 ``--blockwise``: operands as an FP8 checkpoint holds them (DeepSeek-V3 / Qwen3-FP8: weights e4m3
 with one scale per 128 x 128 block, bf16 x quantized per row and 128 elements on every call), the
 op ``swiglu_block_fp8`` and its rows (``float8_e4m3fn_block128``).  Candidates: the fused kernel's
-configurations that take block scales (x quantized inside) and the unfused path (x quantized in
+configurations that take block scales (x quantized inside), from --cutlass-from tokens on the
+scaled CUTLASS GEMM's block-scaled rows (x quantized before it), and the unfused path (x quantized in
 torch, two block-scaled cuBLAS GEMMs, one elementwise kernel); baselines: one block-scaled
 ``_scaled_mm`` [M, 2N, K] on x quantized beforehand (the bare GEMM), stock torch.compile of the
 torch form, and, with ``--peer-fp8 DIR`` (a folder holding the ``finegrained_fp8`` package of
@@ -223,7 +224,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
         if c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
-        names = cutlass_scaled_swiglu.config_names()
+        names = [n for n in cutlass_scaled_swiglu.config_names() if n not in cutlass_scaled_swiglu.BLOCK_ROWS]
         exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
         if args.fast_accum:
             names = fast_candidates(names, exact)
@@ -298,6 +299,16 @@ def block_fused(cfg):
     return fn
 
 
+def block_cutlass(config: str):
+    def fn(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):   # as the op runs it: quantize, then the kernel
+        xq, xs = triton_fp8_quantize.quantize_blocks(x)
+        got, why = cutlass_scaled_swiglu.run_block(xq, xs, wg, sg, wu, su, "silu", config, out)
+        if got is None:
+            raise RuntimeError(why)
+        return got
+    return fn
+
+
 def block_op(x, wg, sg, wu, su, *_):
     return torch.ops.inductor_swiglu.swiglu_block_fp8(x, wg, sg, wu, su, "silu")
 
@@ -364,6 +375,9 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
                                 if c.blockwise and c.serves(M) and c.smem_bytes() <= smem]
+    if not args.op and M >= args.cutlass_from:
+        timed += [(f"{scaled_plans.CUTLASS}:{n}", block_cutlass(n)) for n in cutlass_scaled_swiglu.config_names()
+                  if n in cutlass_scaled_swiglu.BLOCK_ROWS]
     timed.insert(0, ("op", block_op) if args.op else (scaled_plans.UNFUSED, block_unfused))
     refs = [("scaled_mm_2N", block_scaled_mm_2n)]
     if peer is not None:

@@ -179,14 +179,19 @@ def test_declined_forms_are_reported_with_the_reason(rowwise_scaled_mm):
 def fp8_table():
     key = Key("float8_e4m3fn", "silu")
     fast = Key("float8_e4m3fn_fast_accum", "silu")
+    block = Key("float8_e4m3fn_block128", "silu")
     rows = (Entry(key, 64, 48, 1, 16, "scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma"),
             Entry(key, 64, 48, 17, 1024, "unfused", ""),
             Entry(key, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_128x128x128_c1x1_overlap"),
             # fast accumulation: measured from M = 65 on only
             Entry(fast, 64, 48, 65, 256, "scaled_gemm", "scaled_128x256x128_c1x1"),
             Entry(fast, 64, 48, 257, 1024, "unfused", ""),
-            Entry(fast, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_64x256x128_c1x1"))
-    return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key, fast: fast}, rows)
+            Entry(fast, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_64x256x128_c1x1"),
+            # block scales: unfused, then the scaled CUTLASS GEMM's block-scaled row
+            Entry(block, 64, 48, 1, 1024, "unfused", ""),
+            Entry(block, 64, 48, 1025, 1 << 62, "scaled_gemm", "scaled_128x128x128_c1x1_block128"))
+    return Table("h200", "", "", "", "", {key: key, Key("float8_e4m3fn", "gelu"): key, fast: fast, block: block},
+                 rows)
 
 
 @pytest.fixture(autouse=True)
@@ -209,8 +214,14 @@ def test_gpu_plans_follow_the_float8_rows(monkeypatch):
     assert not p.fused and p.reason == "measured_unfused"
     p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64)   # a row of the scaled CUTLASS GEMM
     assert p.fused and p.cutlass and p.config == "scaled_128x128x128_c1x1_overlap" and p.kernel_config is None
-    # block scales never take it (it reads per-row and single scales)
-    assert not scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True).cutlass
+    # block scales take their own rows (here unfused, then a block-scaled row of the same kernel),
+    # and a forced CUTLASS name runs the first block-scaled row (never a per-row one)
+    assert not scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True).fused
+    p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True)
+    assert p.cutlass and p.config == "scaled_128x128x128_c1x1_block128", p
+    with inductor_swiglu.force_kernel("interleaved_gemm"):
+        p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True)
+    assert p.cutlass and p.config == scaled_plans.CUTLASS_BLOCK_DEFAULT and p.config.endswith("_block128"), p
     for name, impl, reason in (("triton", "scaled_triton", "forced"), ("unfused", "unfused", "forced"),
                                ("interleaved_gemm", "scaled_gemm", "forced"),
                                ("dual_gemm", "unfused", "forced_cutlass")):

@@ -5,7 +5,8 @@ For every configuration of kernels/configs.py INTERLEAVED_GEMM and SCALED_GEMM w
 (every row, not only the shipped ones) it checks, with CUTLASS's own types and no GPU, that the
 epilogue pairs each gate column with its up partner in one thread and emulates the interleaving
 TMA view and PairMulStore on odd shapes against a reference (for the scaled GEMM's fp8 rows, with
-x's and the weights' scales, per row and per tensor).  A new row is thereby checked in CI, before
+x's and the weights' scales, per row and per tensor; for its block-scaled rows, which scale every
+tile's slots receive from the model's scale tensors).  A new row is thereby checked in CI, before
 any device run.  Needs nvcc and the CUTLASS headers (as the kernel build does); a few minutes.
 """
 
@@ -40,7 +41,9 @@ def test_every_interleaved_config_pairs_gate_and_up(tmp_path):
         if emulated(c):
             assert run.stdout.count(f"== {c.name} (") == 2, c.name
     for c in configs.SCALED_GEMM:        # and every scaled one, once, in fp8
-        if emulated(c):
+        if c.blockwise:                  # block-scaled rows: their scale loads, every cluster
+            assert run.stdout.count(f"== {c.name} (") == 1 and f"== {c.name} (fp8, block scales)\n" in run.stdout
+        elif emulated(c):
             assert run.stdout.count(f"== {c.name} (") == 1 and f"== {c.name} (fp8)\n" in run.stdout, c.name
     # a swizzled, rastered or always-stream-K row runs the kernel of its twin (run-time arguments)
     for table in (configs.INTERLEAVED_GEMM, configs.SCALED_GEMM):

@@ -139,6 +139,12 @@ def test_scaled_rows_names_macro_fields_and_limits():
              if ln.startswith("ISW_INTERLEAVED_CONFIG(")]
     assert len(lines) == len(configs.SCALED_GEMM)
     assert lines[0].split('"')[1] == configs.SCALED_GEMM[0].name and lines[0].endswith(", 2)")
+    # block scales: the fourth accumulation, as many registers as "promote", named and flagged
+    block = ScaledGemmConfig(128, 128, "cooperative", accumulate="block128")
+    assert block.name == "scaled_128x128x128_c1x1_block128" and block.macro_args()[-1] == 3 and block.blockwise
+    assert not configs.SCALED_GEMM[0].blockwise and any(c.blockwise for c in configs.SCALED_GEMM)
+    with pytest.raises(ValueError, match="12288 accumulator values per consumer warpgroup"):
+        ScaledGemmConfig(128, 256, "cooperative", accumulate="block128")
     # a shipped build keeps the default and the rows a table names
     kept = configs.select({"scaled_gemm": {"scaled_128x192x128_c2x1_promote"}})["scaled_gemm"]
     assert [c.name for c in kept] == [configs.SCALED_GEMM[0].name, "scaled_128x192x128_c2x1_promote"]

@@ -59,6 +59,9 @@ typedef struct isw_problem {
   void* stream;        // cudaStream_t; the kernel launches only on this stream
   // The scaled GEMM only (dtype ISW_FP8_E4M3): gate = (x @ w_gate^T) * x_scale[m] * w_gate_scale[n],
   // up likewise, in fp32 before the activation.  A stride of 0 reads one scale, 1 one per row.
+  // Its block-scaled configurations ("_block128") read block scales instead: x's one per row and
+  // 128 of K, (m, kb) at x_scale[m + kb * x_scale_stride] (M-major, x_scale_stride >= M); each
+  // weight's one per 128 x 128 block, (nb, kb) at w_*_scale[nb * w_scale_stride + kb].
   const float* x_scale;
   const float* w_gate_scale;
   const float* w_up_scale;

@@ -21,7 +21,13 @@
          x's row scale and their weight row's, per row or one per tensor), and padding rows/columns
          of out must stay untouched;
       4. make_arguments()/can_implement rejections (alignment, ld mismatch, overlap, 2^40; the
-         scaled GEMM's scales and out type).
+         scaled GEMM's scales and out type);
+      5. for the scaled GEMM's block-scaled rows (block_scale_loads.hpp), which promote in the
+         mainloop and so have no epilogue to emulate: the scale pointers make_arguments hands the
+         mainloop for both pointer orders, what it rejects, and, for every tile and k-tile of odd
+         shapes, that the auxiliary warp's loads put in each row's slot x's scale and in each
+         group's slot the scale of the 128 x 128 block holding every virtual row of the group
+         (0 past M and N).
 
     Build and run from the repository root:
       CUTLASS=$(python -c 'import cutlass_library; print(cutlass_library.source_path)')
@@ -508,6 +514,106 @@ static void check_rejections() {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// 5. The block-scaled rows' scale loads.
+template <class Gemm>
+static void emulate_block_scales(int M, int N, int K, bool up_lower) {
+  using Mainloop = typename Gemm::CollectiveMainloop;
+  using TileShape = typename Gemm::TileShape;
+  constexpr int TM = size<0>(TileShape{}), TN = size<1>(TileShape{}), G = Gemm::kInterleave;
+  const int kb_count = (K + 127) / 128, nb_count = (N + 127) / 128;
+  const int64_t x_ld = M + 3, w_ld = kb_count + 2;   // strides past the minimum
+  std::vector<float> xs(size_t(x_ld) * kb_count), ga(size_t(nb_count) * w_ld), ua(size_t(nb_count) * w_ld);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 1.f + float(i);
+  for (size_t i = 0; i < ga.size(); ++i) ga[i] = -1.f - float(i);
+  for (size_t i = 0; i < ua.size(); ++i) ua[i] = 0.5f + float(i);
+  static std::vector<char> sbuf;
+  using ElementIn = typename Gemm::ElementIn;
+  const int64_t ld = (K + 15) / 16 * 16;
+  ElementIn* base = aligned_buffer<ElementIn>(size_t(2 * N + 64 + M) * ld, sbuf);
+  isw_problem p{};
+  p.x = base + (2 * N + 64) * ld; p.w_gate = up_lower ? base + (N + 32) * ld : base; p.w_up = up_lower ? base : base + (N + 32) * ld;
+  p.out = base; p.M = M; p.N = N; p.K = K; p.ld_x = ld; p.ld_w_gate = ld; p.ld_w_up = ld; p.ld_out = N;
+  p.dtype = ISW_FP8_E4M3; p.config = -1; p.out_dtype = ISW_BF16;
+  p.x_scale = xs.data(); p.w_gate_scale = ga.data(); p.w_up_scale = ua.data();
+  p.x_scale_stride = int32_t(x_ld); p.w_scale_stride = int32_t(w_ld);
+  typename Gemm::GemmKernel::Arguments args{};
+  int st = isw::interleaved::make_arguments<Gemm>(&p, 132, args);
+  CHECK(st == ISW_OK, "make_arguments failed: %s", isw::g_msg);
+  if (st != ISW_OK) return;
+  typename Gemm::GemmKernel::Params params = Gemm::GemmKernel::to_underlying_arguments(args, nullptr);
+  isw::collective::BlockScales const& s = params.mainloop.block_scales;
+  CHECK(s.x == xs.data() && s.x_ld == x_ld && s.w_ld == w_ld && s.rows == M && s.weight_rows == N,
+        "the mainloop's block scales are not the problem's");
+  CHECK(s.lo == (up_lower ? ua.data() : ga.data()) && s.hi == (up_lower ? ga.data() : ua.data()),
+        "lo/hi scales are not those of the lower- and higher-addressed weights");
+  float const* lo = up_lower ? ua.data() : ga.data();
+  float const* hi = up_lower ? ga.data() : ua.data();
+  int bad = 0, twice = 0;
+  const int m_tiles = (M + TM - 1) / TM, n_tiles = (2 * N + TN - 1) / TN;
+  for (int mt = 0; mt < m_tiles; ++mt)
+    for (int nt = 0; nt < n_tiles; ++nt)
+      for (int kb = 0; kb < kb_count; ++kb) {
+        std::vector<float> sfa(TM, NAN), sfb(TN / G, NAN);
+        std::vector<int> na(TM, 0), nb(TN / G, 0);
+        for (int lane = 0; lane < 32; ++lane)
+          isw::collective::block_scale_sources<TM, TN, G>(s, mt, nt, kb, lane, [&](bool row, int i, float const* src,
+                                                                                    bool ok) {
+            (row ? sfa : sfb)[i] = ok ? *src : 0.f;
+            ++(row ? na : nb)[i];
+          });
+        for (int i = 0; i < TM; ++i) {
+          int m = mt * TM + i;
+          twice += na[i] != 1;
+          bad += sfa[i] != (m < M ? xs[m + size_t(kb) * x_ld] : 0.f);
+        }
+        for (int v = nt * TN; v < (nt + 1) * TN; ++v) {   // every virtual row of the tile
+          int j = (v - nt * TN) / G, r = G * (v / (2 * G)) + v % G;
+          float const* w = (v / G) % 2 ? hi : lo;
+          twice += (v % G == 0) && nb[j] != 1;
+          bad += sfb[j] != (r < N ? w[size_t(r / 128) * w_ld + kb] : 0.f);
+        }
+      }
+  CHECK(bad == 0 && twice == 0, "%d scale slots hold the wrong scale, %d are not loaded exactly once", bad, twice);
+  printf("  block scales M=%4d N=%4d K=%4d %s-lower: %d x %d tiles, %d k-tiles, %s\n", M, N, K,
+         up_lower ? "up" : "gate", m_tiles, n_tiles, kb_count, bad || twice ? "FAIL" : "ok");
+}
+
+template <class Gemm>
+static void check_block_scaled(const char* name) {
+  printf("== %s (fp8, block scales)\n", name);
+  emulate_block_scales<Gemm>(77, 200, 296, false);
+  emulate_block_scales<Gemm>(77, 200, 296, true);
+  emulate_block_scales<Gemm>(300, 1032, 96, true);
+  emulate_block_scales<Gemm>(1, 8, 4096, false);
+  // rejections: the scales' pointers and strides, the out type
+  static std::vector<char> sbuf;
+  static float xs[8 * 4], ws[4 * 4];
+  auto* base = aligned_buffer<typename Gemm::ElementIn>(1 << 20, sbuf);
+  auto make = [&]() {
+    isw_problem p{};
+    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * 144; p.out = base + 300000;
+    p.M = 5; p.N = 256; p.K = 384; p.ld_x = 384; p.ld_w_gate = 144 * 4; p.ld_w_up = 144 * 4; p.ld_out = 256;
+    p.w_up = base + 4096 + 256 * p.ld_w_gate;
+    p.dtype = ISW_FP8_E4M3; p.out_dtype = ISW_BF16;
+    p.x_scale = xs; p.w_gate_scale = ws; p.w_up_scale = ws; p.x_scale_stride = 8; p.w_scale_stride = 3;
+    return p;
+  };
+  struct Case { const char* what; isw_problem p; int expect; };
+  std::vector<Case> cases;
+  cases.push_back({"baseline", make(), ISW_OK});
+  { auto p = make(); p.w_up_scale = nullptr; cases.push_back({"w_up_scale null", p, ISW_ERR_INVALID}); }
+  { auto p = make(); p.x_scale_stride = 4; cases.push_back({"x scale stride < M", p, ISW_ERR_INVALID}); }
+  { auto p = make(); p.w_scale_stride = 2; cases.push_back({"w scale stride < K blocks", p, ISW_ERR_INVALID}); }
+  { auto p = make(); p.out_dtype = ISW_FP16; cases.push_back({"out fp16", p, ISW_ERR_UNSUPPORTED}); }
+  for (auto& c : cases) {
+    typename Gemm::GemmKernel::Arguments args{};
+    int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
+    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
+    printf("  %-26s -> %d %s\n", c.what, st, st == ISW_OK ? "" : isw::g_msg);
+  }
+}
+
 template <class Gemm>
 static void check_config(const char* name, bool verbose) {
   printf("== %s (%s)\n", name,
@@ -521,6 +627,14 @@ static void check_config(const char* name, bool verbose) {
   emulate<Gemm>(name, 33, 72, 40, true, 8, false, 2);   // row pitch 148 bytes: no TMA map (TMA rows refuse it)
   emulate<Gemm>(name, 33, 72, 40, false, 8, false, 4);  // row pitch 152 bytes: 8-byte stores only (TMA rows refuse it)
   if constexpr (Gemm::kScaled) emulate<Gemm>(name, 77, 200, 72, true, 8, false, 8, 0, 0);   // one scale per tensor
+}
+
+// A scaled row: its epilogue emulated (per-row and single scales; no cluster, run-time arguments at
+// their defaults) or its block-scale loads (block-scaled rows, whatever their cluster).
+template <class Gemm>
+static void check_scaled_row(const char* name, bool emulated) {
+  if constexpr (Gemm::kBlockScaled) check_block_scaled<Gemm>(name);
+  else if (emulated) check_config<Gemm>(name, false);
 }
 
 int main() {
@@ -538,8 +652,7 @@ int main() {
 #undef ISW_INTERLEAVED_CONFIG
   // the scaled GEMM's rows (fp8 in, bf16 out), under the same filter
 #define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra, acc) \
-  if (cm == 1 && cn == 1 && sw == 1 && dc == 0 && ra == 0)                           \
-    check_config<ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>>(name, false);
+  check_scaled_row<ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>>(name, cm == 1 && cn == 1 && sw == 1 && dc == 0 && ra == 0);
 #include "scaled_gemm_configs.inc"
 #undef ISW_INTERLEAVED_CONFIG
   printf("== can_implement / make_arguments (bf16, config 0)\n");

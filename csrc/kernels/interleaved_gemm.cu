@@ -113,12 +113,14 @@
 #include "cutlass/kernel_hardware_info.h"
 #include "cutlass/numeric_types.h"
 #include "cute/tensor.hpp"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "collectives/block_scale_loads.hpp"
 #include "collectives/fp8_overlapped_promotion.hpp"
 #include "collectives/gate_up_view.hpp"
 #include "api/kernel_registry.hpp"
@@ -139,6 +141,14 @@ using namespace cute;
 template <class DispatchPolicy> struct PromotesFp8 : std::false_type {};
 template <int Stages, class Cluster, class Schedule>
 struct PromotesFp8<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Stages, Cluster, Schedule>> : std::true_type {};
+
+// Whether a stock mainloop is CUTLASS's block-scaled FP8 one (the scaled GEMM's "block128" rows:
+// every k-tile's sum promoted with its scales, which an auxiliary producer warp loads).
+template <class DispatchPolicy> struct BlockScaledFp8 : std::false_type {};
+template <int Stages, class Cluster, class Schedule>
+struct BlockScaledFp8<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8<Stages, Cluster, Schedule>>
+    : std::true_type {};
+struct NoBlockScales {};
 
 // The element types the stock collective's TMA copies are built for: its InternalElementA/B (the
 // bf16 mainloop's), or ElementA/B (the FP8 mainloop has no such members).
@@ -185,12 +195,17 @@ struct PairedWeightMainloop : StockMainloop {
   static constexpr int G = Interleave;   // gate/up rows per block of the view (gate_up_view.hpp)
   static_assert(size<1>(TileShape{}) % (2 * G) == 0, "virtual N tile must hold whole gate/up groups of 2G rows");
 
+  // Block-scaled rows: the scales' pointers and strides (block_scale_loads.hpp); other rows carry none.
+  static constexpr bool kBlockScaled = BlockScaledFp8<DispatchPolicy>::value;
+  using BlockScalesArg = std::conditional_t<kBlockScaled, isw::collective::BlockScales, NoBlockScales>;
+
   struct Arguments {
     ElementA const* ptr_A = nullptr;   // x [M, K]
     StrideA dA{};
     ElementB const* ptr_B = nullptr;   // lower-addressed weight tensor (block h = 0)
     int64_t ld_B = 0;                  // row pitch of both weights, elements
     int64_t pair_offset = 0;           // (higher - lower) weight pointer, elements, > 0
+    BlockScalesArg block_scales{};     // rows and weight_rows are filled from the problem shape
   };
 
   // One stage of the weight tile, as TMA writes it: the stage-0 slice of SmemLayoutB, built
@@ -225,6 +240,7 @@ struct PairedWeightMainloop : StockMainloop {
     uint32_t tma_transaction_bytes_mk = Base::TmaTransactionBytesMK;
     uint32_t tma_transaction_bytes_nk = Base::TmaTransactionBytesNK;
     MmaParams mma_params{};
+    BlockScalesArg block_scales{};
   };
 
   template <class ProblemShape>
@@ -238,6 +254,11 @@ struct PairedWeightMainloop : StockMainloop {
     p.tma_load_a = make_tma_copy_A_sm90(GmemTiledCopyA{}, tensor_a, SmemLayoutA{}(_, _, cute::Int<0>{}),
                                         TileShape{}, ClusterShape{});
     p.tma_load_b = make_tma_copy_B_sm90(GmemTiledCopyB{}, tensor_b, SmemLayoutBStage{}, TileShape{}, ClusterShape{});
+    if constexpr (kBlockScaled) {
+      p.block_scales = args.block_scales;
+      p.block_scales.rows = int32_t(M);
+      p.block_scales.weight_rows = int32_t(N / 2);
+    }
     return p;
   }
 
@@ -322,6 +343,39 @@ struct PairedWeightMainloop : StockMainloop {
     }
   }
 
+  // Block-scaled rows: the auxiliary producer warp's loop (the stock collective's, with its loads
+  // replaced): each k-tile's row and column scales into the stage its operands go to, joined to
+  // the stage's full barrier by cp.async's non-counting arrive (block_scale_loads.hpp).
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load_auxiliary(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                                     cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
+                                     KTileIterator k_tile_iter, int k_tile_count, int thread_idx,
+                                     uint32_t /*block_rank_in_cluster*/, TensorStorage& shared_tensors) {
+    static_assert(kBlockScaled, "only the block-scaled rows have an auxiliary load");
+    using SmemLayoutSFA = typename Base::SmemLayoutSFA;
+    using SmemLayoutSFB = typename Base::SmemLayoutSFB;
+    static_assert(Base::ScaleGranularityM == 1 && Base::ScaleGranularityN == G,
+                  "one scale per row of x and per group of G virtual weight rows");
+    static_assert(!Base::IsTmaLoadSFA && !Base::IsTmaLoadSFB, "every scale comes through the auxiliary warp");
+    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+    const int m_tile = int(crd2idx(m_coord, shape<2>(get<0>(load_inputs))));
+    const int n_tile = int(crd2idx(n_coord, shape<2>(get<1>(load_inputs))));
+    float* sfa = shared_tensors.smem_SFA.data();
+    float* sfb = shared_tensors.smem_SFB.data();
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count) {
+      pipeline.producer_acquire(smem_pipe_write);
+      const int stage = smem_pipe_write.index();
+      isw::collective::load_block_scales<int(size<0>(TileShape{})), int(size<1>(TileShape{})), G>(
+          params.block_scales, m_tile, n_tile, int(*k_tile_iter), thread_idx,
+          [&](int i) { return sfa + SmemLayoutSFA{}(i, 0, stage); },
+          [&](int j) { return sfb + SmemLayoutSFB{}(j * G, 0, stage); });
+      pipeline.producer_commit(smem_pipe_write, cutlass::arch::cpasync_barrier_arrive_noinc);
+      ++k_tile_iter;
+      ++smem_pipe_write;
+    }
+  }
+
   // Consumer: the stock wgmma loop.  It never reads its Params argument (CUTLASS 4.2), whose type
   // cannot be completed for every tile here (SmemLayoutBStage), so it gets ours, seen as the base's.
   // The "overlap" rows replace the stock FP8 consumer's promotion by one that overlaps the next
@@ -383,11 +437,12 @@ template <class Element_, class TileShape_, class KernelSchedule_, class Epilogu
           class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto, class TileScheduler_ = void,
           int ClusterM = 1, int ClusterN = 1, int Store = 0, int Interleave = 8, bool SplitN = false,
           class ElementIn_ = Element_, bool Scaled = false, bool OverlapPromotion = false,
-          int Activation = ISW_INTERLEAVED_ACTIVATION>
+          int Activation = ISW_INTERLEAVED_ACTIVATION, bool BlockScaled = false>
 struct PairMulGemm {
   using Element = Element_;
   using ElementIn = ElementIn_;
-  static constexpr bool kScaled = Scaled;
+  static constexpr bool kScaled = Scaled;             // per-row / single scales, in the epilogue
+  static constexpr bool kBlockScaled = BlockScaled;   // 1 x 128 and 128 x 128 block scales, in the mainloop
   using TileShape = TileShape_;                                    // (BLK_M, BLK_N virtual, BLK_K)
   using ClusterShape = Shape<Int<ClusterM>, Int<ClusterN>, _1>;
   static constexpr int kClusterM = ClusterM;
@@ -415,10 +470,21 @@ struct PairMulGemm {
                                                               int(size<0>(TileShape{})), int(size<1>(TileShape{})),
                                                               Store, Interleave, Scaled>;
 
+  // Block-scaled rows give the builder scale layouts (what selects CUTLASS's block-scaled
+  // collective): one scale per row of x and per group of Interleave virtual weight rows, per 128
+  // of K, both K-major in the collective's terms (the loads are ours: block_scale_loads.hpp).
+  using BlockScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, Interleave, 128, cute::GMMA::Major::K,
+                                                                      cute::GMMA::Major::K>;
+  using LayoutTagA = std::conditional_t<BlockScaled,
+                                        cute::tuple<cutlass::layout::RowMajor, typename BlockScaleConfig::LayoutSFA>,
+                                        cutlass::layout::RowMajor>;
+  using LayoutTagB = std::conditional_t<BlockScaled,
+                                        cute::tuple<cutlass::layout::ColumnMajor, typename BlockScaleConfig::LayoutSFB>,
+                                        cutlass::layout::ColumnMajor>;
   using MainloopBuilder = cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
-      ElementIn, cutlass::layout::RowMajor, kAlignIn,              // x [M, K], K-major
-      ElementIn, cutlass::layout::ColumnMajor, kAlignIn,           // B [N', K], K-major
+      ElementIn, LayoutTagA, kAlignIn,                             // x [M, K], K-major
+      ElementIn, LayoutTagB, kAlignIn,                             // B [N', K], K-major
       ElementAccumulator,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<
@@ -475,6 +541,10 @@ template <> struct Fp8KernelSchedule<1, 0> { using type = cutlass::gemm::KernelT
 template <> struct Fp8KernelSchedule<2, 0> : Fp8KernelSchedule<1, 0> {};
 // Acc 2: the FP8 mainloop's types, its consumer replaced (PairedWeightMainloop, OverlapPromotion).
 template <int S> struct Fp8KernelSchedule<S, 2> : Fp8KernelSchedule<S, 1> {};
+// Acc 3: block scales (FP8 checkpoints), promoted per k-tile by CUTLASS's block-scaled collective.
+template <> struct Fp8KernelSchedule<0, 3> { using type = cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise; };
+template <> struct Fp8KernelSchedule<1, 3> { using type = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise; };
+template <> struct Fp8KernelSchedule<2, 3> : Fp8KernelSchedule<1, 3> {};
 
 // An explicit subtile spans one warpgroup's MMA rows: 64 under pingpong, 128 under cooperative
 // (CUTLASS requires the MMA tile's M to divide the epilogue tile's).
@@ -522,7 +592,7 @@ using ScaledConfig = PairMulGemm<cutlass::bfloat16_t, Shape<Int<TileM>, Int<Tile
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Schedule,
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Tile,
                                  typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, 8, false,
-                                 cutlass::float_e4m3_t, true, Acc == 2>;
+                                 cutlass::float_e4m3_t, Acc != 3, Acc == 2, ISW_INTERLEAVED_ACTIVATION, Acc == 3>;
 
 static const char* const kConfigNames[] = {
 #define ISW_INTERLEAVED_CONFIG(name, ...) name,
@@ -543,6 +613,20 @@ static int check_scales(const isw_problem* p) {
   if ((p->x_scale_stride != 0 && p->x_scale_stride != 1) || (p->w_scale_stride != 0 && p->w_scale_stride != 1))
     return fail(ISW_ERR_INVALID, "%s: scale strides must be 0 (one scale) or 1 (one per row), got %d and %d",
                 kKernelName, int(p->x_scale_stride), int(p->w_scale_stride));
+  if (p->out_dtype != ISW_BF16)
+    return fail(ISW_ERR_UNSUPPORTED, "%s: out must be bf16 (out_dtype %d)", kKernelName, int(p->out_dtype));
+  return ISW_OK;
+}
+
+// The block-scaled rows' scales (swiglu_api.h): x's M-major, the weights' K-major, bf16 out.
+static int check_block_scales(const isw_problem* p) {
+  if (!p->x_scale || !p->w_gate_scale || !p->w_up_scale)
+    return fail(ISW_ERR_INVALID, "%s: null scale pointer", kKernelName);
+  const int64_t k_blocks = (p->K + 127) / 128;
+  if (p->x_scale_stride < p->M || p->w_scale_stride < k_blocks)
+    return fail(ISW_ERR_INVALID, "%s: block scales need x's M-major (stride %d >= M = %lld) and the weights' "
+                "K-major (stride %d >= %lld blocks of K)", kKernelName, int(p->x_scale_stride), (long long)p->M,
+                int(p->w_scale_stride), (long long)k_blocks);
   if (p->out_dtype != ISW_BF16)
     return fail(ISW_ERR_UNSUPPORTED, "%s: out must be bf16 (out_dtype %d)", kKernelName, int(p->out_dtype));
   return ISW_OK;
@@ -590,6 +674,15 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
     node.hi_scale = pair.up_first ? p->w_gate_scale : p->w_up_scale;
     node.x_scale_step = int(p->x_scale_stride);
     node.w_scale_step = int(p->w_scale_stride);
+  }
+  if constexpr (Gemm::kBlockScaled) {
+    if (int st = check_block_scales(p); st != ISW_OK) return st;
+    auto& bs = args.mainloop.block_scales;
+    bs.x = p->x_scale;
+    bs.x_ld = p->x_scale_stride;
+    bs.lo = pair.up_first ? p->w_up_scale : p->w_gate_scale;
+    bs.hi = pair.up_first ? p->w_gate_scale : p->w_up_scale;
+    bs.w_ld = p->w_scale_stride;
   }
   args.epilogue.ptr_C = nullptr;
   args.epilogue.ptr_D = nullptr;

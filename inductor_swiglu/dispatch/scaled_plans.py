@@ -1,7 +1,7 @@
 """The plan for one call of the FP8 ops (``swiglu_scaled``, ``swiglu_block_fp8``,
 ``swiglu_fp8_weight``): the fused Triton kernel and its configuration, the scaled CUTLASS GEMM and
-its configuration (per-row and single scales), or the unfused path (the GEMMs and one elementwise
-kernel, as stock runs them).
+its configuration (a row of the call's kind of scales: per-row and single, or 128 x 128 blocks), or
+the unfused path (the GEMMs and one elementwise kernel, as stock runs them).
 
 The same authority as ``plans`` for the bf16 op, keyed ``"float8_e4m3fn/<activation>"`` in the
 device's table (per-row or single scales: ``swiglu_scaled``) and ``"float8_e4m3fn_block128/
@@ -36,8 +36,9 @@ FAST_ACCUM_DTYPE = "float8_e4m3fn_fast_accum"   # the same operands, fp8 MMA acc
 BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 128 x 128 blocks
 WEIGHT_ONLY_DTYPE = "float8_e4m3fn_weight_only"   # e4m3 weights, x in the model's bf16/fp16
 FUSED = "scaled_triton"
-CUTLASS = "scaled_gemm"      # the scaled CUTLASS GEMM (per-row and single scales; not block scales)
+CUTLASS = "scaled_gemm"      # the scaled CUTLASS GEMM (its rows take per-row and single scales, or block scales)
 CUTLASS_DEFAULT = kernel_configs.SCALED_GEMM[0].name   # the library's default row
+CUTLASS_BLOCK_DEFAULT = next(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)   # its first block row
 UNFUSED = "unfused"
 
 REASONS = {
@@ -129,13 +130,13 @@ def _plan(device: DeviceKind, activation: str, M: int, N: int, K: int, blockwise
     key, rows = _rows(table, activation, M, blockwise, fast_accum)
     # block scales take one K step per scale block: only those configurations can serve them
     configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
-    if name == "interleaved_gemm" and not blockwise:
-        # the interleaved GEMM's FP8 twin serves per-row and single scales
-        return ScaledPlan(CUTLASS, CUTLASS_DEFAULT, "forced")
+    if name == "interleaved_gemm":
+        # the interleaved GEMM's FP8 twin: its default row of the call's kind of scales
+        return ScaledPlan(CUTLASS, CUTLASS_BLOCK_DEFAULT if blockwise else CUTLASS_DEFAULT, "forced")
     # a row of the CUTLASS kernel: its configuration names are the library's, checked when it runs
-    others = () if blockwise else (CUTLASS,)
+    # (a row of the other kind of scales declines there)
     c = triton_rules.choose(FUSED, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
-                            f"{key.text} on {device.name}", others)
+                            f"{key.text} on {device.name}", (CUTLASS,))
     detail = f"{key.dtype} rows; {c.detail}" if key.dtype == FAST_ACCUM_DTYPE else c.detail
     return ScaledPlan(c.impl, c.config, c.reason, detail)
 

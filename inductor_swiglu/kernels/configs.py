@@ -183,15 +183,18 @@ class ScaledGemmConfig(InterleavedConfig):
                 accumulator (cuBLAS's default; twice the accumulator registers, so tiles of at most
                 64 x 192 per consumer warpgroup); "overlap": the same sums, each k-tile's added
                 while the next one's wgmmas run (csrc/collectives/fp8_overlapped_promotion.hpp:
-                three accumulators, so at most 64 x 128 per consumer warpgroup)
+                three accumulators, so at most 64 x 128 per consumer warpgroup); "block128": block
+                scales (FP8 checkpoints: x's per row and 128 of K, the weights' per 128 x 128), each
+                k-tile's sum promoted with its scales by CUTLASS's block-scaled collective
+                (csrc/collectives/block_scale_loads.hpp), as many registers as "promote"; no epilogue scales
     """
 
     accumulate: str = "fast"
 
-    ACCUMULATIONS = ("fast", "promote", "overlap")
+    ACCUMULATIONS = ("fast", "promote", "overlap", "block128")
     # accumulator values per consumer warpgroup that each accumulation's registers hold: one
     # accumulator as the interleaved GEMM's (up to 128 x 192), two, or three
-    MAX_PER_WARPGROUP = {"fast": 128 * 192, "promote": 64 * 192, "overlap": 64 * 128}
+    MAX_PER_WARPGROUP = {"fast": 128 * 192, "promote": 64 * 192, "overlap": 64 * 128, "block128": 64 * 192}
     MACRO_FIELDS = (*InterleavedConfig.MACRO_FIELDS, "accumulate")
 
     def __post_init__(self):
@@ -209,6 +212,11 @@ class ScaledGemmConfig(InterleavedConfig):
     def name(self) -> str:
         base = super().name.replace("interleaved_", "scaled_", 1).replace("x64_", "x128_", 1)
         return base + ("" if self.accumulate == "fast" else "_" + self.accumulate)
+
+    @property
+    def blockwise(self) -> bool:
+        """Whether the row takes block scales (swiglu_block_fp8) rather than per-row or single ones."""
+        return self.accumulate == "block128"
 
     def macro_args(self) -> tuple:
         """ISW_INTERLEAVED_CONFIG's arguments after the name under scaled_gemm.cu: the interleaved
@@ -501,6 +509,13 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, store="tma"),
     ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256, cluster_m=2),
+    # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on: the Triton
+    # kernel serves decode.  Not yet swept on the device.
+    ScaledGemmConfig(128, 128, "cooperative", accumulate="block128"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128"),
+    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128"),
+    ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
+    ScaledGemmConfig(64, 128, accumulate="block128"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows

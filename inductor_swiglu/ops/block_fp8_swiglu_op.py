@@ -18,6 +18,9 @@ Implementations, chosen per call by ``dispatch.scaled_plans`` (key ``float8_e4m3
 
 * the fused Triton kernel: x quantized (``triton_fp8_quantize``), then both GEMMs and the gating
   in one kernel (``triton_scaled_swiglu.swiglu_block_fp8_triton``): two launches;
+* the scaled CUTLASS GEMM's block-scaled rows (``cutlass_scaled_swiglu.run_block``, sm_90a): x
+  quantized, then one GEMM over the two weights with the block scales promoted per k-tile and the
+  gating in its epilogue: two launches, SiLU and bf16 only;
 * the unfused path: x quantized, two block-scaled ``torch._scaled_mm`` (cuBLAS), one elementwise
   kernel; on the CPU (and where cuBLAS has no block-scaled GEMM) the dequantized operands' fp32
   GEMMs.
@@ -33,7 +36,7 @@ import torch
 
 from ..dispatch import scaled_plans
 from ..kernels import library as kl
-from . import activations, cuda_impl, impl_stats, triton_fp8_quantize, triton_scaled_swiglu, triton_swiglu
+from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_fp8_quantize, triton_scaled_swiglu, triton_swiglu
 
 QUALNAME = "inductor_swiglu::swiglu_block_fp8"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"
@@ -202,6 +205,16 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
         return out
     M = x.numel() // K
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, blockwise=True)
+    if plan.cutlass:
+        out, why = _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, plan.config)
+        if out is not None:
+            impl_stats.record(impl_stats.SCALED_CUTLASS, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+                              config=plan.config)
+            return out
+        out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
+        impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}; ran: {what}",
+                          detail=plan.detail)
+        return out
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
@@ -217,6 +230,25 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
     out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
     impl_stats.record(impl_stats.FALLBACK_CUDA, f"{reason}; ran: {what}", detail=plan.detail)
     return out
+
+
+def _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, config):
+    """(out, '') from the scaled CUTLASS GEMM's block-scaled row `config`, or (None, why it cannot
+    serve this call)."""
+    if x.dtype != cutlass_scaled_swiglu.OUT_DTYPE:
+        return None, f"it writes bf16, not {x.dtype}"
+    ok, why = cutlass_scaled_swiglu.available(x.device)
+    if not ok:
+        return None, why
+    if activation != activations.SILU:
+        return None, f"it computes SiLU, not {activation}"
+    K, N = x.shape[-1], w_gate.shape[0]
+    M = x.numel() // K
+    xq, xs = quantize_blocks(x.reshape(M, K))
+    if xs.stride(0) != 1:   # torch's quantization (no Triton) writes them row-major
+        xs = xs.t().contiguous().t()
+    out, why = cutlass_scaled_swiglu.run_block(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
+    return (out.view(*x.shape[:-1], N) if out is not None else None), why
 
 
 def swiglu_block_fp8(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:

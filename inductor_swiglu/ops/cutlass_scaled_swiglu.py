@@ -1,12 +1,17 @@
-"""The scaled CUTLASS GEMM (``csrc/kernels/scaled_gemm.cu``) for the FP8 op: one sm90 GEMM over the
-model's two float8 e4m3 weights interleaved in place, x's and the weights' fp32 scales applied in
-its epilogue before the activation, bf16 out.
+"""The scaled CUTLASS GEMM (``csrc/kernels/scaled_gemm.cu``) for the FP8 ops: one sm90 GEMM over the
+model's two float8 e4m3 weights interleaved in place, bf16 out.  Two kinds of rows
+(``kernels/configs.py`` ``ScaledGemmConfig.accumulate``):
 
-Launched from Python through the kernel library's C ABI (``kernels.library``): the op
-``swiglu_scaled`` runs it where the device's table chose it (``dispatch.scaled_plans``).  The
-kernel checks what it relies on and declines the rest with a reason (``run`` returns it and the op
-falls back): SiLU only, bf16 out, 16-byte aligned operands with row pitches of multiples of 16,
-N a multiple of 8.
+* per-row and single scales (``run``, the op ``swiglu_scaled``): x's and the weights' fp32 scales
+  applied in the epilogue before the activation;
+* block scales (``run_block``, the op ``swiglu_block_fp8``: FP8 checkpoints), the "block128" rows:
+  x quantized per row and 128 of K, the weights' one scale per 128 x 128 block, each k-tile's sum
+  promoted with its scales in the mainloop, read from the model's own scale tensors.
+
+Launched from Python through the kernel library's C ABI (``kernels.library``) where the device's
+table chose it (``dispatch.scaled_plans``).  The kernel checks what it relies on and declines the
+rest with a reason (``run`` returns it and the op falls back): SiLU only, bf16 out, 16-byte aligned
+operands with row pitches of multiples of 16, N a multiple of 8.
 """
 
 from __future__ import annotations
@@ -15,12 +20,16 @@ import functools
 
 import torch
 
+from ..kernels import configs as kernel_configs
 from ..kernels import library as kl
 from . import activations
 from .cuda_impl import launch
 
 IMPL = kl.NAMES[kl.SCALED_GEMM]
 OUT_DTYPE = torch.bfloat16
+# The rows of each kind, by name (the library may hold fewer: config_names)
+BLOCK_ROWS = frozenset(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)
+BLOCK_DEFAULT = next(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)
 
 
 @functools.cache
@@ -55,12 +64,10 @@ def run(x2: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_gate_sc
         out: torch.Tensor | None = None) -> tuple[torch.Tensor | None, str]:
     """out [M, N] bf16 = act(gate) * up of x2 [M, K] (float8, unit stride along K) and the [N, K]
     float8 weights with their scales; (out, '') or (None, why the kernel declined)."""
-    lib = kl.get_library()
+    lib, why = _library_with(config, blockwise=False)
     if lib is None:
-        return None, kl.unavailable_reason()
+        return None, why
     names = config_names()
-    if config not in names:
-        return None, f"this build of the kernel library has no {IMPL} configuration {config!r}"
     if x2.stride(1) != 1 or w_gate.stride(1) != 1 or w_up.stride(1) != 1:
         return None, "x and the weights need unit stride along K"
     M, K = x2.shape
@@ -81,4 +88,49 @@ def run(x2: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_gate_sc
         sx.data_ptr(), sg.data_ptr(), su.data_ptr(), x_step, w_step, kl.ISW_DTYPES["bfloat16"],
     )
     ok, why = launch(lib, kl.SCALED_GEMM, p, x2.device)
+    return (out, "") if ok else (None, why)
+
+
+def _library_with(config: str, blockwise: bool):
+    """(the library, '') where it has `config` and the row takes this kind of scales, else (None, why)."""
+    lib = kl.get_library()
+    if lib is None:
+        return None, kl.unavailable_reason()
+    if config not in config_names():
+        return None, f"this build of the kernel library has no {IMPL} configuration {config!r}"
+    if (config in BLOCK_ROWS) != blockwise:
+        kind = "block scales" if config in BLOCK_ROWS else "per-row or single scales"
+        return None, f"{IMPL} configuration {config!r} takes {kind}"
+    return lib, ""
+
+
+def run_block(xq: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_gate_scale: torch.Tensor,
+              w_up: torch.Tensor, w_up_scale: torch.Tensor, activation: str, config: str,
+              out: torch.Tensor | None = None) -> tuple[torch.Tensor | None, str]:
+    """out [M, N] bf16 = act(gate) * up of xq [M', K] (e4m3, M' >= M rows, unit stride along K) with
+    its scales ``[M', ceil(K/128)]`` M-major (as ``triton_fp8_quantize.quantize_blocks`` writes
+    them), and the [N, K] e4m3 weights with their fp32 ``[ceil(N/128), ceil(K/128)]`` block
+    scales; M = out's rows if `out` is given, else M'.  (out, '') or (None, why the kernel
+    declined)."""
+    lib, why = _library_with(config, blockwise=True)
+    if lib is None:
+        return None, why
+    if xq.stride(1) != 1 or w_gate.stride(1) != 1 or w_up.stride(1) != 1:
+        return None, "x and the weights need unit stride along K"
+    if x_scale.stride(0) != 1:
+        return None, "x's block scales must be M-major (quantize_blocks' layout)"
+    M, K = (out.shape[0] if out is not None else xq.shape[0]), xq.shape[1]
+    N = w_gate.shape[0]
+    sg, su = w_gate_scale.contiguous(), w_up_scale.contiguous()
+    if out is None:
+        out = torch.empty((M, N), dtype=OUT_DTYPE, device=xq.device)
+    p = kl.IswProblem(
+        xq.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
+        M, N, K, xq.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
+        kl.ISW_FP8_E4M3, config_names().index(config), activations.activation_id(activation), None, 0,
+        torch._C._cuda_getCurrentRawStream(xq.device.index),
+        x_scale.data_ptr(), sg.data_ptr(), su.data_ptr(), x_scale.stride(1), sg.stride(0),
+        kl.ISW_DTYPES["bfloat16"],
+    )
+    ok, why = launch(lib, kl.SCALED_GEMM, p, xq.device)
     return (out, "") if ok else (None, why)
