@@ -145,6 +145,11 @@ def test_scaled_rows_names_macro_fields_and_limits():
     assert not configs.SCALED_GEMM[0].blockwise and any(c.blockwise for c in configs.SCALED_GEMM)
     with pytest.raises(ValueError, match="12288 accumulator values per consumer warpgroup"):
         ScaledGemmConfig(128, 256, "cooperative", accumulate="block128")
+    # and overlapped, as the "overlap" rows: three accumulators
+    overlapped = ScaledGemmConfig(64, 128, accumulate="block128_overlap")
+    assert overlapped.blockwise and overlapped.macro_args()[-1] == 4
+    with pytest.raises(ValueError, match="8192 accumulator values per consumer warpgroup"):
+        ScaledGemmConfig(128, 192, "cooperative", accumulate="block128_overlap")
     # a shipped build keeps the default and the rows a table names
     kept = configs.select({"scaled_gemm": {"scaled_128x192x128_c2x1_promote"}})["scaled_gemm"]
     assert [c.name for c in kept] == [configs.SCALED_GEMM[0].name, "scaled_128x192x128_c2x1_promote"]

@@ -21,6 +21,10 @@
     entry: C7514 / C7517), and each trip issues two k-tiles so that part0 and part1 keep their
     registers.
 
+    Block-scaled rows (FP8 checkpoints) promote the same way, each k-tile's sum times its row and
+    column scales (KTileScales: read from the k-tile's stage before the stage is freed), as
+    CUTLASS's block-scaled collective does without the overlap.
+
     Contract with the kernel layer (as the stock collective's): every stage but the last k-tile's
     is released here; mma_tail releases the last one (K_PIPE_MMAS = 1).
 */
@@ -32,13 +36,30 @@
 
 namespace isw::collective {
 
+/// Per-row and single scales: the partial sums are added as they are (the epilogue scales).
+struct NoKTileScales {
+  static constexpr bool kScaled = false;
+};
+
+/// Block scales: `load(stage)` reads a k-tile's scales from its stage into registers, `factor(i)`
+/// is the scale of accumulator element i.
+template <class Load, class Factor>
+struct KTileScales {
+  static constexpr bool kScaled = true;
+  Load load;
+  Factor factor;
+};
+template <class Load, class Factor>
+KTileScales(Load, Factor) -> KTileScales<Load, Factor>;
+
 /// The k-tile loop with overlapped promotion.  `tCrA`/`tCrB`: the warpgroup's (MMA, MMA_M/N,
 /// MMA_K, PIPE) descriptor fragments of the staged shared-memory tiles; `accum`: the fp32
 /// accumulator, overwritten with the whole sum over `k_tile_count` k-tiles.
-template <class TiledMma, class FragA, class FragB, class Pipeline, class PipelineState, class Accum>
+template <class TiledMma, class FragA, class FragB, class Pipeline, class PipelineState, class Accum,
+          class Scales = NoKTileScales>
 CUTLASS_DEVICE void mma_overlapped_promotion(TiledMma tiled_mma, FragA const& tCrA, FragB const& tCrB,
                                              Pipeline& pipeline, PipelineState smem_pipe_read, Accum& accum,
-                                             int k_tile_count) {
+                                             int k_tile_count, Scales scales = {}) {
   using namespace cute;
   Tensor part0 = make_fragment_like(accum);
   Tensor part1 = make_fragment_like(accum);
@@ -69,8 +90,14 @@ CUTLASS_DEVICE void mma_overlapped_promotion(TiledMma tiled_mma, FragA const& tC
   auto promote = [&](auto& part, bool release) {
     warpgroup_fence_operand(part);
     warpgroup_fence_operand(accum);
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+    if constexpr (Scales::kScaled) {
+      scales.load(smem_pipe_release.index());   // `part`'s k-tile is the oldest stage not yet freed
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i) * scales.factor(i);
+    } else {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+    }
     warpgroup_fence_operand(accum);
     if (release) {
       pipeline.consumer_release(smem_pipe_release);

@@ -380,7 +380,8 @@ struct PairedWeightMainloop : StockMainloop {
   // cannot be completed for every tile here (SmemLayoutBStage), so it gets ours, seen as the base's.
   // The "overlap" rows replace the stock FP8 consumer's promotion by one that overlaps the next
   // k-tile's wgmmas (fp8_overlapped_promotion.hpp).
-  static_assert(!OverlapPromotion || kPromotes, "overlapped promotion is a consumer of the FP8 mainloop");
+  static_assert(!OverlapPromotion || kPromotes || kBlockScaled,
+                "overlapped promotion is a consumer of the FP8 mainloops (per-row or block-scaled)");
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
                           int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const& params) {
@@ -394,7 +395,37 @@ struct PairedWeightMainloop : StockMainloop {
       auto thread_mma = tiled_mma.get_slice(warp_groups(warp_group));
       Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));                 // (MMA,MMA_M,MMA_K,PIPE)
       Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));                 // (MMA,MMA_N,MMA_K,PIPE)
-      isw::collective::mma_overlapped_promotion(tiled_mma, tCrA, tCrB, pipeline, smem_pipe_read, accum, k_tile_count);
+      if constexpr (kBlockScaled) {
+        // Each k-tile's scales per accumulator element, as the stock block-scaled consumer reads
+        // them: the stage's row scales broadcast along N, its group scales along M.
+        using SmemLayoutSFA = typename Base::SmemLayoutSFA;
+        using SmemLayoutSFB = typename Base::SmemLayoutSFB;
+        Tensor sSFA = make_tensor(make_smem_ptr(shared_tensors.smem_SFA.data()), make_layout(
+            make_shape(get<0>(shape(SmemLayoutSFA{})), get<1>(TileShape{}),
+                       make_shape(get<1>(shape(SmemLayoutSFA{})), get<2>(shape(SmemLayoutSFA{})))),
+            make_stride(get<0>(stride(SmemLayoutSFA{})), _0{},
+                        make_stride(get<1>(stride(SmemLayoutSFA{})), get<2>(stride(SmemLayoutSFA{}))))));
+        Tensor sSFB = make_tensor(make_smem_ptr(shared_tensors.smem_SFB.data()), make_layout(
+            make_shape(get<0>(TileShape{}), get<0>(shape(SmemLayoutSFB{})),
+                       make_shape(get<1>(shape(SmemLayoutSFB{})), get<2>(shape(SmemLayoutSFB{})))),
+            make_stride(_0{}, get<0>(stride(SmemLayoutSFB{})),
+                        make_stride(get<1>(stride(SmemLayoutSFB{})), get<2>(stride(SmemLayoutSFB{}))))));
+        Tensor tCsSFA = tiled_mma.get_slice(thread_idx).partition_C(sSFA);   // (MMA,MMA_M,MMA_N,(MMA_K,PIPE))
+        Tensor tCsSFB = tiled_mma.get_slice(thread_idx).partition_C(sSFB);
+        Tensor tCrSFA = make_tensor_like<float>(tCsSFA(_, _, _, _0{}));      // (MMA,MMA_M,MMA_N)
+        Tensor tCrSFB = make_tensor_like<float>(tCsSFB(_, _, _, _0{}));
+        isw::collective::KTileScales scales{
+            [&](int stage) {
+              copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), tCrSFA);
+              copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), tCrSFB);
+            },
+            [&](int i) { return tCrSFA(i) * tCrSFB(i); }};
+        isw::collective::mma_overlapped_promotion(tiled_mma, tCrA, tCrB, pipeline, smem_pipe_read, accum,
+                                                  k_tile_count, scales);
+      } else {
+        isw::collective::mma_overlapped_promotion(tiled_mma, tCrA, tCrB, pipeline, smem_pipe_read, accum,
+                                                  k_tile_count);
+      }
     } else if constexpr (kPromotes) {
       Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params.mma_params);
     } else {
@@ -541,10 +572,12 @@ template <> struct Fp8KernelSchedule<1, 0> { using type = cutlass::gemm::KernelT
 template <> struct Fp8KernelSchedule<2, 0> : Fp8KernelSchedule<1, 0> {};
 // Acc 2: the FP8 mainloop's types, its consumer replaced (PairedWeightMainloop, OverlapPromotion).
 template <int S> struct Fp8KernelSchedule<S, 2> : Fp8KernelSchedule<S, 1> {};
-// Acc 3: block scales (FP8 checkpoints), promoted per k-tile by CUTLASS's block-scaled collective.
+// Acc 3: block scales (FP8 checkpoints), promoted per k-tile by CUTLASS's block-scaled collective;
+// Acc 4: its types, its consumer replaced by the overlapped promotion with the block scales.
 template <> struct Fp8KernelSchedule<0, 3> { using type = cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise; };
 template <> struct Fp8KernelSchedule<1, 3> { using type = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise; };
 template <> struct Fp8KernelSchedule<2, 3> : Fp8KernelSchedule<1, 3> {};
+template <int S> struct Fp8KernelSchedule<S, 4> : Fp8KernelSchedule<S, 3> {};
 
 // An explicit subtile spans one warpgroup's MMA rows: 64 under pingpong, 128 under cooperative
 // (CUTLASS requires the MMA tile's M to divide the epilogue tile's).
@@ -592,7 +625,8 @@ using ScaledConfig = PairMulGemm<cutlass::bfloat16_t, Shape<Int<TileM>, Int<Tile
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Schedule,
                                  typename StockEpilogueFor<Sched, EpiN, TileM>::Tile,
                                  typename Schedule<Sched>::TileScheduler, ClusterM, ClusterN, Store, 8, false,
-                                 cutlass::float_e4m3_t, Acc != 3, Acc == 2, ISW_INTERLEAVED_ACTIVATION, Acc == 3>;
+                                 cutlass::float_e4m3_t, Acc < 3, Acc == 2 || Acc == 4, ISW_INTERLEAVED_ACTIVATION,
+                                 Acc >= 3>;
 
 static const char* const kConfigNames[] = {
 #define ISW_INTERLEAVED_CONFIG(name, ...) name,

@@ -186,15 +186,18 @@ class ScaledGemmConfig(InterleavedConfig):
                 three accumulators, so at most 64 x 128 per consumer warpgroup); "block128": block
                 scales (FP8 checkpoints: x's per row and 128 of K, the weights' per 128 x 128), each
                 k-tile's sum promoted with its scales by CUTLASS's block-scaled collective
-                (csrc/collectives/block_scale_loads.hpp), as many registers as "promote"; no epilogue scales
+                (csrc/collectives/block_scale_loads.hpp), as many registers as "promote"; no epilogue
+                scales; "block128_overlap": the same scales, each k-tile's sum promoted while the
+                next one's wgmmas run (the "overlap" consumer), as many registers as "overlap"
     """
 
     accumulate: str = "fast"
 
-    ACCUMULATIONS = ("fast", "promote", "overlap", "block128")
+    ACCUMULATIONS = ("fast", "promote", "overlap", "block128", "block128_overlap")
     # accumulator values per consumer warpgroup that each accumulation's registers hold: one
     # accumulator as the interleaved GEMM's (up to 128 x 192), two, or three
-    MAX_PER_WARPGROUP = {"fast": 128 * 192, "promote": 64 * 192, "overlap": 64 * 128, "block128": 64 * 192}
+    MAX_PER_WARPGROUP = {"fast": 128 * 192, "promote": 64 * 192, "overlap": 64 * 128, "block128": 64 * 192,
+                         "block128_overlap": 64 * 128}
     MACRO_FIELDS = (*InterleavedConfig.MACRO_FIELDS, "accumulate")
 
     def __post_init__(self):
@@ -216,7 +219,7 @@ class ScaledGemmConfig(InterleavedConfig):
     @property
     def blockwise(self) -> bool:
         """Whether the row takes block scales (swiglu_block_fp8) rather than per-row or single ones."""
-        return self.accumulate == "block128"
+        return self.accumulate.startswith("block128")
 
     def macro_args(self) -> tuple:
         """ISW_INTERLEAVED_CONFIG's arguments after the name under scaled_gemm.cu: the interleaved
@@ -516,6 +519,10 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128"),
     ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
     ScaledGemmConfig(64, 128, accumulate="block128"),
+    ScaledGemmConfig(128, 128, "cooperative", accumulate="block128_overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128_overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128_overlap"),
+    ScaledGemmConfig(64, 128, accumulate="block128_overlap"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
