@@ -176,11 +176,13 @@ def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
                                                                             e.record["stock_us"])
 
 
-def shipped_rows_reproduce(sweep_file: str, key) -> list:
-    """The shipped H200 entries of `key` that a stored sweep_scaled.py sweep measured are its choices
-    (bucket, implementation, configuration and time alike); returns the chosen entries."""
+def shipped_rows_reproduce(sweep_file: str, key, m_max: int | None = None) -> list:
+    """The shipped H200 entries of `key` that a stored sweep_scaled.py sweep measured (up to `m_max`
+    tokens, where a later sweep superseded its larger sizes) are its choices (bucket,
+    implementation, configuration and time alike); returns the chosen entries."""
     sweep_scaled = benchmark_module("sweep_scaled")
     rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / sweep_file).read_text())["rows"]
+    rows = [r for r in rows if m_max is None or r["M"] <= m_max]
     table = tables.load(tables.table_path("h200"))
     shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == key}
     chosen = [sweep_scaled.chosen_entry(r, key) for r in rows]
@@ -190,13 +192,17 @@ def shipped_rows_reproduce(sweep_file: str, key) -> list:
     return chosen
 
 
-def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweep():
+def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweeps():
     # every float8_e4m3fn_block128 entry of the H200 table is sweep_scaled.py --blockwise's choice
-    # from the stored sweep (benchmarks/data/sweeps/h200/README.md); M >= 4097 has no row (the lookup
-    # takes the M = 2048 bucket's)
+    # from a stored sweep (benchmarks/data/sweeps/h200/README.md): M = 1-512 from 12-03's, M = 2048
+    # and 8192 from 12-05's, which had the scaled GEMM's block-scaled rows among its candidates
     key = benchmark_module("sweep_scaled").BLOCK_KEY
-    chosen = shipped_rows_reproduce("2026-12-03_sweep_block_fp8.json", key)
-    assert len(chosen) == len([e for e in tables.load(tables.table_path("h200")).entries if e.key == key]) == 35
+    late = shipped_rows_reproduce("2026-12-05_sweep_block_fp8_cutlass.json", key)
+    early = shipped_rows_reproduce("2026-12-03_sweep_block_fp8.json", key, m_max=512)
+    assert len(early) + len(late) == len([e for e in tables.load(tables.table_path("h200")).entries
+                                          if e.key == key]) == 42
+    assert {e.config for e in late if e.impl == "scaled_gemm"} == {"scaled_128x128x128_c1x1_tma_block128_overlap"}
+    assert sum(e.impl == "scaled_gemm" for e in late) == 5 and all(e.K <= 2048 for e in late if e.impl != "unfused")
 
 
 def test_the_shipped_per_row_fp8_decode_rows_reproduce_from_their_sweep():

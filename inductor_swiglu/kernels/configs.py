@@ -512,17 +512,22 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, store="tma"),
     ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256, cluster_m=2),
-    # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on: the Triton
-    # kernel serves decode.  Not yet swept on the device.
-    ScaledGemmConfig(128, 128, "cooperative", accumulate="block128"),
-    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128"),
-    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128"),
-    ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
-    ScaledGemmConfig(64, 128, accumulate="block128"),
+    # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on (the Triton
+    # kernel serves decode).  Swept on the H200 (2026-12-05, 14 points: Qwen2.5 shapes x M = 2048,
+    # 8192, ..._sweep_block_fp8_cutlass.json): 1.27x-1.50x the fused Triton kernel everywhere; where
+    # K <= 2048 ahead of the unfused path (two block-scaled cuBLAS GEMMs) by 1.04x-1.14x (q0.5B's
+    # K = 896, which cuBLAS's block-scaled GEMM refuses: 18.6x its fp32 fallback), behind it by
+    # 10-20% where K >= 3584; 0.79x-0.82x one block-scaled cuBLAS GEMM [M, 2N, K].  The first row is
+    # the default (forced runs) and the fastest block row at every point a block row won; on the
+    # same 128 x 128 tile the overlapped consumer led the stock one by 6-11%, except at q32B and
+    # q72B, M = 8192, where the stock consumer's 128 x 192 tile was the fastest block row.
+    # Dropped after that sweep: 64 x 128 pingpong (last at every point), and the stock consumer's
+    # 128 x 128 cluster and TMA-store twins (never the fastest; the latter second once, 3% behind).
+    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128_overlap"),
-    ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128_overlap"),
-    ScaledGemmConfig(64, 128, accumulate="block128_overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", accumulate="block128"),
+    ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows

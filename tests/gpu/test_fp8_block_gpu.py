@@ -155,5 +155,6 @@ def test_transformers_fp8_model_swapped_and_compiled(mode):
     assert rel(after, eager) < 5e-2 and rel(after_other, eager_other) < 5e-2
     stats = impl_stats.op_stats()
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ids.device), "silu", 18, 1536, 512, blockwise=True)
-    ran = impl_stats.BLOCK_FP8_TRITON if plan.fused else impl_stats.FALLBACK_CUDA
+    ran = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.BLOCK_FP8_TRITON if plan.fused
+           else impl_stats.FALLBACK_CUDA)
     assert stats["calls"].get(ran, 0) > 0, (plan, stats)
