@@ -357,6 +357,14 @@ def load_peer(folder: Path | None):
     if folder is None:
         return None, "not run (no --peer-fp8)"
     sys.path.insert(0, str(folder))
+    if not (folder / "finegrained_fp8" / "_ops.py").exists():
+        # The repository's source (torch-ext/) lacks the _ops module kernel-builder writes into each
+        # build; for a Triton-only kernel it only names the package's torch.ops namespace.
+        import types
+        shim = types.ModuleType("finegrained_fp8._ops")
+        shim.ops = getattr(torch.ops, "_finegrained_fp8_peer")
+        shim.add_op_namespace_prefix = lambda name: f"_finegrained_fp8_peer::{name}"
+        sys.modules["finegrained_fp8._ops"] = shim
     try:
         import finegrained_fp8
     except Exception as e:  # noqa: BLE001  (a peer that does not load is reported, not fatal)
