@@ -379,3 +379,13 @@ def test_torchao_static_activation_scales_are_a_near_miss(torchao_float8):
     reasons = [m.reason for g in RECORDS.graphs for m in g.near_misses]
     assert any("x quantized differently for each projection" in r for r in reasons), reasons
     assert relerr(out, want) < 2e-2
+
+
+def test_the_scaled_gemm_declines_what_it_cannot_compute_with_a_reason():
+    """Both FP8 ops ask the scaled CUTLASS GEMM the same questions before they look at operands."""
+    from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
+
+    assert csg.declines(torch.device("cpu"), "silu", torch.float16) == "it writes bf16, not torch.float16"
+    assert csg.declines(torch.device("cpu"), "silu", torch.bfloat16) == "not a CUDA tensor"
+    assert not csg.available(torch.device("cpu"))[0]
+    assert csg.BLOCK_DEFAULT in csg.BLOCK_ROWS and all("_block128" in n for n in csg.BLOCK_ROWS)

@@ -235,13 +235,9 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
 def _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, config):
     """(out, '') from the scaled CUTLASS GEMM's block-scaled row `config`, or (None, why it cannot
     serve this call)."""
-    if x.dtype != cutlass_scaled_swiglu.OUT_DTYPE:
-        return None, f"it writes bf16, not {x.dtype}"
-    ok, why = cutlass_scaled_swiglu.available(x.device)
-    if not ok:
+    why = cutlass_scaled_swiglu.declines(x.device, activation, x.dtype)
+    if why:
         return None, why
-    if activation != activations.SILU:
-        return None, f"it computes SiLU, not {activation}"
     K, N = x.shape[-1], w_gate.shape[0]
     M = x.numel() // K
     xq, xs = quantize_blocks(x.reshape(M, K))

@@ -52,6 +52,19 @@ def available(device: torch.device) -> tuple[bool, str]:
     return True, ""
 
 
+def declines(device: torch.device, activation: str, out_dtype: torch.dtype) -> str:
+    """Why the kernel cannot serve a call on `device` with this activation and output type, before
+    any operand is looked at ("" where it can)."""
+    if out_dtype != OUT_DTYPE:
+        return f"it writes bf16, not {out_dtype}"
+    ok, why = available(device)
+    if not ok:
+        return why
+    if activation != activations.SILU:
+        return f"it computes SiLU, not {activation}"
+    return ""
+
+
 def _per_row(scale: torch.Tensor, rows: int) -> tuple[torch.Tensor, int]:
     """A scale tensor as the kernel reads it: (contiguous fp32, step 0 for one scale or 1 per row)."""
     if scale.numel() == 1:

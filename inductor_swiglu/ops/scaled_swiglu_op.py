@@ -187,13 +187,9 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
 
 def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config):
     """(out, '') from the scaled CUTLASS GEMM, or (None, why it cannot serve this call)."""
-    if out_dtype != cutlass_scaled_swiglu.OUT_DTYPE:
-        return None, f"it writes bf16, not {out_dtype}"
-    ok, why = cutlass_scaled_swiglu.available(x.device)
-    if not ok:
+    why = cutlass_scaled_swiglu.declines(x.device, activation, out_dtype)
+    if why:
         return None, why
-    if activation != activations.SILU:
-        return None, f"it computes SiLU, not {activation}"
     K, N = x.shape[-1], w_gate.shape[0]
     x2 = cuda_impl.as_rows(x, K)
     out, why = cutlass_scaled_swiglu.run(x2, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
