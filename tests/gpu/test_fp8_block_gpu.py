@@ -137,22 +137,31 @@ def test_transformers_fp8_model_swapped_and_compiled(mode):
         assert inductor_swiglu.fuse_fp8_gated_mlps(model).fused == ["model.layers.0.mlp", "model.layers.1.mlp"]
         eager = model(ids).logits.float()
         eager_other = model(other).logits.float()
-        inductor_swiglu.reset_op_stats()
-        run = torch.compile(model, backend="inductor_swiglu", mode=mode) if mode else model
-        for _ in range(3):
-            after = run(ids).logits.float().clone()
-        after_other = run(other).logits.float()   # new inputs through the same graph
+        outputs = {}
+        for backend in ("inductor", "inductor_swiglu"):   # stock's compile of the swapped model, then ours
+            torch._dynamo.reset()
+            inductor_swiglu.reset_op_stats()
+            run = torch.compile(model, backend=backend, mode=mode) if mode else model
+            for _ in range(3):
+                after = run(ids).logits.float().clone()
+            outputs[backend] = (after, run(other).logits.float().clone())   # new inputs through the same graph
+        after, after_other = outputs["inductor_swiglu"]
+        stock, stock_other = outputs["inductor"]
 
     def rel(a, b):
         return float((a - b).norm() / b.norm())
 
     # the swap (see tests/test_fp8_checkpoints.py: the down projection requantizes, which turns
-    # bf16-level differences into e4m3 steps), then compiled against eager, both with the swap
-    # (Inductor's fusions of the other ops round differently: the same amplification)
+    # bf16-level differences into e4m3 steps), then compiled against eager, both with the swap.
+    # Inductor's fusions of the other ops round differently and the requantization amplifies that:
+    # stock's own compile of this model lands 0.07 from eager (H200 12-05 under reduce-overhead: 0.072
+    # and 0.070; CPU, torch 2.13: 0.0725 and 0.0701, ours identical), so ours is held to stock's
+    # deviation, and both to a bound far below what a wrong gate or up would do (logits move by their size).
     print(f"swapped vs original {rel(eager, before):.4f}, compiled vs eager {rel(after, eager):.4f} / "
-          f"{rel(after_other, eager_other):.4f}")
+          f"{rel(after_other, eager_other):.4f}, stock compiled {rel(stock, eager):.4f} / {rel(stock_other, eager_other):.4f}")
     assert rel(eager, before) < 5e-2
-    assert rel(after, eager) < 5e-2 and rel(after_other, eager_other) < 5e-2
+    for ours, theirs, ref in ((after, stock, eager), (after_other, stock_other, eager_other)):
+        assert rel(ours, ref) <= 1.1 * rel(theirs, ref) + 5e-3 and rel(ours, ref) < 0.15
     stats = impl_stats.op_stats()
     plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ids.device), "silu", 18, 1536, 512, blockwise=True)
     ran = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.BLOCK_FP8_TRITON if plan.fused
