@@ -528,6 +528,12 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", accumulate="block128"),
     ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
+    # Not yet swept: the scheduler's swizzle of 4 on two overlapped rows (a run-time argument, no new
+    # kernel); the per-row twin of the second was the fastest per-row candidate at 4 of the 14 points
+    # at M >= 2048 (..._sweep_scaled_fp8_overlap.json), where the block op's best took 1.03x-1.19x
+    # the per-row kernel's time (x's quantization included; runs a day apart).
+    ScaledGemmConfig(128, 128, "cooperative", store="tma", swizzle=4, accumulate="block128_overlap"),
+    ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, swizzle=4, accumulate="block128_overlap"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
