@@ -388,4 +388,48 @@ def test_the_scaled_gemm_declines_what_it_cannot_compute_with_a_reason():
     assert csg.declines(torch.device("cpu"), "silu", torch.float16) == "it writes bf16, not torch.float16"
     assert csg.declines(torch.device("cpu"), "silu", torch.bfloat16) == "not a CUDA tensor"
     assert not csg.available(torch.device("cpu"))[0]
-    assert csg.BLOCK_DEFAULT in csg.BLOCK_ROWS and all("_block128" in n for n in csg.BLOCK_ROWS)
+    assert scaled_plans.CUTLASS_BLOCK_DEFAULT in csg.BLOCK_ROWS and all("_block128" in n for n in csg.BLOCK_ROWS)
+
+
+def test_the_scaled_gemm_problem_carries_each_kind_of_scales(monkeypatch):
+    """What run and run_block hand the library (a recorder stands in for it): per-row and single
+    scales as steps of 1 and 0 (a single one widened where the other weight has rows), block scales
+    as x's M-major stride and the weights' row stride, M from x or, for block rows, from out."""
+    from inductor_swiglu.kernels import configs as kernel_configs
+    from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
+
+    names = [c.name for c in kernel_configs.SCALED_GEMM]
+    seen = []
+
+    class Library:
+        def configs(self, kernel):
+            return names
+
+    monkeypatch.setattr(csg.kl, "get_library", lambda: Library())
+    monkeypatch.setattr(csg, "launch", lambda lib, kernel, p, device: (seen.append(p), (True, ""))[1])
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    csg.config_names.cache_clear()
+    try:
+        x = torch.zeros(5, 256, dtype=torch.float8_e4m3fn)
+        wg, wu = torch.zeros(2, 16, 256, dtype=torch.float8_e4m3fn)
+        per_row = names[0]
+        out, why = csg.run(x, torch.ones(5, 1), wg, torch.ones(1), wu, torch.ones(16, 1), "silu", per_row)
+        p = seen[-1]
+        assert not why and out.shape == (5, 16) and (p.M, p.N, p.K, p.config) == (5, 16, 256, 0)
+        assert (p.x_scale_stride, p.w_scale_stride) == (1, 1)   # w_gate's one scale widened to 16
+        block = scaled_plans.CUTLASS_BLOCK_DEFAULT
+        xs = torch.ones(2, 8).t()   # [8 rows, 2 blocks of K] M-major
+        out = torch.empty(6, 16, dtype=torch.bfloat16)
+        got, why = csg.run_block(torch.zeros(8, 256, dtype=torch.float8_e4m3fn), xs, wg, torch.ones(1, 2), wu,
+                                 torch.ones(1, 2), "silu", block, out)
+        p = seen[-1]
+        assert got is out and (p.M, p.N, p.K, p.config) == (6, 16, 256, names.index(block))
+        assert (p.x_scale_stride, p.w_scale_stride) == (8, 2)
+        # each call takes only rows of its own kind of scales, and contiguous rows
+        assert "takes block scales" in csg.run(x, torch.ones(5, 1), wg, torch.ones(16), wu, torch.ones(16), "silu",
+                                               block)[1]
+        assert "unit stride along K" in csg.run(x.t().contiguous().t(), torch.ones(5), wg, torch.ones(16), wu,
+                                                torch.ones(16), "silu", per_row)[1]
+        assert len(seen) == 2
+    finally:
+        csg.config_names.cache_clear()

@@ -29,7 +29,6 @@ IMPL = kl.NAMES[kl.SCALED_GEMM]
 OUT_DTYPE = torch.bfloat16
 # The rows of each kind, by name (the library may hold fewer: config_names)
 BLOCK_ROWS = frozenset(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)
-BLOCK_DEFAULT = next(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)
 
 
 @functools.cache
@@ -77,44 +76,17 @@ def run(x2: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_gate_sc
         out: torch.Tensor | None = None) -> tuple[torch.Tensor | None, str]:
     """out [M, N] bf16 = act(gate) * up of x2 [M, K] (float8, unit stride along K) and the [N, K]
     float8 weights with their scales; (out, '') or (None, why the kernel declined)."""
-    lib, why = _library_with(config, blockwise=False)
+    lib, why = _ready(config, False, x2, w_gate, w_up)
     if lib is None:
         return None, why
-    names = config_names()
-    if x2.stride(1) != 1 or w_gate.stride(1) != 1 or w_up.stride(1) != 1:
-        return None, "x and the weights need unit stride along K"
-    M, K = x2.shape
-    N = w_gate.shape[0]
+    M, N = x2.shape[0], w_gate.shape[0]
     sx, x_step = _per_row(x_scale, M)
     sg, g_step = _per_row(w_gate_scale, N)
     su, u_step = _per_row(w_up_scale, N)
     if g_step != u_step:   # the kernel takes one step for both weights: widen the single one
         sg, su = sg.expand(N).contiguous(), su.expand(N).contiguous()
-    w_step = max(g_step, u_step)
-    if out is None:
-        out = torch.empty((M, N), dtype=OUT_DTYPE, device=x2.device)
-    p = kl.IswProblem(
-        x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
-        M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
-        kl.ISW_FP8_E4M3, names.index(config), activations.activation_id(activation), None, 0,
-        torch._C._cuda_getCurrentRawStream(x2.device.index),
-        sx.data_ptr(), sg.data_ptr(), su.data_ptr(), x_step, w_step, kl.ISW_DTYPES["bfloat16"],
-    )
-    ok, why = launch(lib, kl.SCALED_GEMM, p, x2.device)
-    return (out, "") if ok else (None, why)
-
-
-def _library_with(config: str, blockwise: bool):
-    """(the library, '') where it has `config` and the row takes this kind of scales, else (None, why)."""
-    lib = kl.get_library()
-    if lib is None:
-        return None, kl.unavailable_reason()
-    if config not in config_names():
-        return None, f"this build of the kernel library has no {IMPL} configuration {config!r}"
-    if (config in BLOCK_ROWS) != blockwise:
-        kind = "block scales" if config in BLOCK_ROWS else "per-row or single scales"
-        return None, f"{IMPL} configuration {config!r} takes {kind}"
-    return lib, ""
+    out = out if out is not None else torch.empty((M, N), dtype=OUT_DTYPE, device=x2.device)
+    return _launch(lib, x2, w_gate, w_up, out, M, activation, config, sx, sg, su, x_step, max(g_step, u_step))
 
 
 def run_block(xq: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_gate_scale: torch.Tensor,
@@ -125,25 +97,42 @@ def run_block(xq: torch.Tensor, x_scale: torch.Tensor, w_gate: torch.Tensor, w_g
     them), and the [N, K] e4m3 weights with their fp32 ``[ceil(N/128), ceil(K/128)]`` block
     scales; M = out's rows if `out` is given, else M'.  (out, '') or (None, why the kernel
     declined)."""
-    lib, why = _library_with(config, blockwise=True)
+    lib, why = _ready(config, True, xq, w_gate, w_up)
     if lib is None:
         return None, why
-    if xq.stride(1) != 1 or w_gate.stride(1) != 1 or w_up.stride(1) != 1:
-        return None, "x and the weights need unit stride along K"
     if x_scale.stride(0) != 1:
         return None, "x's block scales must be M-major (quantize_blocks' layout)"
-    M, K = (out.shape[0] if out is not None else xq.shape[0]), xq.shape[1]
-    N = w_gate.shape[0]
     sg, su = w_gate_scale.contiguous(), w_up_scale.contiguous()
-    if out is None:
-        out = torch.empty((M, N), dtype=OUT_DTYPE, device=xq.device)
+    out = out if out is not None else torch.empty((xq.shape[0], w_gate.shape[0]), dtype=OUT_DTYPE, device=xq.device)
+    return _launch(lib, xq, w_gate, w_up, out, out.shape[0], activation, config, x_scale, sg, su, x_scale.stride(1),
+                   sg.stride(0))
+
+
+def _ready(config: str, blockwise: bool, x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor):
+    """(the library, '') where it has `config`, the row takes this kind of scales and the operands'
+    rows are contiguous, else (None, why)."""
+    lib = kl.get_library()
+    if lib is None:
+        return None, kl.unavailable_reason()
+    if config not in config_names():
+        return None, f"this build of the kernel library has no {IMPL} configuration {config!r}"
+    if (config in BLOCK_ROWS) != blockwise:
+        kind = "block scales" if config in BLOCK_ROWS else "per-row or single scales"
+        return None, f"{IMPL} configuration {config!r} takes {kind}"
+    if x2.stride(1) != 1 or w_gate.stride(1) != 1 or w_up.stride(1) != 1:
+        return None, "x and the weights need unit stride along K"
+    return lib, ""
+
+
+def _launch(lib, x2, w_gate, w_up, out, M, activation, config, sx, sg, su, x_step, w_step):
+    """One launch of `config` for M rows into out; the scale pointers and steps as the row's kind
+    reads them (swiglu_api.h)."""
     p = kl.IswProblem(
-        xq.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
-        M, N, K, xq.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
+        x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
+        M, w_gate.shape[0], x2.shape[1], x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
         kl.ISW_FP8_E4M3, config_names().index(config), activations.activation_id(activation), None, 0,
-        torch._C._cuda_getCurrentRawStream(xq.device.index),
-        x_scale.data_ptr(), sg.data_ptr(), su.data_ptr(), x_scale.stride(1), sg.stride(0),
-        kl.ISW_DTYPES["bfloat16"],
+        torch._C._cuda_getCurrentRawStream(x2.device.index),
+        sx.data_ptr(), sg.data_ptr(), su.data_ptr(), x_step, w_step, kl.ISW_DTYPES["bfloat16"],
     )
-    ok, why = launch(lib, kl.SCALED_GEMM, p, xq.device)
+    ok, why = launch(lib, kl.SCALED_GEMM, p, x2.device)
     return (out, "") if ok else (None, why)
