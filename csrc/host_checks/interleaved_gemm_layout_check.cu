@@ -455,6 +455,19 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 
 // ---------------------------------------------------------------------------------------------
 // 4. Rejections.
+struct RejectionCase { const char* what; isw_problem p; int expect; };
+
+// make_arguments on each case: its status, with the message where it refused.
+template <class Gemm>
+static void run_rejections(std::vector<RejectionCase> const& cases, int width) {
+  for (auto const& c : cases) {
+    typename Gemm::GemmKernel::Arguments args{};
+    int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
+    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
+    printf("  %-*s -> %d %s\n", width, c.what, st, st == ISW_OK ? "" : isw::g_msg);
+  }
+}
+
 template <class Gemm>
 static void check_rejections() {
   using Element = typename Gemm::Element;
@@ -476,8 +489,7 @@ static void check_rejections() {
     }
     return p;
   };
-  struct Case { const char* what; isw_problem p; int expect; };
-  std::vector<Case> cases;
+  std::vector<RejectionCase> cases;
   cases.push_back({"baseline", make(), ISW_OK});
   if constexpr (kScaled) {
     // what the scaled GEMM adds; the rest is check_problem's, as the bf16 configurations exercise it
@@ -506,12 +518,7 @@ static void check_rejections() {
     { auto p = make(); p.M = 1; cases.push_back({"M = 1", p, ISW_OK}); }
     { auto p = make(); p.M = 3; p.N = 8; p.ld_out = 8; p.w_up = base + 4096 + 8 * 136; cases.push_back({"N = 8", p, ISW_OK}); }
   }
-  for (auto& c : cases) {
-    typename Gemm::GemmKernel::Arguments args{};
-    int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
-    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
-    printf("  %-22s -> %d %s\n", c.what, st, st == ISW_OK ? "" : isw::g_msg);
-  }
+  run_rejections<Gemm>(cases, 22);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,10 +552,9 @@ static void emulate_block_scales(int M, int N, int K, bool up_lower) {
   isw::collective::BlockScales const& s = params.mainloop.block_scales;
   CHECK(s.x == xs.data() && s.x_ld == x_ld && s.w_ld == w_ld && s.rows == M && s.weight_rows == N,
         "the mainloop's block scales are not the problem's");
-  CHECK(s.lo == (up_lower ? ua.data() : ga.data()) && s.hi == (up_lower ? ga.data() : ua.data()),
-        "lo/hi scales are not those of the lower- and higher-addressed weights");
   float const* lo = up_lower ? ua.data() : ga.data();
   float const* hi = up_lower ? ga.data() : ua.data();
+  CHECK(s.lo == lo && s.hi == hi, "lo/hi scales are not those of the lower- and higher-addressed weights");
   int bad = 0, twice = 0;
   const int m_tiles = (M + TM - 1) / TM, n_tiles = (2 * N + TN - 1) / TN;
   for (int mt = 0; mt < m_tiles; ++mt)
@@ -592,26 +598,19 @@ static void check_block_scaled(const char* name) {
   auto* base = aligned_buffer<typename Gemm::ElementIn>(1 << 20, sbuf);
   auto make = [&]() {
     isw_problem p{};
-    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * 144; p.out = base + 300000;
     p.M = 5; p.N = 256; p.K = 384; p.ld_x = 384; p.ld_w_gate = 144 * 4; p.ld_w_up = 144 * 4; p.ld_out = 256;
-    p.w_up = base + 4096 + 256 * p.ld_w_gate;
+    p.x = base; p.w_gate = base + 4096; p.w_up = base + 4096 + 256 * p.ld_w_gate; p.out = base + 300000;
     p.dtype = ISW_FP8_E4M3; p.out_dtype = ISW_BF16;
     p.x_scale = xs; p.w_gate_scale = ws; p.w_up_scale = ws; p.x_scale_stride = 8; p.w_scale_stride = 3;
     return p;
   };
-  struct Case { const char* what; isw_problem p; int expect; };
-  std::vector<Case> cases;
+  std::vector<RejectionCase> cases;
   cases.push_back({"baseline", make(), ISW_OK});
   { auto p = make(); p.w_up_scale = nullptr; cases.push_back({"w_up_scale null", p, ISW_ERR_INVALID}); }
   { auto p = make(); p.x_scale_stride = 4; cases.push_back({"x scale stride < M", p, ISW_ERR_INVALID}); }
   { auto p = make(); p.w_scale_stride = 2; cases.push_back({"w scale stride < K blocks", p, ISW_ERR_INVALID}); }
   { auto p = make(); p.out_dtype = ISW_FP16; cases.push_back({"out fp16", p, ISW_ERR_UNSUPPORTED}); }
-  for (auto& c : cases) {
-    typename Gemm::GemmKernel::Arguments args{};
-    int st = isw::interleaved::make_arguments<Gemm>(&c.p, 132, args);
-    CHECK(st == c.expect, "case '%s': got %d, expected %d (%s)", c.what, st, c.expect, isw::g_msg);
-    printf("  %-26s -> %d %s\n", c.what, st, st == ISW_OK ? "" : isw::g_msg);
-  }
+  run_rejections<Gemm>(cases, 26);
 }
 
 template <class Gemm>
