@@ -141,13 +141,17 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
         # the row maxima from their T parts ([M, T]: the gated kernel's, ROW_AMAX_NOTE of
         # triton_scaled_swiglu, or one per row from the row pass); per tensor, the maximum of all
         # rows.  The programs of the first K split and weight tile also store the scales for the
-        # reduction kernel.
-        amax = tl.full((BLOCK_M,), 0.0, tl.float32)
+        # reduction kernel.  The parts are maxed elementwise in the loop and reduced once after it: a
+        # reduction carried by the loop is rewritten by Triton's OptimizeThreadLocality, which
+        # asserts that the loop's result has one use (ZERO_AS_ONE's select gives it two: Triton 3.6
+        # aborted compiling the 7B down projection, 512 parts a step).
+        parts = tl.full((BLOCK_M, BLOCK_T), 0.0, tl.float32)
         for t0 in range(0, T, BLOCK_T):
             offs_t = t0 + tl.arange(0, BLOCK_T)
             a = tl.load(amax_ptr + rows_m[:, None] * T + offs_t[None, :], mask=mask_m[:, None] & (offs_t[None, :] < T),
                         other=0.0)
-            amax = maximum(amax, tl.reduce(a, 1, maximum))
+            parts = maximum(parts, a)
+        amax = tl.reduce(parts, 1, maximum)
         if PER_TENSOR:   # every row of h is in this program (M <= BLOCK_M)
             amax = tl.full((BLOCK_M,), 0.0, tl.float32) + tl.reduce(amax, 0, maximum)
         s = tl.where(mask_m, _scale_of(amax, ZERO_AS_ONE), 1.0)

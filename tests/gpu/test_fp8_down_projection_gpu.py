@@ -228,14 +228,30 @@ def test_zero_max_as_one_on_the_gpu(M):
     assert torch.equal(got[others], torchao[others])
 
 
-@pytest.mark.parametrize("M", [1, 8])
-def test_a_flat_quantized_mlp_is_one_op_under_cuda_graphs(M):
+@pytest.mark.parametrize("T", [1, 37, 600])
+@pytest.mark.parametrize("zero_max_as_one", [False, True])
+def test_the_decode_kernel_takes_row_maxima_in_parts(T, zero_max_as_one):
+    # the merged MLP hands the decode kernel h's row maxima in T parts (one per N tile of the gated
+    # kernel: hundreds at 7B), read up to 512 a step; the numbers are those of a pass over h, an
+    # all-zero row included
+    h, w, ws = operands(8, 3584, 18944, seed=T)
+    if zero_max_as_one:   # else a zero row's scale is 0 and its outputs NaN, as torchao's
+        h[3] = 0
+    parts = torch.stack([c.float().abs().amax(dim=1) for c in torch.tensor_split(h, T, dim=1)], dim=1).contiguous()
+    got = tfl.rowwise_linear(h, w, ws, torch.bfloat16, h_amax_parts=parts, zero_max_as_one=zero_max_as_one)
+    assert torch.equal(got, tfl.rowwise_linear(h, w, ws, torch.bfloat16, zero_max_as_one=zero_max_as_one))
+    if zero_max_as_one:
+        assert (got[3] == 0).all() and torch.isfinite(got).all()
+
+
+@pytest.mark.parametrize("M,hidden,inter", [(1, 896, 4864), (8, 896, 4864), (8, 3584, 18944)])
+def test_a_flat_quantized_mlp_is_one_op_under_cuda_graphs(M, hidden, inter):
     # transformers' CompressedTensorsFP8Linear form (F.scaled_mm, x flattened): gate/up and down
     # rewritten and merged, stock's numbers within fp8's noise of h
     from mlp_models import FlatQuantizedFP8MLP
 
-    model = FlatQuantizedFP8MLP(896, 4864, seed=M).cuda()
-    x = torch.randn(1, M, 896, device="cuda", dtype=torch.bfloat16)
+    model = FlatQuantizedFP8MLP(hidden, inter, seed=M).cuda()
+    x = torch.randn(1, M, hidden, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.reset()
     with torch.no_grad():
         stock_fn = torch.compile(model, mode="reduce-overhead")
