@@ -251,3 +251,21 @@ def test_the_decode_kernel_takes_a_zero_max_as_one(interpreter, per_tensor):
     parts = h.float().abs().amax(-1, keepdim=True)
     assert torch.equal(tfl.rowwise_linear(h, w, ws, torch.float32, h_amax_parts=parts, per_tensor=per_tensor,
                                           zero_max_as_one=True), got)
+
+
+@pytest.mark.parametrize("T", [1, 37, 600])
+@pytest.mark.parametrize("zero_max_as_one", [False, True])
+def test_the_decode_kernel_takes_row_maxima_in_any_number_of_parts(interpreter, T, zero_max_as_one):
+    # the merged MLP hands over one part per N tile of the gated kernel (hundreds at 7B); the kernel
+    # reads them up to 512 a step (PARTS_BLOCK_MAX), so 600 takes two steps
+    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+
+    M, N, K = 4, 96, 640
+    h = grid_h(M, K, seed=T)
+    if zero_max_as_one:
+        h[2] = 0
+    w, ws = weights(N, K, seed=5)
+    parts = torch.stack([c.float().abs().amax(dim=1) for c in torch.tensor_split(h, T, dim=1)], dim=1).contiguous()
+    got = tfl.rowwise_linear(h, w, ws, torch.float32, h_amax_parts=parts, zero_max_as_one=zero_max_as_one)
+    assert torch.equal(got, tfl.rowwise_linear(h, w, ws, torch.float32, zero_max_as_one=zero_max_as_one))
+    assert torch.isfinite(got).all()
