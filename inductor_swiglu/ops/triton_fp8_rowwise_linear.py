@@ -225,6 +225,12 @@ def _kernels(interpret: bool):
             jit(_reduce_kernel, do_not_specialize=["M"]))
 
 
+def decode_kernel():
+    """The GEMV's JIT function, compiled mode: for compiling it ahead of time (its tests do, for
+    sm_90, without a GPU)."""
+    return _kernels(False)[1]
+
+
 def _chunk(K: int) -> int:
     return min(triton.next_power_of_2(max(K, 16)), ROW_CHUNK_MAX)
 
