@@ -1,5 +1,6 @@
-"""The FP8 decode kernel compiled for sm_90 on a machine without a GPU (Triton's ahead-of-time path,
-source to cubin), in each compile-time form the ops launch it.  The interpreter tests check its
+"""The FP8 down projection's Triton kernels (the decode GEMV and the row pass that quantizes h)
+compiled for sm_90 on a machine without a GPU (Triton's ahead-of-time path, source to cubin), in
+each compile-time form the ops launch them.  The interpreter tests check its
 numbers; this checks what only the compiler sees.  Triton 3.6 (torch 2.11's) aborted in its
 OptimizeThreadLocality pass on the form that compressed-tensors' 7B down projection launches
 (h's row maxima in 512-wide steps, zero_max_as_one), where newer Tritons compiled it: so the forms
@@ -20,6 +21,8 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
 
+ROW_PASS_ARGS = {"h_ptr": "*bf16", "s_ptr": "*fp32", "q_ptr": "*fp8e4nv", "K": "i32", "stride_h": "i32",
+                 "stride_q": "i32"}
 ARGS = {"h_ptr": "*bf16", "s_ptr": "*fp32", "w_ptr": "*fp8e4nv", "ws_ptr": "*fp32", "part_ptr": "*fp32",
         "out_ptr": "*bf16", "amax_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "k_per_split": "i32",
         "stride_h": "i32", "stride_w": "i32", "stride_ws": "i32", "stride_om": "i32", "T": "i32"}
@@ -33,9 +36,19 @@ def compile_decode_kernel(**constexprs):
                       FP8_MMA=cfg.fp8_mma, WEIGHT_ONLY=False, **constexprs)
     signature = dict(ARGS, **{name: "constexpr" for name in constexprs})
     attrs = {(i,): [["tt.divisibility", 16]] for i in ALIGNED}
-    source = ASTSource(tfl.decode_kernel(), signature, constexprs, attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": cfg.warps, "num_stages": cfg.stages})
+    return sm90(tfl.jit_kernels()[1], signature, constexprs, attrs, num_warps=cfg.warps, num_stages=cfg.stages)
+
+
+def compile_row_pass(CHUNK, **constexprs):
+    # as _row_pass launches it: K not specialized, 16 warps from 8192-wide chunks
+    signature = dict(ROW_PASS_ARGS, CHUNK="constexpr", **{name: "constexpr" for name in constexprs})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4, 5)}
+    return sm90(tfl.jit_kernels()[0], signature, dict(CHUNK=CHUNK, **constexprs), attrs,
+                num_warps=16 if CHUNK >= 8192 else 4, num_stages=3)
+
+
+def sm90(fn, signature, constexprs, attrs, **options):
+    return triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32), options=options)
 
 
 FORMS = [dict(DIRECT=direct, PER_TENSOR=per_tensor, BLOCK_T=block_t, ZERO_AS_ONE=zero)
@@ -49,7 +62,19 @@ def test_the_decode_kernel_compiles_for_sm90(form):
     assert ".target sm_90" in kernel.asm["ptx"] and kernel.asm["cubin"]
 
 
-def test_the_oldest_supported_triton_compiles_it_too():
+ROW_PASS_FORMS = [dict(CHUNK=chunk, WRITE_Q=write_q, OUT=out, ZERO_AS_ONE=zero)
+                  for chunk in (1024, tfl.ROW_CHUNK_MAX) for write_q in (False, True)
+                  for out in (tfl.ROW_SCALE, tfl.ROW_MAX, tfl.GIVEN_SCALE) for zero in (False, True)
+                  if not (out == tfl.GIVEN_SCALE and not write_q)]
+
+
+@pytest.mark.parametrize("form", ROW_PASS_FORMS, ids=lambda f: "-".join(f"{k}={v}" for k, v in f.items()))
+def test_the_row_pass_compiles_for_sm90(form):
+    kernel = compile_row_pass(**form)
+    assert ".target sm_90" in kernel.asm["ptx"] and kernel.asm["cubin"]
+
+
+def test_the_oldest_supported_triton_compiles_them_too():
     floor = os.environ.get("INDUCTOR_SWIGLU_FLOOR_TRITON")
     if not floor:
         pytest.skip("INDUCTOR_SWIGLU_FLOOR_TRITON names no directory holding the oldest supported Triton")
@@ -60,4 +85,4 @@ def test_the_oldest_supported_triton_compiles_it_too():
     version = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"], env=env,
                              capture_output=True, text=True).stdout.strip()
     assert done.returncode == 0, f"Triton {version}:\n{done.stdout[-4000:]}"
-    assert f"{len(FORMS)} passed" in done.stdout, done.stdout[-2000:]
+    assert f"{len(FORMS) + len(ROW_PASS_FORMS)} passed" in done.stdout, done.stdout[-2000:]

@@ -225,10 +225,10 @@ def _kernels(interpret: bool):
             jit(_reduce_kernel, do_not_specialize=["M"]))
 
 
-def decode_kernel():
-    """The GEMV's JIT function, compiled mode: for compiling it ahead of time (its tests do, for
-    sm_90, without a GPU)."""
-    return _kernels(False)[1]
+def jit_kernels():
+    """(row pass, GEMV, split reduction): the JIT functions in compiled mode, for compiling them
+    ahead of time (their tests do, for sm_90, without a GPU)."""
+    return _kernels(False)
 
 
 def _chunk(K: int) -> int:
