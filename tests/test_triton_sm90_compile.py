@@ -1,6 +1,6 @@
 """The FP8 down projection's Triton kernels (the decode GEMV and the row pass that quantizes h)
 compiled for sm_90 on a machine without a GPU (Triton's ahead-of-time path, source to cubin), in
-each compile-time form the ops launch them.  The interpreter tests check its
+each compile-time form the ops launch them.  The interpreter tests check their
 numbers; this checks what only the compiler sees.  Triton 3.6 (torch 2.11's) aborted in its
 OptimizeThreadLocality pass on the form that compressed-tensors' 7B down projection launches
 (h's row maxima in 512-wide steps, zero_max_as_one), where newer Tritons compiled it: so the forms
@@ -80,9 +80,12 @@ def test_the_oldest_supported_triton_compiles_them_too():
         pytest.skip("INDUCTOR_SWIGLU_FLOOR_TRITON names no directory holding the oldest supported Triton")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([floor, *sys.path]))
     env.pop("INDUCTOR_SWIGLU_FLOOR_TRITON")
+    # the directory's Triton is the one imported, not the environment's
+    where = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__, triton.__file__)"],
+                           env=env, capture_output=True, text=True, check=True).stdout.split()
+    version, path = where[0], where[1]
+    assert os.path.realpath(path).startswith(os.path.realpath(floor) + os.sep), (floor, path)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
                            "-k", "compiles_for_sm90"], env=env, capture_output=True, text=True, timeout=600)
-    version = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"], env=env,
-                             capture_output=True, text=True).stdout.strip()
     assert done.returncode == 0, f"Triton {version}:\n{done.stdout[-4000:]}"
     assert f"{len(FORMS) + len(ROW_PASS_FORMS)} passed" in done.stdout, done.stdout[-2000:]
