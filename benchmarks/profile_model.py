@@ -1,6 +1,7 @@
 """Where a whole-model forward spends its GPU time, kernel by kernel, stock against ours.
 
     python benchmarks/profile_model.py --out /tmp/run [--model 0.5b|7b] [--lengths 512,2048] [--record]
+    python benchmarks/profile_model.py --out /tmp/run --model 7b --layers 2 --lengths 2048 --fp8 row --shapes static
 
 Compiles the Qwen2.5-shaped model (random bf16 weights) with the variants of bench_model.py
 (`--variants`, default inductor-ro,swiglu-ro), runs a prefill of each length, and reports per
@@ -29,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_data  # noqa: E402
-from bench_model import VARIANTS  # noqa: E402
+from bench_model import VARIANTS, quantize_fp8  # noqa: E402
 from timing import configure_inductor_cache, inductor_cache_dir, private_entry, rotating_samples, wall_seconds  # noqa: E402
 
 
@@ -53,7 +54,8 @@ def differences(base: dict, ours: dict, top: int) -> list[tuple[str, float, floa
 def markdown(result: dict, top: int) -> str:
     meta, names = result["meta"], result["meta"]["variants"]
     lines = [f"Measured {meta['date']} on {meta['device']} (torch {meta['torch']}), Qwen2.5-{meta['model']} shapes, "
-             f"{meta['layers']} layers, bf16, random weights; prefill: one forward, no cache, logits of the last position; "
+             f"{meta['layers']} layers, bf16{'; ' + meta['fp8'] if meta.get('fp8') else ''}, random weights, "
+             f"{'dynamic=False' if meta.get('shapes') == 'static' else 'default shapes'}; prefill: one forward, no cache, logits of the last position; "
              f"wall: median of {meta['reps']} interleaved forwards; kernels: torch.profiler over {meta['profile_reps']} "
              f"forwards; Inductor cache: {meta['inductor_cache']}.", ""]
     for length, per in result["lengths"].items():
@@ -84,6 +86,11 @@ def main(argv=None) -> int:
     ap.add_argument("--lengths", default="512,2048", help="prefill lengths, comma-separated")
     ap.add_argument("--variants", default="inductor-ro,swiglu-ro", help="two or more of bench_model.py's variants, "
                     "the first the baseline of the differences")
+    ap.add_argument("--fp8", choices=("row", "tensor", "weight", "compressed-tensors"), default=None,
+                    help="quantize every Linear first, as bench_model.py --fp8 does (torchao per row / per tensor / "
+                         "weight-only, or transformers' compressed-tensors FP8-dynamic layers)")
+    ap.add_argument("--shapes", choices=("auto", "static"), default="auto",
+                    help="static: dynamic=False, one graph per length (as bench_model.py --shapes static)")
     ap.add_argument("--reps", type=int, default=20, help="interleaved forwards for the wall time")
     ap.add_argument("--profile-reps", type=int, default=5, help="forwards under the profiler")
     ap.add_argument("--top", type=int, default=16, help="rows of the table of differences")
@@ -104,16 +111,21 @@ def main(argv=None) -> int:
     configure_inductor_cache(args)
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 8 * len(names))
     model = build_qwen25(args.model, torch.bfloat16, "cuda", num_layers=args.layers)
+    fp8 = quantize_fp8(model, args.fp8) if args.fp8 else None
+    dynamic = False if args.shapes == "static" else None
     steps = {}
     for n in names:
         v = VARIANTS[n]
-        backend = inductor_swiglu.backend() if v.backend == "inductor_swiglu" else v.backend
-        steps[n] = torch.compile(private_entry(model, n), backend=backend, mode=v.mode, options=v.options or None)
+        backend = (inductor_swiglu.backend(inductor_swiglu.PassConfig(**v.pass_config)) if v.backend == "inductor_swiglu"
+                   else v.backend)
+        steps[n] = torch.compile(private_entry(model, n), backend=backend, mode=v.mode, options=v.options or None,
+                                 dynamic=dynamic)
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"meta": {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "model": args.model.upper(), "layers": model.config.num_hidden_layers,
                        "variants": names, "reps": args.reps, "profile_reps": args.profile_reps,
-                       "inductor_cache": args.inductor_cache, "graphs_while_timing": {}}, "lengths": {}}
+                       "inductor_cache": args.inductor_cache, "fp8": fp8, "shapes": args.shapes,
+                       "graphs_while_timing": {}}, "lengths": {}}
     gen = torch.Generator(device="cuda").manual_seed(0)
     cache_dirs = {n: inductor_cache_dir(args, n) for n in names}
     for length in (int(s) for s in args.lengths.split(",")):

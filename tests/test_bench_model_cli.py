@@ -325,6 +325,10 @@ def test_profile_model_sums_kernels_per_forward_and_names_what_moved():
     assert "not warm" not in md
     cold = profile_model.markdown({"meta": {**meta, "graphs_while_timing": {"512": 1}}, "lengths": {"512": per}}, top=3)
     assert "1 graph(s) compiled or CUDA graph(s) recorded while the wall time was taken" in cold
+    assert "bf16, random weights, default shapes;" in md
+    fp8 = profile_model.markdown({"meta": {**meta, "fp8": "torchao Float8DynamicActivationFloat8WeightConfig(row)",
+                                           "shapes": "static"}, "lengths": {"512": per}}, top=3)
+    assert "bf16; torchao Float8DynamicActivationFloat8WeightConfig(row), random weights, dynamic=False;" in fp8
 
 
 class _FakeBench:
