@@ -86,6 +86,22 @@ class Variant:
         return (f"{self.backend}, {how}" + "".join(f", {k}={v}" for k, v in self.env.items())
                 + "".join(f", PassConfig.{k}={v}" for k, v in self.pass_config.items()))
 
+    def compiled(self, model, name: str, dynamic: bool | None):
+        """The model's forward as this variant runs it: eager, or torch.compile'd under the
+        variant's name (`private_entry`: a Dynamo cache of its own).  Our variants get a backend
+        object of their own: torch.compile's wrapper compares equal for the same backend name and
+        mode, and Dynamo would then hand swiglu-ro-pdl the code (and the CUDA graphs, captured
+        without PDL) of swiglu-ro.  The caller applies `env` while compiling and capturing."""
+        if self.backend is None:
+            return model.forward
+        import inductor_swiglu
+
+        backend = (inductor_swiglu.backend(inductor_swiglu.PassConfig(**self.pass_config))
+                   if self.backend == "inductor_swiglu" else self.backend)
+        if self.mode is not None:   # torch.compile takes a mode or options, not both
+            return torch.compile(private_entry(model, name), backend=backend, mode=self.mode, dynamic=dynamic)
+        return torch.compile(private_entry(model, name), backend=backend, options=self.options or None, dynamic=dynamic)
+
 
 # reduce-overhead is {"triton.cudagraphs": True}; torch.compile takes a mode or options, not both
 _RO_TRITON_PDL = {"triton.cudagraphs": True, "triton.enable_pdl": True}
@@ -196,18 +212,7 @@ def prepare_variant(name: str, model, inputs: dict, args) -> tuple[dict, dict, d
     tc = torch._dynamo.utils.counters["inductor"]
     skips0 = tc["cudagraph_skips"]
     g0, c0 = inductor_swiglu.dynamo_graphs(), inductor_swiglu.cudagraphs_recorded()
-    # Our variants get a backend object of their own: torch.compile's wrapper compares equal for
-    # the same backend name and mode, and Dynamo would then hand swiglu-ro-pdl the code (and the
-    # CUDA graphs, captured without PDL) of swiglu-ro.
-    backend = (inductor_swiglu.backend(inductor_swiglu.PassConfig(**v.pass_config)) if v.backend == "inductor_swiglu"
-               else v.backend)
-    dynamic = False if args.shapes == "static" else None
-    if v.backend is None:
-        step = model.forward
-    elif v.mode is not None:
-        step = torch.compile(private_entry(model, name), backend=backend, mode=v.mode, dynamic=dynamic)
-    else:
-        step = torch.compile(private_entry(model, name), backend=backend, options=v.options or None, dynamic=dynamic)
+    step = v.compiled(model, name, dynamic=False if args.shapes == "static" else None)
     eager = v.backend is None
     runs, decoders = {}, {}
     t_start = time.perf_counter()

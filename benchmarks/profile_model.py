@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_data  # noqa: E402
 from bench_model import VARIANTS, quantize_fp8  # noqa: E402
-from timing import configure_inductor_cache, inductor_cache_dir, private_entry, rotating_samples, wall_seconds  # noqa: E402
+from timing import configure_inductor_cache, inductor_cache_dir, rotating_samples, wall_seconds  # noqa: E402
 
 
 def kernel_times(events, forwards: int) -> dict[str, dict[str, float]]:
@@ -113,13 +113,7 @@ def main(argv=None) -> int:
     model = build_qwen25(args.model, torch.bfloat16, "cuda", num_layers=args.layers)
     fp8 = quantize_fp8(model, args.fp8) if args.fp8 else None
     dynamic = False if args.shapes == "static" else None
-    steps = {}
-    for n in names:
-        v = VARIANTS[n]
-        backend = (inductor_swiglu.backend(inductor_swiglu.PassConfig(**v.pass_config)) if v.backend == "inductor_swiglu"
-                   else v.backend)
-        steps[n] = torch.compile(private_entry(model, n), backend=backend, mode=v.mode, options=v.options or None,
-                                 dynamic=dynamic)
+    steps = {n: VARIANTS[n].compiled(model, n, dynamic) for n in names}
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"meta": {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "model": args.model.upper(), "layers": model.config.num_hidden_layers,
