@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -127,7 +128,9 @@ def main(argv=None) -> int:
         forward = {n: (lambda f=f: f(input_ids=ids, use_cache=False, logits_to_keep=1)) for n, f in steps.items()}
         for n, fwd in forward.items():
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dirs[n]
-            print(f"[{n}] prefill {length} warm-up: {inductor_swiglu.warmup(fwd, [()])}", flush=True)
+            # as bench_model.py: the variant's environment while it compiles and captures its CUDA graphs
+            with mock.patch.dict(os.environ, VARIANTS[n].env):
+                print(f"[{n}] prefill {length} warm-up: {inductor_swiglu.warmup(fwd, [()])}", flush=True)
         walls, new = rotating_samples({n: (lambda fwd=fwd: wall_seconds(fwd)) for n, fwd in forward.items()}, args.reps)
         if new:
             print(f"prefill {length}: {new} graph(s) compiled or recorded while timing (a variant was not warm)", flush=True)
