@@ -26,8 +26,11 @@ ROW_PASS_ARGS = {"h_ptr": "*bf16", "s_ptr": "*fp32", "q_ptr": "*fp8e4nv", "K": "
 ARGS = {"h_ptr": "*bf16", "s_ptr": "*fp32", "w_ptr": "*fp8e4nv", "ws_ptr": "*fp32", "part_ptr": "*fp32",
         "out_ptr": "*bf16", "amax_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "k_per_split": "i32",
         "stride_h": "i32", "stride_w": "i32", "stride_ws": "i32", "stride_om": "i32", "T": "i32"}
-# what the launcher specializes at a 7B shape: 16-aligned pointers and sizes; M and T are not
-ALIGNED = [i for i, name in enumerate(ARGS) if name not in ("M", "T", "stride_ws")]
+
+
+def aligned(args, unaligned):
+    """{(index,): 16-divisible} for every argument but those named: what the launcher specializes."""
+    return {(i,): [["tt.divisibility", 16]] for i, name in enumerate(args) if name not in unaligned}
 
 
 def compile_decode_kernel(**constexprs):
@@ -35,15 +38,15 @@ def compile_decode_kernel(**constexprs):
     constexprs = dict(BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, BLOCK_M=cfg.block_m, EVEN_K=True, FP32_DOT=False,
                       FP8_MMA=cfg.fp8_mma, WEIGHT_ONLY=False, **constexprs)
     signature = dict(ARGS, **{name: "constexpr" for name in constexprs})
-    attrs = {(i,): [["tt.divisibility", 16]] for i in ALIGNED}
-    return sm90(tfl.jit_kernels()[1], signature, constexprs, attrs, num_warps=cfg.warps, num_stages=cfg.stages)
+    # at a 7B shape: 16-aligned pointers and sizes; M and T are not
+    return sm90(tfl.jit_kernels()[1], signature, constexprs, aligned(ARGS, ("M", "T", "stride_ws")),
+                num_warps=cfg.warps, num_stages=cfg.stages)
 
 
 def compile_row_pass(CHUNK, **constexprs):
     # as _row_pass launches it: K not specialized, 16 warps from 8192-wide chunks
     signature = dict(ROW_PASS_ARGS, CHUNK="constexpr", **{name: "constexpr" for name in constexprs})
-    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4, 5)}
-    return sm90(tfl.jit_kernels()[0], signature, dict(CHUNK=CHUNK, **constexprs), attrs,
+    return sm90(tfl.jit_kernels()[0], signature, dict(CHUNK=CHUNK, **constexprs), aligned(ROW_PASS_ARGS, ("K",)),
                 num_warps=16 if CHUNK >= 8192 else 4, num_stages=3)
 
 
