@@ -164,3 +164,45 @@ def test_a_second_build_compiles_nothing(tmp_path, monkeypatch):
     srcs[1].write_text("// b.cu, edited\n")
     build.build(out_dir=tmp_path / "lib", verbose=False)
     assert compiled == [str(srcs[1])]
+
+
+def test_two_cores_compile_each_family_in_one_unit():
+    # every extra unit pays the headers again: on the machine CI and a newcomer have, splitting
+    # would only add work
+    sel = build.select("shipped")
+    units = build.plan_units(sel, cores=2)
+    assert {u.shards for u in units} == {1}
+    assert sorted(u.src.name for u in units) == sorted(p.name for p in build.sources())
+
+
+def test_sixteen_cores_split_the_large_families_into_shards_that_cover_every_row():
+    sel = build.select("shipped")
+    units = build.plan_units(sel, cores=16)
+    by_src: dict[str, list] = {}
+    for u in units:
+        by_src.setdefault(u.src.name, []).append(u)
+    assert len(by_src["interleaved_gemm.cu"]) > 1
+    for name, us in by_src.items():
+        assert sorted(u.shard for u in us) == list(range(us[0].shards)), name
+        assert sum(u.kernels(sel) for u in us) == sel.kernels_in(name), name
+        if name not in build.SHARDED_ENTRIES:
+            assert len(us) == 1, name
+    longest = max(build.unit_seconds(u.kernels(sel)) for u in units)
+    one_unit_each = max(build.unit_seconds(sel.kernels_in(n)) for n in build.SHARDED_ENTRIES)
+    assert longest < one_unit_each / 2
+
+
+def test_shards_are_compiled_with_their_index_and_routed_by_the_generated_include():
+    sel = build.select("shipped")
+    units = build.plan_units(sel, cores=16)
+    inter = [u for u in units if u.src.name == "interleaved_gemm.cu"]
+    assert inter[1].flags() == ["-DISW_SHARD=1", f"-DISW_SHARDS={len(inter)}"]
+    assert len({u.stem for u in units}) == len(units)    # one object each
+    text = build.shards_include(units)
+    for k in range(len(inter)):
+        assert f"extern const KernelEntry interleaved_gemm_entry_shard{k};" in text
+    assert f"interleaved_gemm_entry_shards[] = {{{', '.join(f'&interleaved_gemm_entry_shard{k}' for k in range(len(inter)))}}}" in text
+    # every family the routing names has its entry in the generated list, even in one shard
+    one = build.shards_include(build.plan_units(sel, cores=1))
+    for entry in build.SHARDED_ENTRIES.values():
+        assert f"{entry}_shards[] = {{&{entry}_shard0}};" in one

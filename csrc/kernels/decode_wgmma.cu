@@ -39,6 +39,7 @@
 #include "epilogues/accumulator_layout.hpp"
 #include "epilogues/activation.hpp"
 #include "collectives/gate_up_view.hpp"
+#include "api/config_shards.hpp"
 #include "api/kernel_registry.hpp"
 #include "epilogues/register_store_epilogue.hpp"
 
@@ -362,20 +363,21 @@ namespace isw::decode_wgmma {
 using RunFn = int (*)(const isw_problem*);
 // The run and check functions of one configuration and element type; null where this build has
 // no kernels of that type.
-template <int Dtype, class Gemm>
+// (and null where another shard, config_shards.hpp, holds the row)
+template <int Dtype, class Gemm, bool InThisShard>
 constexpr RunFn run_if_built() {
-  if constexpr (built_for(Dtype)) return &run_impl<Gemm>;
+  if constexpr (built_for(Dtype) && InThisShard) return &run_impl<Gemm>;
   else return nullptr;
 }
-#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st)                  \
-  {run_if_built<ISW_BF16, Config<cutlass::bfloat16_t, tm, tn, tk, s, st>>(), \
-   run_if_built<ISW_FP16, Config<cutlass::half_t, tm, tn, tk, s, st>>()},
-static const RunFn kRun[][2] = {
+#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st) name,
+static constexpr const char* kNames[] = {
 #include "decode_wgmma_configs.inc"
 };
 #undef ISW_DECODE_WGMMA_CONFIG
-#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st) name,
-static const char* const kNames[] = {
+#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st)                                             \
+  {run_if_built<ISW_BF16, Config<cutlass::bfloat16_t, tm, tn, tk, s, st>, in_this_shard(config_index(kNames, name))>(), \
+   run_if_built<ISW_FP16, Config<cutlass::half_t, tm, tn, tk, s, st>, in_this_shard(config_index(kNames, name))>()},
+static const RunFn kRun[][2] = {
 #include "decode_wgmma_configs.inc"
 };
 #undef ISW_DECODE_WGMMA_CONFIG
@@ -393,14 +395,14 @@ static int can_implement_impl(const isw_problem* p) {
   typename Gemm::GemmKernel::Arguments args{};
   return make_arguments<Gemm>(p, 1, args);
 }
-template <int Dtype, class Gemm>
+template <int Dtype, class Gemm, bool InThisShard>
 constexpr RunFn check_if_built() {
-  if constexpr (built_for(Dtype)) return &can_implement_impl<Gemm>;
+  if constexpr (built_for(Dtype) && InThisShard) return &can_implement_impl<Gemm>;
   else return nullptr;
 }
-#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st)                    \
-  {check_if_built<ISW_BF16, Config<cutlass::bfloat16_t, tm, tn, tk, s, st>>(), \
-   check_if_built<ISW_FP16, Config<cutlass::half_t, tm, tn, tk, s, st>>()},
+#define ISW_DECODE_WGMMA_CONFIG(name, tm, tn, tk, s, st)                                               \
+  {check_if_built<ISW_BF16, Config<cutlass::bfloat16_t, tm, tn, tk, s, st>, in_this_shard(config_index(kNames, name))>(), \
+   check_if_built<ISW_FP16, Config<cutlass::half_t, tm, tn, tk, s, st>, in_this_shard(config_index(kNames, name))>()},
 static const RunFn kCheck[][2] = {
 #include "decode_wgmma_configs.inc"
 };
@@ -422,7 +424,7 @@ static int run(const isw_problem* p) {
 }  // namespace isw::decode_wgmma
 
 namespace isw {
-const KernelEntry decode_wgmma_entry = {
+extern const KernelEntry ISW_SHARD_ENTRY(decode_wgmma_entry) = {
     &decode_wgmma::can_implement, &decode_wgmma::workspace_bytes, &decode_wgmma::run, decode_wgmma::kNumConfigs, decode_wgmma::kNames,
 };
 }  // namespace isw

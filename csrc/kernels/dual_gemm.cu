@@ -31,6 +31,7 @@
 
 #include <cuda_runtime.h>
 
+#include "api/config_shards.hpp"
 #include "api/kernel_registry.hpp"
 #include "kernels/dual_gemm_kernel.hpp"
 #include "launch/launch.hpp"
@@ -235,27 +236,32 @@ struct ConfigRow {
   int (*run_fp16)(const isw_problem*);   // null where this build has no fp16 kernels
 };
 
-template <int Dtype, class Kernel>
+// null where this build has no kernels of the type, or another shard (config_shards.hpp) holds the row
+template <int Dtype, class Kernel, bool InThisShard>
 constexpr int (*run_if_built())(const isw_problem*) {
-  if constexpr (built_for(Dtype)) return &Launcher<Kernel>::run;
+  if constexpr (built_for(Dtype) && InThisShard) return &Launcher<Kernel>::run;
   else return nullptr;
 }
 
+static constexpr const char* kConfigNames[] = {
+#define ISW_DUAL_CONFIG(name, cm, cn, dual) name,
+#include "dual_gemm_configs.inc"
+#undef ISW_DUAL_CONFIG
+};
+
 static const ConfigRow kConfigs[] = {
-#define ISW_DUAL_CONFIG(name, cm, cn, dual)                                  \
-  {name, run_if_built<ISW_BF16, DualConfig<cutlass::bfloat16_t, cm, cn, dual>>(), \
-   run_if_built<ISW_FP16, DualConfig<cutlass::half_t, cm, cn, dual>>()},
+#define ISW_DUAL_CONFIG(name, cm, cn, dual)                                                        \
+  {name,                                                                                            \
+   run_if_built<ISW_BF16, DualConfig<cutlass::bfloat16_t, cm, cn, dual>,                            \
+                in_this_shard(config_index(kConfigNames, name))>(),                                 \
+   run_if_built<ISW_FP16, DualConfig<cutlass::half_t, cm, cn, dual>,                                \
+                in_this_shard(config_index(kConfigNames, name))>()},
 #include "dual_gemm_configs.inc"
 #undef ISW_DUAL_CONFIG
 };
 constexpr int kNumConfigs = int(sizeof(kConfigs) / sizeof(kConfigs[0]));
 constexpr int kDefaultConfig = 0;
 
-static const char* const kConfigNames[] = {
-#define ISW_DUAL_CONFIG(name, cm, cn, dual) name,
-#include "dual_gemm_configs.inc"
-#undef ISW_DUAL_CONFIG
-};
 
 ///////////////////////////////////////////////////////////////////////////////////////////////////
 // Entry points
@@ -328,7 +334,7 @@ static int run(const isw_problem* p) {
 }  // namespace isw::dual
 
 namespace isw {
-const KernelEntry dual_gemm_entry = {
+extern const KernelEntry ISW_SHARD_ENTRY(dual_gemm_entry) = {
     &dual::can_implement, &dual::workspace_bytes, &dual::run, dual::kNumConfigs, dual::kConfigNames,
 };
 }  // namespace isw

@@ -123,6 +123,7 @@
 #include "collectives/block_scale_loads.hpp"
 #include "collectives/fp8_overlapped_promotion.hpp"
 #include "collectives/gate_up_view.hpp"
+#include "api/config_shards.hpp"
 #include "api/kernel_registry.hpp"
 #include "launch/gemm_universal_launch.hpp"
 #include "epilogues/pair_mul_store.hpp"
@@ -628,7 +629,7 @@ using ScaledConfig = PairMulGemm<cutlass::bfloat16_t, Shape<Int<TileM>, Int<Tile
                                  cutlass::float_e4m3_t, Acc < 3, Acc == 2 || Acc == 4, ISW_INTERLEAVED_ACTIVATION,
                                  Acc >= 3>;
 
-static const char* const kConfigNames[] = {
+static constexpr const char* kConfigNames[] = {
 #define ISW_INTERLEAVED_CONFIG(name, ...) name,
 #include ISW_INTERLEAVED_CONFIGS
 #undef ISW_INTERLEAVED_CONFIG
@@ -787,9 +788,10 @@ struct Ops {
 
 // Rows that differ only in the swizzle, the raster order or the stream-K decomposition share the
 // kernel; only these host functions differ.
-template <int Dtype, class Gemm, int Swizzle, int Decomposition, int Raster>
+// (Rows of another shard, config_shards.hpp, are null here like rows of a type the build leaves out.)
+template <int Dtype, class Gemm, int Swizzle, int Decomposition, int Raster, bool InThisShard>
 constexpr Ops ops_of() {
-  if constexpr (built_for(Dtype))
+  if constexpr (built_for(Dtype) && InThisShard)
     return {&can_implement_impl<Gemm, Swizzle, Decomposition, Raster>,
             &workspace_impl<Gemm, Swizzle, Decomposition, Raster>, &run_impl<Gemm, Swizzle, Decomposition, Raster>};
   else
@@ -800,7 +802,9 @@ constexpr Ops ops_of() {
 #ifdef ISW_INTERLEAVED_SCALED
 static const Ops kOps[kNumConfigs][2] = {
 #define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra, acc)           \
-  {ops_of<ISW_BF16, ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>, sw, dc, ra>(), {nullptr, nullptr, nullptr}},
+  {ops_of<ISW_BF16, ScaledConfig<tm, tn, sched, cm, cn, en, st, acc>, sw, dc, ra,                  \
+          in_this_shard(config_index(kConfigNames, name))>(),                                         \
+   {nullptr, nullptr, nullptr}},
 #include ISW_INTERLEAVED_CONFIGS
 #undef ISW_INTERLEAVED_CONFIG
 };
@@ -808,8 +812,10 @@ static int out_index(const isw_problem* p) { return p->out_dtype == ISW_FP16 ? 1
 #else
 static const Ops kOps[kNumConfigs][2] = {
 #define ISW_INTERLEAVED_CONFIG(name, tm, tn, sched, cm, cn, en, sw, st, dc, il, sp, ra)              \
-  {ops_of<ISW_BF16, PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>(), \
-   ops_of<ISW_FP16, PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra>()},
+  {ops_of<ISW_BF16, PairMulConfig<ISW_BF16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra,    \
+          in_this_shard(config_index(kConfigNames, name))>(),                                         \
+   ops_of<ISW_FP16, PairMulConfig<ISW_FP16, tm, tn, sched, cm, cn, en, st, il, sp>, sw, dc, ra,    \
+          in_this_shard(config_index(kConfigNames, name))>()},
 #include ISW_INTERLEAVED_CONFIGS
 #undef ISW_INTERLEAVED_CONFIG
 };
@@ -846,7 +852,7 @@ static int entry_run(const isw_problem* p) {
 }  // namespace isw::interleaved
 
 namespace isw {
-const KernelEntry ISW_INTERLEAVED_ENTRY = {
+extern const KernelEntry ISW_SHARD_ENTRY(ISW_INTERLEAVED_ENTRY) = {
     &interleaved::entry_can_implement,
     &interleaved::entry_workspace,
     &interleaved::entry_run,
