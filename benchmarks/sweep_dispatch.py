@@ -152,6 +152,17 @@ def bench_point(model: str, M: int, args, clock: GpuSensors, incumbent: str | No
     return row
 
 
+def resumed_rows(path: Path, meta: dict) -> list[dict]:
+    """The rows of a stored sweep to keep: only from the same device and library build, since a
+    choice compares timings of one run's conditions."""
+    stored = json.loads(Path(path).read_text())
+    old = stored["meta"]
+    for field in ("device", "kernels", "key"):
+        if old.get(field) != meta.get(field):
+            raise SystemExit(f"--resume {path}: its {field} ({old.get(field)!r}) is not this run's ({meta.get(field)!r})")
+    return stored["rows"]
+
+
 def bucket_of(M: int) -> tuple[int, int]:
     for lo, hi, rep in tables.M_BUCKETS:
         if rep == M:
@@ -235,6 +246,9 @@ def main(argv=None) -> int:
     ap.add_argument("--other-machines", default="", metavar="SWEEP_JSON[,...]",
                     help="sweeps of the same points on other machines: choose by each candidate's worst "
                          "standing over all of them (choose_across_machines)")
+    ap.add_argument("--resume", type=Path, default=None, metavar="SWEEP_JSON",
+                    help="keep the points a previous (cut short) run of the same sweep measured, on the same device, "
+                         "and measure only the others: a sweep split over several calls")
     ap.add_argument("--rechoose", type=Path, default=None, metavar="SWEEP_JSON",
                     help="measure nothing: choose again from a stored sweep.json (with --incumbents as they "
                          "were when it ran), e.g. after a change of the choice rules; needs no GPU")
@@ -276,10 +290,13 @@ def main(argv=None) -> int:
     if other_rows:
         meta["other_machines"] = args.other_machines
     clock = GpuSensors(torch.cuda.current_device())
-    rows = []
+    rows = resumed_rows(args.resume, meta) if args.resume is not None else []
+    done = {(r["model"], r["M"]) for r in rows}
     # Every shape at one M before the next M: a run cut short by --budget-s has measured the
     # decode buckets (the ones most calls of a served model fall in) for every shape.
-    todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",")]
+    todo = [(m, M) for M in map(int, args.ms.split(",")) for m in args.models.split(",") if (m, M) not in done]
+    if done:
+        print(f"resuming {args.resume}: {len(done)} points kept, {len(todo)} to measure", flush=True)
     t0 = time.time()
     for i, (model, M) in enumerate(todo, 1):
         if time.time() - t0 > args.budget_s:

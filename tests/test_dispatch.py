@@ -73,16 +73,48 @@ def test_a_malformed_table_fails_loudly(tmp_path):
 
 
 def test_which_table_serves_which_gpu():
-    assert (H200.name, H200.hopper, H200.table, H200.note) == ("h200", True, "h200", "")
-    h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
+    only_h200 = frozenset({"h200"})
+    h200 = dispatch.kind_of("NVIDIA H200", (9, 0), shipped=only_h200)
+    assert (h200.name, h200.hopper, h200.table, h200.note) == ("h200", True, "h200", "")
+    h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0), shipped=only_h200)
     assert (h100.name, h100.hopper, h100.table) == ("h100", True, "h200")
     assert "H200 table" in h100.note                        # said, not silent
     gh200 = dispatch.kind_of("NVIDIA GH200 480GB", (9, 0))
-    assert gh200.name == "gh200" and gh200.table == "h200"
+    assert gh200.name == "gh200" and gh200.table == "h200"  # the H200's HBM3e
     other = dispatch.kind_of("NVIDIA A100-SXM4-80GB", (8, 0))
     assert (other.name, other.hopper, other.table) == ("sm_80", False, None)
-    # a kind with its own table uses it
-    assert dispatch.kind_of("NVIDIA H100", (9, 0), shipped=frozenset({"h100", "h200"})).table == "h100"
+    # a kind with its own table uses it; parts without one take the nearest part's, and say which
+    both = frozenset({"h100", "h200"})
+    assert dispatch.kind_of("NVIDIA H100", (9, 0), shipped=both).table == "h100"
+    for name, nearest in (("NVIDIA H800", "h100"), ("NVIDIA H20", "h100"), ("NVIDIA GH200 480GB", "h200"),
+                          ("Some Future Hopper", "h100")):
+        kind = dispatch.kind_of(name, (9, 0), shipped=both)
+        assert kind.table == nearest and f"{nearest.upper()} table" in kind.note, name
+
+
+def _table(device, serves, entries):
+    return tables.Table(device, device, "", "", "", {tables.Key.parse(k): tables.Key.parse(v) for k, v in serves.items()},
+                        tuple(tables.Entry(tables.Key.parse(k), 64, 128, 1, 1 << 62, impl, cfg) for k, impl, cfg in entries))
+
+
+def test_a_table_measured_for_some_keys_borrows_the_others_from_the_nearest_table():
+    h200 = _table("h200", {"bfloat16/silu": "bfloat16/silu", "bfloat16/gelu_tanh": "bfloat16/silu",
+                           "float8_e4m3fn/silu": "float8_e4m3fn/silu", "grouped/bfloat16/silu": "grouped/bfloat16/silu"},
+                  [("bfloat16/silu", "interleaved_gemm", "a"), ("float8_e4m3fn/silu", "scaled_gemm", "b"),
+                   ("grouped/bfloat16/silu", "grouped_triton", "c")])
+    h100 = _table("h100", {"bfloat16/silu": "bfloat16/silu"}, [("bfloat16/silu", "decode_gemm", "d")])
+    done, borrowed = h100.completed_by(h200)
+    key = tables.Key.parse
+    # GeGLU is served by the H100's own SiLU rows, as the H200 table serves it by its SiLU rows
+    assert done.rows_for(key("bfloat16/gelu_tanh"))[0].config == "d"
+    assert done.rows_for(key("bfloat16/silu"))[0].config == "d"
+    # what the H100 table has not measured comes from the H200's rows, and is named
+    assert done.rows_for(key("float8_e4m3fn/silu"))[0].config == "b"
+    assert done.rows_for(key("grouped/bfloat16/silu"))[0].config == "c"
+    assert set(borrowed) == {key("float8_e4m3fn/silu"), key("grouped/bfloat16/silu")}
+    assert len(done.entries) == 3                             # the H200's bf16 rows are not carried along
+    # a table that measured everything borrows nothing
+    assert h200.completed_by(h100) == (h200, ())
 
 
 def test_the_lookup_is_nearest_shape_then_bucket():

@@ -1,10 +1,12 @@
 """Which device kind a GPU is, and which dispatch table serves it.
 
-A table is measured on one kind of GPU (``tables/h200.json``).  Another Hopper part has the
+A table is measured on one kind of GPU (``tables/<kind>.json``).  Another Hopper part has the
 same SM90 cores but other memory bandwidth, L2 and power limits, so the fastest tile at a shape
-can differ near a tie: it uses a table of its own where one is shipped, and otherwise the H200
-table, which the log and ``python -m inductor_swiglu status`` say.  GPUs other than sm_90 run no
-CUTLASS kernel; there the fused Triton kernel serves calls captured into CUDA graphs.
+can differ near a tie: a part uses its own table where one ships, and otherwise the nearest
+part's (``NEAREST_KINDS``), which the log and ``python -m inductor_swiglu status`` say once.  A
+table measured for some key families only (a device's sweeps run one family at a time) borrows
+the others from the nearest part's table, and says which.  GPUs other than sm_90 run no CUTLASS
+kernel; there the fused Triton kernel serves calls captured into CUDA graphs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from .table import completed_table
 from .table import shipped as shipped_tables
 
 # Device-name fragments of each kind, most specific first (the name is torch's
@@ -19,7 +22,13 @@ from .table import shipped as shipped_tables
 KINDS_BY_NAME: tuple[tuple[str, str], ...] = (
     ("GH200", "gh200"), ("H200", "h200"), ("H100", "h100"), ("H800", "h800"), ("H20", "h20"),
 )
-FALLBACK_TABLE = "h200"   # the table a Hopper part without its own uses
+# The kinds whose tables a Hopper part without its own uses, nearest first: the H800 is an H100
+# with less NVLink; the GH200 has the H200's HBM3e; the H20's HBM3 and an unknown part's are
+# nearer the H100's.
+NEAREST_KINDS: dict[str, tuple[str, ...]] = {
+    "h800": ("h100", "h200"), "h20": ("h100", "h200"), "gh200": ("h200", "h100"), "sm_90": ("h100", "h200"),
+    "h100": ("h200",), "h200": ("h100",),
+}
 
 
 @dataclass(frozen=True)
@@ -27,7 +36,7 @@ class DeviceKind:
     name: str            # "h200", "h100", ..., "sm_90" for an unknown Hopper part, "sm_89" for others
     hopper: bool         # whether the sm_90a kernels run on it
     table: str | None    # the device kind whose table serves it; None where no table applies
-    note: str = ""       # why it uses another kind's table (said once in the log and in status)
+    note: str = ""       # which table serves it where that was not measured on it (said once in the log and in status)
 
 
 def kind_of(name: str, capability: tuple[int, int], shipped: frozenset[str] | None = None) -> DeviceKind:
@@ -38,13 +47,19 @@ def kind_of(name: str, capability: tuple[int, int], shipped: frozenset[str] | No
     shipped = frozenset(shipped_tables()) if shipped is None else shipped
     kind = next((k for frag, k in KINDS_BY_NAME if frag in name), "sm_90")
     if kind in shipped:
-        return DeviceKind(kind, True, kind)
-    if FALLBACK_TABLE not in shipped:
+        _, borrowed, lender = completed_table(kind)
+        note = ""
+        if borrowed:
+            note = (f"the {kind.upper()} table has no rows measured on {name} for "
+                    f"{', '.join(k.text for k in borrowed)}: those come from the {lender.upper()} table")
+        return DeviceKind(kind, True, kind, note)
+    nearest = next((k for k in NEAREST_KINDS.get(kind, ()) if k in shipped), None)
+    if nearest is None:
         return DeviceKind(kind, True, None, f"no dispatch table ships for {name}: the op runs unfused")
-    return DeviceKind(kind, True, FALLBACK_TABLE,
-                      f"no dispatch table was measured on {name}; it uses the {FALLBACK_TABLE.upper()} table "
-                      "(same SM90 cores, other memory bandwidth and power limits: choices near a tie may "
-                      "differ; benchmarks/sweep_dispatch.py --install measures its own)")
+    return DeviceKind(kind, True, nearest,
+                      f"no dispatch table was measured on {name}; it uses the {nearest.upper()} table, the "
+                      "nearest part's (same SM90 cores, other memory bandwidth and power limits: choices near a "
+                      "tie may differ; benchmarks/sweep_dispatch.py --install measures its own)")
 
 
 @functools.cache

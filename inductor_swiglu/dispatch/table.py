@@ -15,6 +15,7 @@ never runs a bf16 plan.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -137,6 +138,25 @@ class Table:
         """The element types of the dense keys (the ones the CUTLASS kernels are built for)."""
         return {k.dtype for k in self.serves if not k.form}
 
+    def completed_by(self, other: Table) -> tuple[Table, tuple[Key, ...]]:
+        """This table, also serving the keys only `other` serves, and those of them it borrows.
+
+        A key `other` serves by the rows of a source key this table measured (GeGLU by SiLU's rows)
+        is served by this table's own rows of that source; any other is served by `other`'s rows,
+        borrowed.  So a device's table can be measured one key family at a time, the rest coming
+        from the nearest device's table until then."""
+        own = {e.key for e in self.entries}
+        serves, borrowed, sources = dict(self.serves), [], set()
+        for key, source in other.serves.items():
+            if key in serves:
+                continue
+            serves[key] = source
+            if source not in own:
+                borrowed.append(key)
+                sources.add(source)
+        entries = in_table_order(self.entries + tuple(e for e in other.entries if e.key in sources))
+        return dataclasses.replace(self, serves=serves, entries=entries), tuple(borrowed)
+
     def as_json(self) -> dict:
         return {"format": FORMAT, "device": self.device, "measured_on": self.measured_on, "date": self.date,
                 "torch": self.torch, "method": self.method,
@@ -210,10 +230,26 @@ def shipped() -> dict[str, Table]:
     return {p.stem: load(p) for p in sorted(TABLES_DIR.glob("*.json"))}
 
 
+# The table whose rows serve what a device's own table does not (yet) measure.
+NEAREST_TABLE = {"h100": "h200", "h200": "h100"}
+
+
 @functools.cache
+def completed_table(kind: str | None) -> tuple[Table | None, tuple[Key, ...], str | None]:
+    """(the table that serves a device kind, the keys it borrows, the kind it borrows them from):
+    the kind's shipped table completed by its nearest kind's (``Table.completed_by``), read once."""
+    tables = shipped()
+    own = tables.get(kind) if kind else None
+    nearest = NEAREST_TABLE.get(kind or "")
+    if own is None or nearest not in tables:
+        return own, (), None
+    table, borrowed = own.completed_by(tables[nearest])
+    return table, borrowed, nearest if borrowed else None
+
+
 def table_for(kind: str | None) -> Table | None:
-    """The shipped table of a device kind, read once (None where there is none)."""
-    return shipped().get(kind) if kind else None
+    """The table that serves a device kind (None where there is none)."""
+    return completed_table(kind)[0]
 
 
 def nearest_shape(shapes, K: int, N: int) -> tuple[int, int]:
