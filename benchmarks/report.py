@@ -82,11 +82,16 @@ def run_header(rows: list[dict]) -> str:
 
 def kernel_section(bench: str, rows: list[dict]) -> list[str]:
     pts = kernel_points(rows)
-    act = bench.removeprefix("bench_kernels").strip("_")
+    # the benchmark's suffix: an activation (GeGLU runs) or which device and table a run measured
+    suffix = bench.removeprefix("bench_kernels").strip("_")
+    act = suffix if suffix in ("silu", "gelu_tanh", "gelu") else ""
+    device, _, lender = suffix.partition("_with_")
+    table = (f"on an {device.upper()}, " + (f"the {lender.removesuffix('_table').upper()} table" if lender else "its own table")
+             if suffix and not act else "")
     burst = any(("us_burst", "op") in p for p in pts.values())
     power = any(("board_w", "") in p for p in pts.values())
     lines = [f"## Kernels: the op against cuBLAS and stock torch.compile, {len(pts)} configurations"
-             + (f", activation {act}" if act else ""), "",
+             + (f", activation {act}" if act else "") + (f", {table}" if table else ""), "",
              f"bench_kernels.py, {run_header(rows)}. GPU us per call, CUDA-graph replay, weights from HBM, all "
              "columns interleaved; at M >= 2048 sustained (after 2 s of load)"
              + (", burst = first replay after idle" if burst else "") + ". x: cuBLAS's or stock's time over the op's.", ""]

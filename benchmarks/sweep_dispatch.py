@@ -256,10 +256,14 @@ def main(argv=None) -> int:
     # the sweep times bf16 SiLU, the key the shipped tables serve the GeGLUs with too
     args.dtype, args.activation = "bfloat16", "silu"
     args.out.mkdir(parents=True, exist_ok=True)
-    incumbent_path = args.incumbents or tables.table_path(args.device_kind)
-    previous = tables.load(incumbent_path) if incumbent_path.exists() else None
+    # The table written is the device's own with this key's rows merged in (a device without one
+    # starts a table of its own, which borrows its other keys from the nearest part's); the
+    # incumbents a new choice must beat may come from another table (--incumbents).
+    own_path = tables.table_path(args.device_kind)
+    previous = tables.load(own_path) if own_path.exists() else None
+    incumbent_table = (tables.load(args.incumbents) if args.incumbents.exists() else None) if args.incumbents else previous
     key = tables.Key(args.dtype, args.activation)
-    incumbents = {(e.K, e.N, e.m_lo): e for e in previous.entries if e.key == key} if previous is not None else {}
+    incumbents = ({(e.K, e.N, e.m_lo): e for e in incumbent_table.rows_for(key)} if incumbent_table is not None else {})
     other_rows = [r for f in filter(None, args.other_machines.split(","))
                   for r in json.loads(Path(f).read_text())["rows"]]
 

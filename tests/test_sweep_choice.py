@@ -341,3 +341,16 @@ def test_sweeps_run_their_points_within_the_budget_and_save_each_one(tmp_path, c
     row = _weight_only_row(10.0, 30.0, 20.0)
     line = benchmark_module("sweep_fp8_weight_only").describe(row)
     assert line.startswith("q0.5B M=16: best scaled_triton:") and "bf16_rewrite 20.0" in line
+
+
+def test_the_h100_table_reproduces_from_its_sweep():
+    # chosen again from the stored H100 sweep, with the H200 table's choices as the incumbents it ran
+    # against, the shipped H100 table's entries come back (benchmarks/data/sweeps/h100/README.md)
+    stored = choice.load_sweep(REPO / "benchmarks" / "data" / "sweeps" / "h100" / "2026-12-06_sweep_dense_bf16.json")
+    h200 = {(e.K, e.N, e.m_lo): e for e in tables.load(tables.table_path("h200")).rows_for(KEY)}
+    shipped = {(e.K, e.N, e.m_lo): e for e in tables.load(tables.table_path("h100")).rows_for(KEY)}
+    assert len(stored["rows"]) == len(shipped) == 63
+    for row in stored["rows"]:
+        ch = choice.choose_across_machines(row, [], h200.get((row["K"], row["N"], row["m_lo"])), choice.DEFAULT_MARGIN)
+        e = shipped[(row["K"], row["N"], row["m_lo"])]
+        assert (ch["impl"], ch.get("config", ""), ch.get("triton", "")) == (e.impl, e.config, e.triton), (row["model"], row["M"])

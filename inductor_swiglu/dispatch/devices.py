@@ -50,8 +50,9 @@ def kind_of(name: str, capability: tuple[int, int], shipped: frozenset[str] | No
         _, borrowed, lender = completed_table(kind)
         note = ""
         if borrowed:
-            note = (f"the {kind.upper()} table has no rows measured on {name} for "
-                    f"{', '.join(k.text for k in borrowed)}: those come from the {lender.upper()} table")
+            families = sorted({k.text.rsplit("/", 1)[0] for k in borrowed})
+            note = (f"the {kind.upper()} table has no rows measured on {name} for {', '.join(families)}: "
+                    f"those problems use the {lender.upper()} table's rows")
         return DeviceKind(kind, True, kind, note)
     nearest = next((k for k in NEAREST_KINDS.get(kind, ()) if k in shipped), None)
     if nearest is None:

@@ -290,22 +290,33 @@ def unit_seconds(kernels: int) -> float:
     return SECONDS_BASE + SECONDS_PER_KERNEL * kernels
 
 
+def makespan(unit_times: list[float], cores: int) -> float:
+    """The wall time of units started longest first, each on the first free core."""
+    free = [0.0] * max(1, cores)
+    for t in sorted(unit_times, reverse=True):
+        i = free.index(min(free))
+        free[i] += t
+    return max(free)
+
+
 def plan_shards(kernels: dict[str, int], cores: int) -> dict[str, int]:
     """How many translation units each sharded family compiles in on `cores` cores.
 
-    Each unit pays the headers' fixed cost again, so the longest family is split only while its
-    unit is longer than the total work shared over the cores (the build's wall time is the longer
-    of the two).  On two cores the total dominates and nothing is split; on sixteen the large
-    families are."""
-    plan = {f: 1 for f, k in kernels.items() if k > 0}
-    while plan:
-        per_unit = {f: -(-kernels[f] // n) for f, n in plan.items()}
-        longest = max(plan, key=per_unit.get)
-        work = sum(unit_seconds(-(-kernels[f] // n)) * n for f, n in plan.items())
-        if per_unit[longest] <= 1 or unit_seconds(per_unit[longest]) <= work / max(1, cores):
-            break
-        plan[longest] += 1
-    return {f: plan.get(f, 1) for f in kernels}
+    Each unit pays the headers' fixed cost again, so the families are split into units of at most
+    k kernels for the k whose estimated wall time (``makespan``) is the shortest, the fewest units
+    among equals: on two cores nothing is split, on sixteen the large families are."""
+    families = {f: k for f, k in kernels.items() if k > 0}
+
+    def plan_for(most: int) -> dict[str, int]:
+        return {f: -(-k // most) for f, k in families.items()}
+
+    def cost(plan: dict[str, int]) -> tuple[float, int]:
+        times = [unit_seconds(families[f] // n + (1 if i < families[f] % n else 0))
+                 for f, n in plan.items() for i in range(n)]
+        return makespan(times, cores), len(times)
+
+    best = min((plan_for(m) for m in range(1, max(families.values(), default=1) + 1)), key=cost, default={})
+    return {f: best.get(f, 1) for f in kernels}
 
 
 @dataclasses.dataclass(frozen=True)
