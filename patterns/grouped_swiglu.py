@@ -18,6 +18,10 @@ The forms an MoE layer's experts reach the post-grad graph in:
   The replacement sorts the rows by expert on the device, runs the grouped op and puts the rows
   back, instead of copying ``[S, 2N, K]`` weights per call.
 
+Where the code activates the second half (``up, gate = y.chunk(2, -1)``, or slices), the
+replacement hands the op the merged weights' two halves as separate weights, gate first (views,
+no copy); the search's halves match either way round and the pass tells which is the gate.
+
 transformers' per-expert loop (``experts_implementation="eager"``) never reaches a graph: Dynamo
 breaks the graph on its data-dependent loop and runs the experts eagerly.
 
@@ -46,16 +50,26 @@ ACTIVATIONS: dict[str, Callable] = {k: DENSE_ACTIVATIONS[k] for k in ("silu", "g
 # --------------------------------------------------------------------------- #
 
 
-def grouped_replacement(activation: str) -> Callable:
+def merged_weights(w_kn, gate_second: bool = False) -> tuple:
+    """The op's (w, w_up) for merged ``[E, K, 2N]`` weights: the merged tensor where its first half
+    is the gate (the op's reading), else its two halves as views (no copy), the gate first."""
+    if not gate_second:
+        return w_kn, None
+    n = w_kn.shape[-1] // 2
+    return w_kn[..., n:], w_kn[..., :n]
+
+
+def grouped_replacement(activation: str, gate_second: bool = False) -> Callable:
     def replacement(x, w, offs):
-        return torch.ops.inductor_swiglu.grouped_swiglu(x, w, None, offs, activation)
+        return torch.ops.inductor_swiglu.grouped_swiglu(x, *merged_weights(w, gate_second), offs, activation)
 
     return replacement
 
 
-def grouped_masked_replacement(activation: str) -> Callable:
+def grouped_masked_replacement(activation: str, gate_second: bool = False) -> Callable:
     def replacement(x, w, offs, mask):
-        return torch.ops.inductor_swiglu.grouped_swiglu(x, w, None, offs, activation).masked_fill(mask, 0.0)
+        return torch.ops.inductor_swiglu.grouped_swiglu(
+            x, *merged_weights(w, gate_second), offs, activation).masked_fill(mask, 0.0)
 
     return replacement
 
@@ -67,17 +81,22 @@ def grouped_pair_replacement(activation: str) -> Callable:
     return replacement
 
 
-def batched_replacement(activation: str, weights_in_out: bool) -> Callable:
+def batched_replacement(activation: str, weights_in_out: bool, gate_second: bool = False) -> Callable:
     def replacement(x, w, expert_ids):
+        # w[expert_ids] reads the ids as Python indices: int32 as well as int64, and -1 names the
+        # last expert.  Ids past either end stay out of range, and scatter_add rejects them as the
+        # gather does.
+        E = w.shape[0]
+        ids = expert_ids.to(torch.int64)
+        ids = torch.where(ids < 0, ids + E, ids)
         # Sort the routed rows by expert (stable: rows of one expert keep their order), count them
         # per expert for the offsets, run the grouped op, and put each row back where it was.
-        E = w.shape[0]
-        order = torch.argsort(expert_ids, stable=True)
-        counts = torch.zeros(E, dtype=torch.int64, device=x.device).scatter_add(
-            0, expert_ids, torch.ones_like(expert_ids))
+        order = torch.argsort(ids, stable=True)
+        counts = torch.zeros(E, dtype=torch.int64, device=x.device).scatter_add(0, ids, torch.ones_like(ids))
         offs = torch.cumsum(counts, 0).to(torch.int32)
         w_kn = w if weights_in_out else w.transpose(-2, -1)
-        rows = torch.ops.inductor_swiglu.grouped_swiglu(x[order], w_kn, None, offs, activation)
+        rows = torch.ops.inductor_swiglu.grouped_swiglu(x[order], *merged_weights(w_kn, gate_second), offs,
+                                                        activation)
         return torch.empty_like(rows).index_copy(0, order, rows)
 
     return replacement
@@ -111,6 +130,9 @@ class GroupedPattern:
     halves: str = ""             # how gate and up are cut from a merged output ("" for grouped_pair)
     weights_in_out: bool = False  # batched: weights stored [E, K, 2N] (bmm(x, w)) instead of [E, 2N, K]
     masked: bool = False         # grouped: the GEMM's output passes masked_fill(mask, 0) first
+    # The replacement where the code activates the merged output's second half (slices match
+    # either way round; the pass tells which half the activation reads).  None for grouped_pair.
+    gate_second_replacement: Callable | None = None
 
     @property
     def op_activation(self) -> str:
@@ -180,15 +202,18 @@ def all_patterns(activations=tuple(ACTIVATIONS)) -> list[GroupedPattern]:
         for halves in HALVES:
             out.append(GroupedPattern(f"grouped_mm.{halves}.{act}.{prod}", "grouped",
                                       _grouped_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves]),
-                                      grouped_replacement(op_act), act, prod, halves))
+                                      grouped_replacement(op_act), act, prod, halves,
+                                      gate_second_replacement=grouped_replacement(op_act, gate_second=True)))
             out.append(GroupedPattern(f"grouped_mm.masked.{halves}.{act}.{prod}", "grouped",
                                       _grouped_masked_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves]),
-                                      grouped_masked_replacement(op_act), act, prod, halves, masked=True))
+                                      grouped_masked_replacement(op_act), act, prod, halves, masked=True,
+                                      gate_second_replacement=grouped_masked_replacement(op_act, gate_second=True)))
             for in_out in (False, True):
                 out.append(GroupedPattern(
                     f"batched_mm.{'kn' if in_out else 'nk'}.{halves}.{act}.{prod}", "batched",
                     _batched_search(ACTIVATIONS[act], PRODUCTS[prod], HALVES[halves], in_out),
-                    batched_replacement(op_act, in_out), act, prod, halves, weights_in_out=in_out))
+                    batched_replacement(op_act, in_out), act, prod, halves, weights_in_out=in_out,
+                    gate_second_replacement=batched_replacement(op_act, in_out, gate_second=True)))
         out.append(GroupedPattern(f"grouped_mm_pair.{act}.{prod}", "grouped_pair",
                                   _grouped_pair_search(ACTIVATIONS[act], PRODUCTS[prod]),
                                   grouped_pair_replacement(op_act), act, prod))

@@ -100,3 +100,35 @@ def per_expert(x, w, offs, activation="silu"):
         out.append(activations.apply(activation, y[:, :n]) * y[:, n:])
         start = end
     return torch.cat(out)
+
+
+class MergedExperts(torch.nn.Module):
+    """Routed experts over merged gate_up weights written by hand: ``grouped`` (rows sorted by
+    expert, torch._grouped_mm with offsets) or ``batched`` (each row gathers its expert's weights
+    for a bmm; routing holds the expert ids), the halves cut by ``chunk`` or by ``slice``, the gate
+    the first half or the second, act(gate) * up in either order.  The weights are [E, 2N, K]
+    (transformers' layout), or [E, K, 2N] with `in_out`."""
+
+    def __init__(self, form="grouped", halves="chunk", gate_second=False, up_times_act=False, E=4, K=32, N=24,
+                 in_out=False, dtype=torch.bfloat16):
+        super().__init__()
+        self.form, self.halves, self.gate_second, self.up_times_act = form, halves, gate_second, up_times_act
+        self.in_out = in_out
+        shape = (E, K, 2 * N) if in_out else (E, 2 * N, K)
+        self.gate_up_proj = torch.nn.Parameter(torch.randn(shape, dtype=dtype) / K**0.5)
+
+    def forward(self, x, routing):
+        w = self.gate_up_proj
+        if self.form == "grouped":
+            y = torch._grouped_mm(x, w if self.in_out else w.transpose(-2, -1), offs=routing)
+        elif self.in_out:
+            y = torch.bmm(x.unsqueeze(1), w[routing]).squeeze(1)
+        else:
+            y = torch.bmm(w[routing], x.unsqueeze(-1)).squeeze(-1)
+        if self.halves == "chunk":
+            first, second = y.chunk(2, dim=-1)
+        else:
+            n = y.shape[-1] // 2
+            first, second = y[:, :n], y[:, n:]
+        gate, up = (second, first) if self.gate_second else (first, second)
+        return up * F.silu(gate) if self.up_times_act else F.silu(gate) * up

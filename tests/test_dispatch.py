@@ -222,6 +222,22 @@ def test_a_bad_force_kernel_stops_the_import_with_that_message():
     assert "INDUCTOR_SWIGLU_FORCE_KERNEL='kernel2' names no implementation" in res.stderr
 
 
+def test_a_force_kernel_set_after_the_import_is_named_in_the_log_once(monkeypatch, isw_logs):
+    import torch
+
+    at_import = forced.forced_kernel()
+    later = "triton" if at_import == "unfused" else "unfused"
+    monkeypatch.setattr(forced, "_warned", set(), raising=False)
+    monkeypatch.setenv(forced.ENV, later)
+    for _ in range(2):
+        torch._dynamo.reset()
+        torch.compile(lambda x: x + 1, backend="inductor_swiglu")(torch.ones(3))
+    warnings = [r.getMessage() for r in isw_logs.records if forced.ENV in r.getMessage()]
+    assert len(warnings) == 1, isw_logs.text
+    assert repr(later) in warnings[0] and "import" in warnings[0] and "inductor_swiglu.force_kernel" in warnings[0]
+    assert forced.forced_kernel() == at_import   # documented: read at import only
+
+
 def test_status_shows_what_is_forced():
     env = dict(os.environ, INDUCTOR_SWIGLU_FORCE_KERNEL=" Unfused")
     res = subprocess.run([sys.executable, "-m", "inductor_swiglu", "status"], env=env, capture_output=True, text=True)

@@ -5,10 +5,24 @@ interpreter, the rewrite of the forms transformers and hand-written MoE code pro
 up weights), the near misses (gpt-oss's interleaved, clamped SwiGLU; training graphs), and the
 routed-expert rows of the dispatch."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 import torch.nn.functional as F
-from moe_models import MaskedExperts, PairExperts, grouped_operands, offsets, per_expert, tiny_mixtral, tiny_qwen3_moe
+from moe_models import (
+    MaskedExperts,
+    MergedExperts,
+    PairExperts,
+    grouped_operands,
+    offsets,
+    per_expert,
+    tiny_mixtral,
+    tiny_qwen3_moe,
+)
 from torch._dynamo.utils import counters
 
 import inductor_swiglu
@@ -157,6 +171,94 @@ def test_separate_gate_and_up_expert_weights_are_rewritten():
     assert rewrites == 1
     rows = int(offs[-1])
     torch.testing.assert_close(out[:rows].float(), stock[:rows].float(), rtol=0.02, atol=0.02)
+
+
+def _near_misses():
+    return [m.reason for g in RECORDS.graphs for m in g.near_misses]
+
+
+def _routing(form, counts=(3, 0, 6, 2)):
+    """The grouped form's offsets, or the batched form's expert id per row, for rows spread as `counts`."""
+    if form == "grouped":
+        return offsets(list(counts))
+    return torch.tensor([0, 2, 3, 2, 0, 2, 3, 2, 0, 2, 2])   # the same rows per expert, in no order
+
+
+@pytest.mark.parametrize("gate_second", [False, True], ids=["gate_first", "gate_second"])
+@pytest.mark.parametrize("halves", ["chunk", "slice"])
+@pytest.mark.parametrize("form", ["grouped", "batched"])
+def test_the_gate_may_be_either_half_of_the_merged_output(form, halves, gate_second):
+    """``up, gate = y[:, :n], y[:, n:]`` (or chunk) activates the second half: the op is handed the
+    halves as two weights, the gate first.  Against stock on the same inputs; the product order
+    follows the spelling, so that each form and gate position meets both."""
+    x = torch.randn(11, 32, dtype=torch.bfloat16)
+    model = MergedExperts(form, halves, gate_second, up_times_act=halves == "slice")
+    out, stock, _, rewrites = compile_and_count(model, x, _routing(form))
+    assert rewrites == 1, _near_misses()
+    torch.testing.assert_close(out.float(), stock.float(), rtol=0.02, atol=0.02)
+
+
+@pytest.mark.parametrize("form", ["grouped", "batched"])
+def test_a_second_half_gate_off_a_16_byte_boundary_is_declined(form):
+    """[E, K, 2N] weights whose halves are N = 12 bf16 apart: the second half cannot be a weight of
+    torch._grouped_mm on a GPU, so the rewrite is declined with that reason; N = 24 is rewritten."""
+    x = torch.randn(11, 32, dtype=torch.bfloat16)
+    out, stock, _, rewrites = compile_and_count(MergedExperts(form, "slice", True, N=12, in_out=True), x,
+                                                _routing(form))
+    assert rewrites == 0 and any("16-byte boundary" in r for r in _near_misses()), _near_misses()
+    torch.testing.assert_close(out.float(), stock.float())
+    out, stock, _, rewrites = compile_and_count(MergedExperts(form, "slice", True, N=24, in_out=True), x,
+                                                _routing(form))
+    assert rewrites == 1
+    torch.testing.assert_close(out.float(), stock.float(), rtol=0.02, atol=0.02)
+
+
+@pytest.mark.parametrize("ids", [torch.tensor([0, 2, 3, 2, 0, 1, 3, 2, 0, 2, 2], dtype=torch.int32),
+                                 torch.tensor([0, -2, -1, 2, -4, 1, 3, -2, 0, 2, 2])], ids=["int32", "negative"])
+def test_batched_experts_take_the_ids_python_indexing_takes(ids):
+    """w[ids] takes int32 ids, and -1 for the last expert: the rewrite sorts the rows by the same experts."""
+    x = torch.randn(11, 32, dtype=torch.bfloat16)
+    out, stock, eager, rewrites = compile_and_count(MergedExperts("batched"), x, ids)
+    assert rewrites == 1, _near_misses()
+    torch.testing.assert_close(out.float(), stock.float(), rtol=0.02, atol=0.02)
+    torch.testing.assert_close(out.float(), eager.float(), rtol=0.05, atol=0.05)
+
+
+def test_batched_expert_ids_out_of_range_are_an_error():
+    """Ids past either end (4 and -5 of 4 experts) raise as w[ids] does, never give numbers.  In a
+    child process: stock Inductor's own bounds check may end the process."""
+    script = textwrap.dedent("""
+        import sys, torch
+        sys.path.insert(0, sys.argv[1])
+        import inductor_swiglu
+        from moe_models import MergedExperts
+        model, x = MergedExperts("batched"), torch.randn(3, 32, dtype=torch.bfloat16)
+        for bad in (4, -5):
+            torch._dynamo.reset()
+            try:
+                with torch.no_grad():
+                    torch.compile(model, backend="inductor_swiglu")(x, torch.tensor([0, bad, 1]))
+                print("no error for", bad)
+            except RuntimeError as e:
+                print("raised:", e)
+    """)
+    res = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True,
+                         timeout=300)
+    assert "no error" not in res.stdout, res.stdout
+    assert res.stdout.count("out of bounds") == 2 or res.returncode != 0, (res.stdout, res.stderr[-2000:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_transformers_grouped_mm_fallback_experts_are_a_near_miss(dtype):
+    """Outside bf16 transformers runs the experts through its own grouped_mm_fallback op under
+    torch.compile: not rewritten, and the near miss says why."""
+    model, ids = tiny_qwen3_moe("grouped_mm", dtype=dtype, layers=1), torch.randint(0, 128, (2, 5))
+    out, rewrites = compile_with_backend(model, ids, counter="grouped_swiglu_fusion")
+    fallback = [r for r in _near_misses() if "grouped_mm_fallback" in r]
+    assert rewrites == 0 and len(fallback) == 1, _near_misses()     # the gate_up GEMM, not the down projection
+    assert str(dtype).removeprefix("torch.") in fallback[0] and "bf16" in fallback[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out.logits, model(ids).logits, rtol=1e-2, atol=1e-2)
 
 
 def test_transformers_sentinel_mask_before_the_gating_is_rewritten():

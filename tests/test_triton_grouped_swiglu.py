@@ -93,3 +93,16 @@ def test_offsets_past_the_rows_are_clamped_not_read():
     n = w.shape[-1] // 2
     got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], torch.tensor([2, 9], dtype=torch.int32), "silu", ROWS)
     torch.testing.assert_close(got.double(), per_expert(x, w, offsets([2, 2])), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("config", [SWAP, TMA], ids=lambda c: c.name)
+def test_merged_weights_with_the_gate_second(config):
+    # up, gate = the halves of gate_up (the rewrite hands the op w[..., n:], w[..., :n]): the up rows
+    # come first in memory, so no TMA descriptor serves them and the kernel loads through pointers
+    x, w, offs = operands([4, 6, 0, 2], K=48, N=24, seed=4)
+    n = w.shape[-1] // 2
+    assert tgs._descriptors(x, w[..., n:], w[..., :n], TMA) is None
+    got = tgs.grouped_swiglu_triton(x, w[..., n:], w[..., :n], offs, "silu", config)
+    rows = int(offs[-1])
+    swapped = torch.cat([w[..., n:], w[..., :n]], dim=-1)
+    torch.testing.assert_close(got[:rows].double(), per_expert(x, swapped, offs), rtol=2e-3, atol=2e-3)

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+from ..dispatch.forced import warn_if_changed_since_import
 from ..ops import swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
 from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
@@ -153,6 +154,7 @@ class SwigluBackend:
                  options: dict | None = None, **_ignored):
         monitor.install()
         cudagraph_watch.install()
+        warn_if_changed_since_import()
         cid = monitor.on_backend_call(gm)
         patches = config_patches(mode or self.default_mode, {**self.default_options, **(options or {})},
                                  self.pass_config)

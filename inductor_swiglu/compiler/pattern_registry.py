@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import time
 from dataclasses import dataclass
 
@@ -112,16 +113,19 @@ def build_weight_only_down_patterns(ranks: tuple[int, ...]) -> tuple[RegisteredP
     return _trace(weight_only_down_patterns.all_patterns(ranks=ranks), "weight-only FP8 down projection")
 
 
-def _any_fill(expr: PatternExpr, memo: dict | None = None) -> PatternExpr:
-    """The pattern with every ``where``'s fill value ignored: traced, masked_fill's 0 is a
-    ``scalar_tensor`` node, which Inductor has turned into ``full`` by the post-grad graph (the pass
-    checks the value)."""
+def _any_fill_or_half(expr: PatternExpr, memo: dict | None = None) -> PatternExpr:
+    """The pattern with every ``where``'s fill value and every ``getitem``'s index ignored.  Traced,
+    masked_fill's 0 is a ``scalar_tensor`` node, which Inductor has turned into ``full`` by the
+    post-grad graph; and ``up, gate = y.chunk(2, -1)`` takes the halves the other way round from
+    the search's.  The pass checks the value, and which half the activation reads."""
     memo = {} if memo is None else memo
     if not isinstance(expr, CallFunction):
         return expr
     if id(expr) not in memo:
-        args = [_any_fill(a, memo) for a in expr.args]
+        args = [_any_fill_or_half(a, memo) for a in expr.args]
         if torch.ops.aten.where.self in expr.fns and len(args) == 3:
+            args[1] = Ignored()
+        if operator.getitem in expr.fns and len(args) == 2:
             args[1] = Ignored()
         memo[id(expr)] = CallFunction(expr.fns, *args, _users=expr.users, **expr.kwargs)
     return memo[id(expr)]
@@ -132,4 +136,4 @@ def build_grouped_patterns(activations: tuple[str, ...]) -> tuple[RegisteredPatt
     """All routed-expert patterns as PatternExprs, for the enabled activation spellings it covers."""
     enabled = tuple(a for a in activations if a in grouped_patterns.ACTIVATIONS)
     traced = _trace(grouped_patterns.all_patterns(activations=enabled), "routed-experts SwiGLU")
-    return tuple(RegisteredPattern(rp.spec, _any_fill(rp.expr)) for rp in traced)
+    return tuple(RegisteredPattern(rp.spec, _any_fill_or_half(rp.expr)) for rp in traced)

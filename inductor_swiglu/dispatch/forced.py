@@ -1,20 +1,25 @@
 """``INDUCTOR_SWIGLU_FORCE_KERNEL``: run one implementation everywhere, for experiments.
 
 Read once, here, when the package is imported; ``force_kernel`` changes it at run time (tests,
-benchmarks).  The C++ op never reads the variable: it runs the plans this package hands it,
-which a forced implementation replaces.  A value that names no implementation is an error,
+benchmarks).  A value set after the import is not read: each compile through the backend compares
+the variable with the value read and, where they differ, logs a warning once per value.  The C++
+op never reads the variable: it runs the plans this package hands it, which a forced
+implementation replaces.  A value that names no implementation is an error,
 never a silent no-op.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from typing import Callable
 
 ENV = "INDUCTOR_SWIGLU_FORCE_KERNEL"
 CHOICES = ("dual_gemm", "interleaved_gemm", "decode_gemm", "unfused", "triton")
+
+log = logging.getLogger("inductor_swiglu.dispatch")
 
 _lock = threading.Lock()
 _listeners: list[Callable[[], None]] = []
@@ -32,7 +37,22 @@ def parse(value: str | None) -> str | None:
     return name
 
 
-_forced: str | None = parse(os.environ.get(ENV))
+_at_import: str | None = os.environ.get(ENV)
+_forced: str | None = parse(_at_import)
+_warned: set = set()
+
+
+def warn_if_changed_since_import() -> None:
+    """Log a warning, once per value, where the variable no longer holds the value read at import:
+    a value set afterwards does nothing, which the user would otherwise not learn."""
+    value = os.environ.get(ENV)
+    key = (value or "").strip().lower()
+    if key == (_at_import or "").strip().lower() or key in _warned:
+        return
+    _warned.add(key)
+    log.warning("%s is now %r but was %r when inductor_swiglu was imported: it is read once, at import, so the "
+                "change does nothing; set it before the import, or use inductor_swiglu.force_kernel(name) at run "
+                "time (forced now: %s)", ENV, value, _at_import, _forced or "nothing")
 
 
 def forced_kernel() -> str | None:

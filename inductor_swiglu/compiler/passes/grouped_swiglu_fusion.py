@@ -10,7 +10,8 @@ the rewrite is declined and recorded as a near miss with that reason (CPU graphs
 so that CI runs the path a GPU gets).  The routing and the down projection stay stock.
 
 Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
-ignored are re-checked: the gate and up halves are the two equal halves of the last axis, the
+ignored are re-checked: the gate and up halves are the two equal halves of the last axis (and
+which of them the activation reads: the gate may be the second), the
 activation's constants and casts, the shapes and dtypes of rows, weights and offsets, and a mask
 between the GEMM and the gating (transformers before 5.24) that fills zeros.  Training
 graphs save the GEMM's output for the backward, so their products do not match at all.
@@ -27,13 +28,22 @@ from ...dispatch import grouped_plans
 from ...dispatch.forced import forced_kernel
 from ...ops import cuda_impl
 from .. import pattern_registry
-from ..fx_utils import equal_halves, is_call, meta_val, show_shape, source_location, statically_equal
+from ..fx_utils import (
+    equal_halves,
+    gated_operands,
+    is_call,
+    meta_val,
+    show_shape,
+    source_location,
+    statically_equal,
+)
 from ..inductor_pass import PatternPass
 from ..pass_config import PassConfig
 from ..records import RECORDS, Rewrite
 from .swiglu_fusion import Declined, check_ignored_args
 
 aten = torch.ops.aten
+prims = torch.ops.prims
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -86,6 +96,45 @@ def _fills_zero(where: torch.fx.Node) -> bool:
     return not isinstance(fill, torch.fx.Node) and fill == 0
 
 
+def _uncast(n):
+    while is_call(n, prims.convert_element_type.default):
+        n = n.args[0]
+    return n
+
+
+def gate_half(product: torch.fx.Node, halves: tuple) -> int | None:
+    """Which of the merged output's two halves `product` (act(gate) * up) activates: 0 or 1, or
+    None where it is not act(one half) * the other.  The patterns match the halves in either order."""
+    for act_fn, _, other in gated_operands(product):
+        pair = (_uncast(act_fn.gate), _uncast(other))
+        if pair == (halves[0], halves[1]):
+            return 0
+        if pair == (halves[1], halves[0]):
+            return 1
+    return None
+
+
+def _merged_split(match: Match, spec) -> tuple | None:
+    """The merged GEMM output's (first half, second half, N) as equal_halves finds them."""
+    gemm = _gemm(match)
+    cut = next(iter(gemm.users)) if spec.form == "batched" or spec.masked else gemm
+    return equal_halves(cut)
+
+
+def _gate_second(match: Match, spec) -> bool:
+    if spec.form == "grouped_pair":
+        return False
+    return gate_half(match.output_node(), _merged_split(match, spec)) == 1
+
+
+def _second_half_aligned(w, spec, N) -> bool:
+    """The second half of the merged [E, K, 2N] weights starts a multiple of 16 bytes after the
+    first: where the gate is the second half the op takes the halves as two weights, and its
+    unfused path runs torch._grouped_mm on each, which needs 16-byte aligned weights on a GPU."""
+    step = w.stride(1) if spec.form == "batched" and not spec.weights_in_out else w.stride(2)
+    return statically_equal((N * step * w.element_size()) % 16, 0)
+
+
 def _problem(match: Match, spec) -> tuple:
     """(x, E, K, N, weight description) of a match, from its operands' metadata."""
     kw = match.kwargs
@@ -122,16 +171,20 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"rows {x.dtype} and expert weights {w.dtype}: the op takes bf16, fp16 or fp32, both alike"
     if not statically_equal(x.shape[1], K):
         return f"the rows have {x.shape[1]} features, the expert weights expect {K}"
-    gemm = _gemm(match)
     if spec.form != "grouped_pair":
-        cut = next(iter(gemm.users)) if spec.form == "batched" or spec.masked else gemm
-        if spec.masked and not _fills_zero(cut):
+        if spec.masked and not _fills_zero(next(iter(_gemm(match).users))):
             return "the experts' gate_up output is masked with a value other than 0 before the gating"
-        halves = equal_halves(cut)
+        halves = _merged_split(match, spec)
         if halves is None:
             return "gate and up are not the two equal halves of the experts' merged gate_up output"
         if not statically_equal(2 * halves[2], 2 * N) or not statically_equal(w.shape[2 if spec.form == "grouped" or spec.weights_in_out else 1], 2 * N):
             return f"the halves ({halves[2]}) do not split the merged weights {list(w.shape)} in the middle"
+        half = gate_half(match.output_node(), halves)
+        if half is None:
+            return "the product is not act(one half) * the other half of the experts' merged gate_up output"
+        if half == 1 and not _second_half_aligned(w, spec, N):
+            return (f"the gate is the second half of the experts' merged gate_up weights {list(w.shape)}, and that "
+                    "half does not start on a 16-byte boundary, which torch._grouped_mm needs on a GPU")
     if spec.masked:
         mask = meta_val(match.kwargs["mask"])
         if mask is None or mask.dtype != torch.bool or mask.dim() != 2 or not statically_equal(mask.shape[1], 1):
@@ -193,7 +246,8 @@ class GroupedSwigluFusion(PatternPass):
             location = source_location(match.output_node())
             names = {"grouped": ("x", "w", "offs", *(("mask",) if spec.masked else ())),
                      "grouped_pair": ("x", "w_gate", "w_up", "offs"), "batched": ("x", "w", "expert_ids")}[spec.form]
-            match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
+            replacement = spec.gate_second_replacement if _gate_second(match, spec) else spec.replacement
+            match.replace_by_example(replacement, [kwargs[n] for n in names])
             counters["inductor"]["grouped_swiglu_fusion"] += 1
             if rec is not None:
                 rec.rewrites.append(Rewrite(

@@ -8,7 +8,7 @@ read different inputs, an intermediate has another user (typical of training gra
 save gate and up for the backward), the weights differ in shape, only one side has a bias, a
 form our patterns do not cover.  Routed experts too: a ``torch._grouped_mm`` whose output is cut
 into gate and up and was left alone (gpt-oss's interleaved, clamped SwiGLU; a training graph that
-saves the output).  The graph is not changed.
+saves the output), and transformers' ``grouped_mm_fallback`` (its experts outside bf16).  The graph is not changed.
 """
 
 from __future__ import annotations
@@ -202,15 +202,39 @@ def classify_grouped(gemm: torch.fx.Node) -> str | None:
             "cover; please report it with the graph dump)")
 
 
-# The nodes a near miss is reported at, and how each is classified: the gated product of the dense
-# forms, the grouped GEMM of the routed experts.
-CLASSIFIERS = ((aten.mul.Tensor, classify), (aten._grouped_mm.default, classify_grouped))
+def classify_grouped_fallback(gemm: torch.fx.Node) -> str | None:
+    """Why routed experts whose gate_up GEMM is transformers' grouped_mm_fallback were left alone
+    (None for a down projection): under torch.compile transformers takes torch._grouped_mm in bf16
+    only, and runs other dtypes' experts through that op, a loop over the experts."""
+    if classify_grouped(gemm) is None:
+        return None
+    val = gemm.meta.get("val")
+    dtype = str(val.dtype).removeprefix("torch.") if val is not None else "this dtype"
+    return (f"the routed experts ({dtype}) run through transformers' grouped_mm_fallback, which transformers uses "
+            "instead of torch._grouped_mm outside bf16 under torch.compile: not rewritten (the patterns take "
+            "torch._grouped_mm); the model in bf16 gets the fused routed-experts op")
+
+
+def _transformers_fallback():
+    """transformers' grouped_mm_fallback op, where transformers has registered it; else None."""
+    try:
+        return torch.ops.transformers.grouped_mm_fallback.default
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def classifiers() -> tuple:
+    """The nodes a near miss is reported at, and how each is classified: the gated product of the
+    dense forms, the grouped GEMM of the routed experts (torch's, or transformers' fallback)."""
+    found = ((aten.mul.Tensor, classify), (aten._grouped_mm.default, classify_grouped))
+    fallback = _transformers_fallback()
+    return (found + ((fallback, classify_grouped_fallback),)) if fallback is not None else found
 
 
 def scan(graph: torch.fx.Graph, rec: GraphRecord) -> None:
     """Add near misses found in `graph` to `rec` (skipping ones the check already reported)."""
     seen = {m.node for m in rec.near_misses}
-    for target, classify_node in CLASSIFIERS:
+    for target, classify_node in classifiers():
         for node in graph.find_nodes(op="call_function", target=target):
             if node.name in seen:
                 continue
