@@ -206,3 +206,12 @@ def test_shards_are_compiled_with_their_index_and_routed_by_the_generated_includ
     one = build.shards_include(build.plan_units(sel, cores=1))
     for entry in build.SHARDED_ENTRIES.values():
         assert f"{entry}_shards[] = {{&{entry}_shard0}};" in one
+
+
+def test_a_gpu_is_seen_from_the_driver_without_torch(tmp_path, monkeypatch):
+    gpus = tmp_path / "gpus"
+    gpus.mkdir()
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert not build.cuda_gpu_present(gpus)
+    (gpus / "0000:00:1e.0").mkdir()
+    assert build.cuda_gpu_present(gpus)

@@ -270,6 +270,21 @@ def find_cutlass() -> Path | None:
     return None
 
 
+def cuda_gpu_present(driver_gpus: Path = Path("/proc/driver/nvidia/gpus")) -> bool:
+    """Whether this machine has an NVIDIA GPU the kernels could run on, read from the driver without
+    importing torch: /proc/driver/nvidia/gpus lists one entry per GPU, or nvidia-smi names one."""
+    if driver_gpus.is_dir() and any(driver_gpus.iterdir()):
+        return True
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return res.returncode == 0 and "GPU " in res.stdout
+
+
 def find_torch() -> Path | None:
     """The installed torch package (headers under include/, libraries under lib/), not imported."""
     for pkg in _site_candidates("torch"):
