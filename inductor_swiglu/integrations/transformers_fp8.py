@@ -195,7 +195,8 @@ def forward_problem(mlp: nn.Module) -> str | None:
             try:
                 graph = SubmodulesAsLeaves().trace(mlp)
             except Exception as e:   # any forward fx cannot trace: not proven the same computation
-                return f"{name} could not be traced to check that it is {GATED} ({type(e).__name__}: {e})"
+                first_line = (str(e).splitlines() or [""])[0]
+                return f"{name} could not be traced to check that it is {GATED} ({type(e).__name__}: {first_line})"
             why = gated_graph_problem(graph, mlp)
             if why:
                 mode = "train" if training else "eval"
