@@ -11,6 +11,7 @@ import inductor_swiglu
 from inductor_swiglu.integrations import transformers_fp8
 from inductor_swiglu.ops import block_fp8_swiglu_op as op
 
+pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
 from fp8_models import quantize_model, reference_fp8_linears, tiny_model  # noqa: E402
 
