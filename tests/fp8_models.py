@@ -4,9 +4,14 @@
 transformers' ``FP8Linear`` runs through a hub kernel or DeepGEMM, neither of which exists on a
 CPU (nor offline on a GPU); ``reference_fp8_linears`` swaps its ``fp8_linear`` for the
 computation those kernels do (x quantized per row and 128 elements, dequantized block-scaled
-weights, fp32 sums, the model's dtype out), so the unswapped model runs and can be compared."""
+weights, fp32 sums, the model's dtype out), so the unswapped model runs and can be compared.
+
+Both ends of the transformers range the package declares (``demo`` extra) build and run these:
+``FP8Linear``'s constructor and the function its forward calls differ between 4.x and 5.x (see
+``fp8_linear_like`` and ``reference_fp8_linears``)."""
 
 import contextlib
+import inspect
 
 import torch
 import torch.nn as nn
@@ -24,8 +29,11 @@ except ImportError:  # pragma: no cover  (transformers is a test dependency)
 
 def fp8_linear_like(linear: nn.Linear, activation_scheme="dynamic"):
     """transformers' FP8Linear holding `linear`'s weight quantized in 128 x 128 blocks."""
+    # 5.x names the bias flag `has_bias`, 4.x `bias`
+    params = inspect.signature(finegrained_fp8.FP8Linear).parameters
+    bias_flag = "has_bias" if "has_bias" in params else "bias"
     m = finegrained_fp8.FP8Linear(linear.in_features, linear.out_features, block_size=(128, 128),
-                                  activation_scheme=activation_scheme, has_bias=linear.bias is not None)
+                                  activation_scheme=activation_scheme, **{bias_flag: linear.bias is not None})
     q, s = quantize_weight(linear.weight.detach())
     m.weight = nn.Parameter(q.to(linear.weight.device), requires_grad=False)
     m.weight_scale_inv = nn.Parameter(s.to(linear.weight.device), requires_grad=False)
@@ -54,15 +62,27 @@ def reference_linear(input, weight, weight_scale_inv, block_size=None, bias=None
     return out.reshape(*input.shape[:-1], weight.shape[0])
 
 
+def reference_forward(self, input):
+    """FP8Linear.forward of transformers 4.x, its Triton kernels (which need a GPU) replaced by
+    `reference_linear`."""
+    if self.weight.element_size() > 1:
+        return torch.nn.functional.linear(input, self.weight, self.bias)
+    return reference_linear(input, self.weight, self.weight_scale_inv, self.block_size, self.bias)
+
+
 @contextlib.contextmanager
 def reference_fp8_linears():
-    """FP8Linear runs `reference_linear` inside the block (see the module docstring)."""
-    saved = finegrained_fp8.fp8_linear
-    finegrained_fp8.fp8_linear = reference_linear
+    """FP8Linear runs `reference_linear` inside the block (see the module docstring): 5.x's forward
+    calls the module's `fp8_linear`, which is replaced; 4.x's calls its kernels inline, so the
+    forward itself is."""
+    owner, attr, replacement = ((finegrained_fp8, "fp8_linear", reference_linear) if hasattr(finegrained_fp8, "fp8_linear")
+                                else (finegrained_fp8.FP8Linear, "forward", reference_forward))
+    saved = getattr(owner, attr)
+    setattr(owner, attr, replacement)
     try:
         yield
     finally:
-        finegrained_fp8.fp8_linear = saved
+        setattr(owner, attr, saved)
 
 
 def tiny_model(arch: str = "qwen3", dtype=torch.bfloat16, device="cpu", layers: int = 2, hidden_act: str = "silu",

@@ -4,9 +4,9 @@ separate gate and up expert weights over ``torch._grouped_mm``."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 import torch.nn.functional as F
+from transformers_support import skip_without_experts_implementations
 
 
 def use_experts(model, implementation: str):
@@ -20,7 +20,7 @@ def use_experts(model, implementation: str):
 
 def tiny_qwen3_moe(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2,
                    num_experts: int = 8, top_k: int = 2, hidden_act: str = "silu"):
-    pytest.importorskip("transformers")   # a demo extra, not a test dependency
+    skip_without_experts_implementations()
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     torch.manual_seed(0)
@@ -34,7 +34,7 @@ def tiny_qwen3_moe(experts_implementation: str = "grouped_mm", dtype=torch.bfloa
 
 
 def tiny_mixtral(experts_implementation: str = "grouped_mm", dtype=torch.bfloat16, device="cpu", layers: int = 2):
-    pytest.importorskip("transformers")   # a demo extra, not a test dependency
+    skip_without_experts_implementations()
     from transformers import MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(0)

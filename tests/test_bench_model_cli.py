@@ -7,6 +7,7 @@ import os
 import pytest
 import torch
 
+pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
 
 from benchmark_scripts import benchmark_module  # noqa: E402

@@ -121,6 +121,7 @@ def test_bench_kernels_record_appends_its_rows(tmp_path):
     assert {r["benchmark"] for r in rows} == {"bench_kernels"} and rows[0]["date"] == "2026-12-02"
 
 
+@pytest.mark.transformers
 def test_bench_model_record_appends_the_runs_figures(tmp_path):
     """--record through bench_model's CPU smoke test (the eager variant, decode only)."""
     pytest.importorskip("transformers")

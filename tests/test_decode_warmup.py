@@ -102,6 +102,7 @@ def _decoder():
     return StaticDecoder
 
 
+@pytest.mark.transformers
 def test_static_decoder_compiled_matches_eager_and_settles(qwen2):
     model, prompts = qwen2
     StaticDecoder = _decoder()
@@ -158,6 +159,7 @@ def test_static_decoder_compiled_matches_eager_and_settles(qwen2):
     assert inductor_swiglu.dynamo_graphs() - graphs <= 1
 
 
+@pytest.mark.transformers
 def test_static_decoder_rejects_bad_batch_and_overlong_requests(qwen2):
     model, prompts = qwen2
     StaticDecoder = _decoder()

@@ -411,6 +411,7 @@ def test_cli_subprocess(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.transformers
 def test_cli_on_the_qwen25_example(tmp_path):
     """The example the README points to: a Qwen2.5-shaped decode loop (1 layer here, on the CPU)."""
     pytest.importorskip("transformers")

@@ -11,6 +11,7 @@ import inductor_swiglu
 from inductor_swiglu.integrations import transformers_fp8
 from inductor_swiglu.ops import block_fp8_swiglu_op as op
 
+pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
 from fp8_models import quantize_model, reference_fp8_linears, tiny_model  # noqa: E402
 
@@ -200,3 +201,193 @@ def test_gpu_plans_follow_the_block_scaled_rows():
         p = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True)
     assert p.fused and p.reason == "forced" and tss.BY_NAME[p.config].blockwise
     assert not scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 1, 64, 64, blockwise=True).fused
+
+
+class GatedMLP(nn.Module):
+    """A model's gated MLP (its submodules) under another class, whose forward the subclass writes:
+    each of those below has the gated expression in its source and computes something else."""
+
+    def __init__(self, mlp):
+        super().__init__()
+        self.gate_proj, self.up_proj, self.down_proj, self.act_fn = mlp.gate_proj, mlp.up_proj, mlp.down_proj, mlp.act_fn
+        self.norm = nn.LayerNorm(mlp.gate_proj.in_features, dtype=torch.bfloat16)
+
+
+class ResidualMLP(GatedMLP):
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)) + x
+
+
+class ScaledMLP(GatedMLP):
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)) * 0.25
+
+
+class NormFirstMLP(GatedMLP):
+    def forward(self, x):
+        x = self.norm(x)
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DropoutMLP(GatedMLP):   # transformers' SeedOssMLP
+    def forward(self, x):
+        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        return nn.functional.dropout(down_proj, p=0.1, training=self.training)
+
+
+class DropoutWhenTrainingMLP(GatedMLP):   # a branch that tracing in eval mode alone resolves away
+    def forward(self, x):
+        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        if self.training:
+            down_proj = nn.functional.dropout(down_proj, p=0.1)
+        return down_proj
+
+
+class UnusedCallMLP(GatedMLP):
+    def forward(self, x):
+        self.act_fn(x)
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class TupleMLP(GatedMLP):
+    def forward(self, x):
+        return (self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)),)
+
+
+class ScaledInputMLP(GatedMLP):
+    def forward(self, x, scale=1.0):
+        x = x * scale
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DataDependentMLP(GatedMLP):
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act_fn(self.gate_proj(-x)) * self.up_proj(-x))
+
+
+# what the report says each computes beside the gated expression
+MORE_THAN_GATED = {
+    ResidualMLP: "it computes gate_proj, act_fn, up_proj, mul, down_proj, add",
+    ScaledMLP: "mul, down_proj, mul",
+    NormFirstMLP: "it computes norm, gate_proj",
+    DropoutMLP: "down_proj, dropout",
+    DropoutWhenTrainingMLP: "(train mode): it computes gate_proj, act_fn, up_proj, mul, down_proj, dropout",
+    UnusedCallMLP: "it computes act_fn, gate_proj, act_fn",
+    TupleMLP: "it computes gate_proj, act_fn, up_proj, mul, down_proj",
+    ScaledInputMLP: "it takes 2 arguments",
+    DataDependentMLP: "could not be traced",
+}
+
+
+@pytest.mark.parametrize("cls", MORE_THAN_GATED, ids=lambda cls: cls.__name__)
+def test_an_mlp_that_computes_more_than_the_gated_expression_is_left(cls):
+    """Decided from the traced graph: each class's source has the gated expression in it, and a
+    swap would drop its other work (the logits would change)."""
+    model = tiny_model("qwen3", layers=1)
+    model.model.layers[0].mlp = cls(model.model.layers[0].mlp)
+    report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+    assert report.fused == [] and type(model.model.layers[0].mlp) is cls
+    why = report.skipped["model.layers.0.mlp"]
+    assert why.startswith(f"{cls.__name__}.forward ") and MORE_THAN_GATED[cls] in why, why
+    assert f"skipped model.layers.0.mlp: {cls.__name__}.forward" in str(report)
+
+
+class UpFirstMLP(GatedMLP):
+    def forward(self, x):
+        return self.down_proj(self.up_proj(x) * self.act_fn(self.gate_proj(x)))
+
+
+class TorchMulMLP(GatedMLP):
+    def forward(self, x):
+        return self.down_proj(torch.mul(self.act_fn(self.gate_proj(x)), self.up_proj(x)))
+
+
+class StepByStepMLP(GatedMLP):
+    def forward(self, hidden_states):
+        gate = self.gate_proj(hidden_states)
+        up = self.up_proj(hidden_states)
+        return self.down_proj(self.act_fn(gate) * up)
+
+
+def test_the_gated_expression_in_either_order_or_another_spelling_is_swapped():
+    model = tiny_model("qwen3", layers=3)
+    layers = model.model.layers
+    for layer, cls in zip(layers, (UpFirstMLP, TorchMulMLP, StepByStepMLP)):
+        layer.mlp = cls(layer.mlp)
+    report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp", "model.layers.2.mlp"], report
+
+
+def test_seed_oss_mlp_is_left_for_its_dropout():
+    """transformers' SeedOssMLP drops out after the down projection (train mode): not the op's."""
+    import transformers
+    if not hasattr(transformers, "SeedOssConfig"):
+        pytest.skip(f"transformers {transformers.__version__} has no SeedOss")
+    from transformers.models.seed_oss.modeling_seed_oss import SeedOssMLP
+    config = transformers.SeedOssConfig(hidden_size=256, intermediate_size=320, residual_dropout=0.1)
+    holder = nn.Module()
+    holder.mlp = quantize_model(SeedOssMLP(config).to(torch.bfloat16))
+    report = inductor_swiglu.fuse_fp8_gated_mlps(holder)
+    assert report.fused == [] and "dropout" in report.skipped["mlp"], report
+
+
+def hidden_states(model, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(2, 5, model.config.hidden_size, generator=g).to(torch.bfloat16)
+
+
+def test_forward_hooks_and_pre_hooks_run_on_the_fused_module():
+    """The MLP's forward hooks and pre-hooks, with kwargs or not, change its output the same way
+    swapped or not, and their handles still remove them."""
+    model = tiny_model("qwen3", layers=1)
+    mlp = model.model.layers[0].mlp
+    x = hidden_states(model)
+    calls = []
+    handles = [
+        mlp.register_forward_pre_hook(lambda m, args: (args[0] * 4,)),
+        mlp.register_forward_pre_hook(lambda m, args, kwargs: calls.append("pre_kw") or ((args[0] - 1,), kwargs),
+                                      with_kwargs=True),
+        mlp.register_forward_hook(lambda m, args, out: out * 3 + 1),
+        mlp.register_forward_hook(lambda m, args, kwargs, out: calls.append("post_kw") or -out, with_kwargs=True,
+                                  always_call=True),
+    ]
+    with reference_fp8_linears(), torch.no_grad():
+        plain = transformers_fp8.BlockFP8GatedMLP(mlp, "silu")(x).float()   # the fused module without hooks
+        before = mlp(x).float()
+        report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+        fused = model.model.layers[0].mlp
+        after = fused(x).float()
+        assert report.fused == ["model.layers.0.mlp"] and isinstance(fused, transformers_fp8.BlockFP8GatedMLP)
+        assert calls == ["pre_kw", "post_kw"] * 2
+        assert (after - before).norm() / before.norm() < 5e-2
+        assert (plain - before).norm() / before.norm() > 0.5   # the hooks' effect, which a lost hook would drop
+        for h in handles:
+            h.remove()
+        assert torch.equal(fused(x).float(), plain)
+
+
+def test_hooks_that_cannot_move_leave_the_mlp():
+    model = tiny_model("qwen3", layers=4)
+    layers = model.model.layers
+    layers[0].mlp.gate_proj.register_forward_hook(lambda m, args, out: out * 2)
+    layers[1].mlp.act_fn.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    layers[2].mlp.register_full_backward_hook(lambda m, gin, gout: None)
+    layers[3].mlp.up_proj.forward = lambda x: x   # what accelerate's hooks do
+    report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+    assert report.fused == [], report
+    why = report.skipped
+    assert "gate_proj has forward hooks" in why["model.layers.0.mlp"]
+    assert "act_fn has forward pre-hooks" in why["model.layers.1.mlp"]
+    assert "backward hooks" in why["model.layers.2.mlp"]
+    assert "up_proj has a forward replaced on the instance" in why["model.layers.3.mlp"]
+    assert all(f"skipped model.layers.{i}.mlp" in str(report) for i in range(4))
+
+
+def test_an_mlp_whose_forward_is_replaced_on_the_instance_is_left():
+    model = tiny_model("qwen3", layers=1)
+    mlp = model.model.layers[0].mlp
+    mlp.forward = lambda x: type(mlp).forward(mlp, x) + x
+    report = inductor_swiglu.fuse_fp8_gated_mlps(model)
+    assert report.fused == [] and "replaced on the instance" in report.skipped["model.layers.0.mlp"]

@@ -214,6 +214,7 @@ def test_a_flat_quantized_mlp_under_dynamic_shapes():
         assert error_stats(out.float(), stock.float())["normwise"] < 3e-2
 
 
+@pytest.mark.transformers
 def test_transformers_compressed_tensors_fp8_linear():
     # the class itself, where this transformers has it (5.x): the same rewrite and near miss
     ct = pytest.importorskip("transformers.integrations.compressed_tensors")

@@ -24,6 +24,7 @@ from moe_models import (
     tiny_qwen3_moe,
 )
 from torch._dynamo.utils import counters
+from transformers_support import skip_without_experts_implementations
 
 import inductor_swiglu
 from inductor_swiglu.compiler.passes import grouped_swiglu_fusion
@@ -129,6 +130,7 @@ def _logits(o):
     return o.logits if hasattr(o, "logits") else o
 
 
+@pytest.mark.transformers
 @pytest.mark.parametrize("implementation", ["grouped_mm", "batched_mm"])
 @pytest.mark.parametrize("build", [tiny_qwen3_moe, tiny_mixtral], ids=["qwen3_moe", "mixtral"])
 def test_transformers_experts_are_rewritten_once_per_moe_layer(build, implementation):
@@ -144,6 +146,7 @@ def test_transformers_experts_are_rewritten_once_per_moe_layer(build, implementa
     torch.testing.assert_close(_logits(out).float(), _logits(eager).float(), rtol=0.05, atol=0.05)
 
 
+@pytest.mark.transformers
 def test_experts_that_receive_no_tokens():
     # 32 experts, one per token, 3 tokens: at least 29 experts get nothing in every layer
     model = tiny_qwen3_moe("grouped_mm", num_experts=32, top_k=1)
@@ -153,6 +156,7 @@ def test_experts_that_receive_no_tokens():
     torch.testing.assert_close(_logits(out).float(), _logits(stock).float(), rtol=0.02, atol=0.02)
 
 
+@pytest.mark.transformers
 def test_geglu_experts_are_rewritten_with_their_activation():
     model = tiny_qwen3_moe("grouped_mm", hidden_act="gelu_pytorch_tanh")
     out, stock, _, rewrites = compile_and_count(model, torch.randint(0, 128, (2, 5)))
@@ -277,8 +281,9 @@ def test_transformers_sentinel_mask_before_the_gating_is_rewritten():
     assert rewrites == 0 and any("other than 0" in r for r in reasons), reasons
 
 
+@pytest.mark.transformers
 def test_gpt_oss_clamped_interleaved_experts_are_a_near_miss():
-    pytest.importorskip("transformers")
+    skip_without_experts_implementations()
     from transformers import GptOssConfig, GptOssForCausalLM
 
     torch.manual_seed(0)
@@ -312,6 +317,7 @@ def test_training_graphs_are_left_alone_and_train_correctly():
         torch.testing.assert_close(a.float(), b.float(), rtol=0.02, atol=0.02)
 
 
+@pytest.mark.transformers
 def test_moe_rewrite_can_be_switched_off():
     model = tiny_qwen3_moe("grouped_mm")
     *_, rewrites = compile_and_count(model, torch.randint(0, 128, (1, 4)), pass_config=inductor_swiglu.PassConfig(moe=False))

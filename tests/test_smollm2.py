@@ -5,6 +5,7 @@ import torch
 
 import inductor_swiglu
 
+pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 from inductor_swiglu.models.greedy import first_divergence, greedy  # noqa: E402

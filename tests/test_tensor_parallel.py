@@ -109,6 +109,7 @@ def rank_main(rank: int, port: int, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.transformers
 def test_sharded_mlps_are_rewritten_on_every_rank_and_match_unsharded(tmp_path):
     pytest.importorskip("transformers")
     import torch.multiprocessing as mp

@@ -125,6 +125,7 @@ def test_cuda_graph_replay_with_new_inputs():
         assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
 
 
+@pytest.mark.transformers
 @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
 def test_transformers_fp8_model_swapped_and_compiled(mode):
     pytest.importorskip("transformers")

@@ -101,6 +101,7 @@ def test_the_op_follows_its_plan_and_says_which_ran():
         assert inductor_swiglu.op_stats()["calls"].get(impl, 0) >= 1
 
 
+@pytest.mark.transformers
 @pytest.mark.parametrize("build", [tiny_qwen3_moe, tiny_mixtral], ids=["qwen3_moe", "mixtral"])
 @pytest.mark.parametrize("implementation", ["grouped_mm", "batched_mm"])
 def test_transformers_moe_under_reduce_overhead(build, implementation):
