@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -45,11 +46,8 @@ def _source_files() -> dict[str, Path]:
     return expected
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    src = _checkout_copy(tmp_path_factory.mktemp("src"))
-    out = tmp_path_factory.mktemp("wheel")
-    env = {**os.environ, "INDUCTOR_SWIGLU_SKIP_KERNELS": "1"}
+def _build_wheel(src: Path, out: Path, **env_vars: str) -> Path:
+    env = {**os.environ, **env_vars}
     env.pop("INDUCTOR_SWIGLU_REQUIRE_KERNELS", None)
     # no build isolation: the test's environment has the build requirements, and no network is needed
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
@@ -57,6 +55,12 @@ def wheel(tmp_path_factory) -> Path:
     assert res.returncode == 0, res.stdout + res.stderr
     (whl,) = out.glob("inductor_swiglu-*.whl")
     return whl
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    src = _checkout_copy(tmp_path_factory.mktemp("src"))
+    return _build_wheel(src, tmp_path_factory.mktemp("wheel"), INDUCTOR_SWIGLU_SKIP_KERNELS="1")
 
 
 def test_the_wheel_holds_every_module_and_table(wheel):
@@ -84,3 +88,37 @@ def test_a_wheel_without_libraries_is_pure(wheel):
         assert not [n for n in z.namelist() if n.endswith(".so")]
         wheel_file = next(n for n in z.namelist() if n.endswith(".dist-info/WHEEL"))
         assert "Root-Is-Purelib: true" in z.read(wheel_file).decode()
+
+
+# Stands in for inductor_swiglu/kernels/build.py (which setup.py loads by path): "builds" the two
+# libraries as small files, so the wheel's tagging is tested without nvcc.
+FAKE_KERNEL_BUILD = """
+from pathlib import Path
+
+def build(out_dir, **kwargs):
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "libinductor_swiglu_sm90.so").write_bytes(b"kernels")
+
+def build_op(out_dir, **kwargs):
+    (Path(out_dir) / "libinductor_swiglu_op.so").write_bytes(b"op")
+"""
+
+
+def test_a_wheel_with_the_libraries_is_tagged_for_the_platform_and_a_later_one_without_them_is_pure(tmp_path):
+    src = _checkout_copy(tmp_path / "src")
+    (src / "inductor_swiglu" / "kernels" / "build.py").write_text(FAKE_KERNEL_BUILD)
+    binary = _build_wheel(src, tmp_path / "binary")
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    # the libraries use no CPython ABI: any Python 3, this platform
+    assert binary.name.endswith(f"-py3-none-{plat}.whl"), binary.name
+    with zipfile.ZipFile(binary) as z:
+        names = set(z.namelist())
+        assert {"inductor_swiglu/_lib/libinductor_swiglu_sm90.so", "inductor_swiglu/_lib/libinductor_swiglu_op.so"} <= names
+        assert not [n for n in names if ".data/" in n], "installed beside the package, not as data"
+        wheel_file = next(n for n in names if n.endswith(".dist-info/WHEEL"))
+        assert "Root-Is-Purelib: false" in z.read(wheel_file).decode()
+    # the same tree, the kernels skipped: the first build's libraries, still staged, stay out
+    pure = _build_wheel(src, tmp_path / "pure", INDUCTOR_SWIGLU_SKIP_KERNELS="1")
+    assert pure.name.endswith("-py3-none-any.whl"), pure.name
+    with zipfile.ZipFile(pure) as z:
+        assert not [n for n in z.namelist() if n.endswith(".so")]
