@@ -1,12 +1,16 @@
-"""What loading a model through transformers prints: nothing from torchao's import (which transformers
-triggers whenever torchao is installed), while every other record of those loggers still passes."""
+"""Third-party warnings that the package's own calls would trigger: loading a model through
+transformers prints nothing from torchao's import (which transformers triggers whenever torchao is
+installed) while every other record of those loggers still passes, and the decoder hands
+transformers its cache by the current name."""
 
 import enum
 import logging
 import subprocess
 import sys
+import warnings
 
 import pytest
+import torch
 
 import inductor_swiglu.models  # noqa: F401  (installs the filters)
 
@@ -67,3 +71,16 @@ def test_importing_a_model_class_prints_nothing_from_torchao():
     assert res.returncode == 0, res.stderr
     for noise in ("Failed to load", "/torchao/_C", "register_constant"):
         assert noise not in res.stderr, res.stderr
+
+
+def test_the_static_decoder_hands_the_cache_by_the_name_the_model_takes():
+    pytest.importorskip("transformers")
+    from inductor_swiglu.models.decode import StaticDecoder
+    from inductor_swiglu.models.qwen2 import build_qwen25_05b
+
+    model = build_qwen25_05b(torch.float32, "cpu", num_layers=1, vocab_size=100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = StaticDecoder(model, model.forward, 1, 16).generate(torch.randint(0, 100, (1, 4)), 2)
+    assert out.tokens.shape == (1, 2)
+    assert not [str(w.message) for w in caught if "past_key_values" in str(w.message)]
