@@ -82,9 +82,10 @@ class BuildPyWithKernels(build_py):
 
 
 class BdistWheelTagged(bdist_wheel):
-    """A wheel that holds the libraries is tagged py3-none-<platform>: they are x86-64 Linux code
-    but use no CPython ABI (the kernel library is plain C, the op library torch's Stable ABI), so
-    any Python 3 the package supports can load them.  Without them the wheel is pure (py3-none-any)."""
+    """A wheel that holds the libraries is tagged py3-none-<platform>: they are the build machine's
+    platform code but use no CPython ABI (the kernel library has a C ABI, the op library torch's
+    Stable ABI), so any Python 3 the package supports loads them.  Without them the wheel is pure
+    (py3-none-any)."""
 
     def run(self):
         if not self.skip_build:
