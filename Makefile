@@ -1,6 +1,10 @@
 # A fresh start in two commands:  `make demo`  and  `make test`.
 # Both create .venv (once), install the package with its kernels (built where nvcc exists, once:
 # later runs rebuild only what changed), then run the demo or the tests.
+#   make test                          the fast selection every change must pass on a CPU (not `slow`)
+#   make test-all                      every test (CI)
+#   make wheel                         dist/inductor_swiglu-*.whl, with the kernels and the C++ op where
+#                                      nvcc exists: build it once, `pip install` it on GPU machines
 #   make demo TORCH="torch>=2.11"      a CUDA build of torch for your GPU (default: the 2.13 CPU wheel)
 #   make test VENV=/tmp/venv           another environment
 
@@ -15,13 +19,25 @@ STAMP := $(VENV)/.inductor_swiglu-installed
 SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) \
 	$(wildcard inductor_swiglu/dispatch/tables/*.json) pyproject.toml setup.py
 
-.PHONY: demo test lint install status clean
+.PHONY: demo test test-all wheel lint install status clean
 
 demo: install
 	$(PY) -m inductor_swiglu demo
 
 test: install
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-all: install
 	$(PY) -m pytest -q tests
+
+# Built without isolation: the kernels need the venv's torch headers and CUTLASS.  setuptools keeps
+# its staging copy (build/lib) between builds, where a module deleted from the sources would stay.
+# The kernel objects cached by `install` are reused: this links them.
+wheel: install
+	$(PY) -m pip install -q build
+	rm -rf build/lib build/bdist.*
+	$(PY) -m build --wheel --no-isolation --outdir dist .
+	@ls -1 dist/inductor_swiglu-*.whl
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -46,4 +62,4 @@ $(STAMP): $(SOURCES)
 	@touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) build inductor_swiglu/_lib
+	rm -rf $(VENV) build dist inductor_swiglu/_lib

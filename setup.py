@@ -1,5 +1,6 @@
 """Builds the kernels and the C++ op into the wheel when nvcc, the CUTLASS headers and torch are available.
 
+Also finds the packages (so none can be left out of a wheel) and tags the wheel for what it holds.
 Everything else is declared in pyproject.toml.  The kernel build lives in
 inductor_swiglu/kernels/build.py (torch-free, loaded here by path).  Without nvcc
 the package installs without kernels and the op falls back (and says so); set
@@ -12,10 +13,24 @@ import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_namespace_packages, setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+LIBRARIES = ("libinductor_swiglu_sm90.so", "libinductor_swiglu_op.so")
+
+
+def packages() -> list[str]:
+    """Every directory of the source tree, as a package: inductor_swiglu/ and patterns/, which lives
+    at the top of the repository but installs as inductor_swiglu.patterns (pyproject.toml's
+    package-dir).  Found, not listed, so a new module cannot be left out of the wheel; namespace
+    packages too, so a directory without __init__.py (dispatch/tables/) is not missed either."""
+    patterns = "inductor_swiglu.patterns"
+    skip = ["*.__pycache__", "inductor_swiglu._lib"]   # _lib/: build_py writes the libraries
+    own = find_namespace_packages(str(ROOT), include=["inductor_swiglu", "inductor_swiglu.*"],
+                                  exclude=[patterns, f"{patterns}.*", *skip])   # a checkout's patterns symlink
+    return own + [patterns] + [f"{patterns}.{p}" for p in find_namespace_packages(str(ROOT / "patterns"), exclude=skip)]
 
 
 def _kernel_build():
@@ -30,6 +45,11 @@ def _kernel_build():
 class BuildPyWithKernels(build_py):
     def run(self):
         super().run()
+        if not getattr(self, "editable_mode", False):
+            # A previous build's libraries would otherwise reach this wheel, though this build
+            # skipped or failed to build them (or built them from other sources).
+            for name in LIBRARIES:
+                (Path(self.build_lib) / "inductor_swiglu" / "_lib" / name).unlink(missing_ok=True)
         require = os.environ.get("INDUCTOR_SWIGLU_REQUIRE_KERNELS", "") not in ("", "0")
         if os.environ.get("INDUCTOR_SWIGLU_SKIP_KERNELS", "") not in ("", "0"):
             if require:
@@ -61,4 +81,26 @@ class BuildPyWithKernels(build_py):
                   f"Python implementation (more host time per call): {e}", file=sys.stderr)
 
 
-setup(cmdclass={"build_py": BuildPyWithKernels})
+class BdistWheelTagged(bdist_wheel):
+    """A wheel that holds the libraries is tagged py3-none-<platform>: they are the build machine's
+    platform code but use no CPython ABI (the kernel library has a C ABI, the op library torch's
+    Stable ABI), so any Python 3 the package supports loads them.  Without them the wheel is pure
+    (py3-none-any)."""
+
+    def run(self):
+        if not self.skip_build:
+            self.run_command("build")
+        lib_dir = Path(self.get_finalized_command("build_py").build_lib) / "inductor_swiglu" / "_lib"
+        binary = any((lib_dir / name).exists() for name in LIBRARIES)
+        self.root_is_pure = not binary
+        # install puts a distribution without ext_modules in purelib, which a non-pure wheel would
+        # then carry under .data/purelib: say what was built instead.
+        self.distribution.has_ext_modules = lambda: binary
+        super().run()
+
+    def get_tag(self):
+        impl, abi, plat = super().get_tag()
+        return (impl, abi, plat) if self.root_is_pure else ("py3", "none", plat)
+
+
+setup(packages=packages(), cmdclass={"build_py": BuildPyWithKernels, "bdist_wheel": BdistWheelTagged})

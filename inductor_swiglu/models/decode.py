@@ -20,6 +20,7 @@ Why a class that owns one cache:
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass
 
@@ -43,6 +44,12 @@ def _new_static_cache(model, batch: int, max_len: int):
                            device=model.device, dtype=model.dtype)
 
 
+def _cache_keyword(model) -> str:
+    """The name model.forward takes the cache by: transformers 5.x renamed past_key_values to cache
+    and warns on every model that is still handed the old name."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 class StaticDecoder:
     """Greedy decode of a Hugging Face causal LM with one reusable transformers StaticCache.
 
@@ -54,10 +61,11 @@ class StaticDecoder:
         self.model, self.step, self.batch, self.max_len = model, step, batch, max_len
         self.prefill = prefill or step
         self.cache = _new_static_cache(model, batch, max_len)
+        self.cache_kw = _cache_keyword(model)
         device = next(model.parameters()).device
         # Eager first update: allocates the cache and marks it static (see the module docstring).
         with torch.no_grad():
-            model(input_ids=torch.zeros(batch, 1, dtype=torch.long, device=device), past_key_values=self.cache,
+            model(input_ids=torch.zeros(batch, 1, dtype=torch.long, device=device), **{self.cache_kw: self.cache},
                   cache_position=torch.zeros(1, dtype=torch.long, device=device), use_cache=True)
         self.cache.reset()
 
@@ -75,7 +83,7 @@ class StaticDecoder:
         sync = torch.cuda.synchronize if prompt.is_cuda else (lambda: None)
         sync()
         t0 = time.perf_counter()
-        out = self.prefill(input_ids=prompt, past_key_values=self.cache, cache_position=torch.arange(plen, device=dev),
+        out = self.prefill(input_ids=prompt, **{self.cache_kw: self.cache}, cache_position=torch.arange(plen, device=dev),
                            use_cache=True, logits_to_keep=1)
         # clone: under CUDA graphs the logits buffer is overwritten by the next replay
         nxt = out.logits[:, -1].argmax(-1, keepdim=True).clone()
@@ -84,7 +92,8 @@ class StaticDecoder:
         toks = [nxt]
         for i in range(new_tokens - 1):
             pos = torch.full((1,), plen + i, dtype=torch.long, device=dev)
-            out = self.step(input_ids=nxt, past_key_values=self.cache, cache_position=pos, use_cache=True, logits_to_keep=1)
+            out = self.step(input_ids=nxt, **{self.cache_kw: self.cache}, cache_position=pos, use_cache=True,
+                            logits_to_keep=1)
             nxt = out.logits[:, -1].argmax(-1, keepdim=True).clone()
             toks.append(nxt)
         sync()

@@ -44,7 +44,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu"):
     path = gguf_path()
     t0 = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, torch_dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
     model = model.to(device).eval()
     log.info("loaded %s in %.1f s", path.name, time.perf_counter() - t0)
     return model, tokenizer
