@@ -19,7 +19,7 @@ STAMP := $(VENV)/.inductor_swiglu-installed
 SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null) \
 	$(wildcard inductor_swiglu/dispatch/tables/*.json) pyproject.toml setup.py
 
-.PHONY: demo test test-all wheel lint install status clean
+.PHONY: demo test test-all wheel kernels lint install status clean
 
 demo: install
 	$(PY) -m inductor_swiglu demo
@@ -36,8 +36,13 @@ test-all: install
 wheel: install
 	$(PY) -m pip install -q build
 	rm -rf build/lib build/bdist.*
-	$(PY) -m build --wheel --no-isolation --outdir dist .
+	INDUCTOR_SWIGLU_BUILD_KERNELS=1 $(PY) -m build --wheel --no-isolation --outdir dist .
 	@ls -1 dist/inductor_swiglu-*.whl
+
+# The kernels and the C++ op into the source tree, also where no GPU is (an install builds them only
+# where one is): to run the tests that load them on a CPU machine.
+kernels: install
+	INDUCTOR_SWIGLU_BUILD_KERNELS=1 $(PY) -m inductor_swiglu.kernels.build
 
 lint: install
 	$(VENV)/bin/ruff check .

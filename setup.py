@@ -3,9 +3,10 @@
 Also finds the packages (so none can be left out of a wheel) and tags the wheel for what it holds.
 Everything else is declared in pyproject.toml.  The kernel build lives in
 inductor_swiglu/kernels/build.py (torch-free, loaded here by path).  Without nvcc
-the package installs without kernels and the op falls back (and says so); set
-INDUCTOR_SWIGLU_REQUIRE_KERNELS=1 to make a failed or skipped build an error
-(CI does), or INDUCTOR_SWIGLU_SKIP_KERNELS=1 to skip it.
+the package installs without kernels and the op falls back (and says so); on a machine
+without an NVIDIA GPU they are built only when asked (INDUCTOR_SWIGLU_BUILD_KERNELS=1, as
+`make wheel` does); set INDUCTOR_SWIGLU_REQUIRE_KERNELS=1 to make a failed or skipped build an
+error (CI does), or INDUCTOR_SWIGLU_SKIP_KERNELS=1 to skip it.
 """
 
 import importlib.util
@@ -58,8 +59,16 @@ class BuildPyWithKernels(build_py):
             return
         # setuptools silences an exception raised here (editable installs), so every failure is
         # turned into the outcome we mean: an error where kernels are required, a warning otherwise.
+        build_anyway = require or os.environ.get("INDUCTOR_SWIGLU_BUILD_KERNELS", "") not in ("", "0")
         try:
             kb = _kernel_build()
+            # sm_90a code is useless where no GPU could run it, and costs a 2-core machine minutes:
+            # built there only when asked (CI, and `make wheel` for GPU machines).
+            if not build_anyway and not kb.cuda_gpu_present():
+                print("[inductor_swiglu build] no NVIDIA GPU on this machine: the kernels and the C++ op are not built "
+                      "(nothing here could run them; the op runs its CPU path). INDUCTOR_SWIGLU_BUILD_KERNELS=1 builds "
+                      "them anyway, as `make wheel` does for GPU machines", file=sys.stderr)
+                return
             # An editable install imports from the source tree, so the library goes there.
             if getattr(self, "editable_mode", False):
                 out = ROOT / "inductor_swiglu" / "_lib"

@@ -47,8 +47,9 @@ def _source_files() -> dict[str, Path]:
 
 
 def _build_wheel(src: Path, out: Path, **env_vars: str) -> Path:
-    env = {**os.environ, **env_vars}
-    env.pop("INDUCTOR_SWIGLU_REQUIRE_KERNELS", None)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("INDUCTOR_SWIGLU_REQUIRE_KERNELS", "INDUCTOR_SWIGLU_BUILD_KERNELS")}
+    env.update(env_vars)
     # no build isolation: the test's environment has the build requirements, and no network is needed
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
                           str(src)], env=env, capture_output=True, text=True)
@@ -101,13 +102,19 @@ def build(out_dir, **kwargs):
 
 def build_op(out_dir, **kwargs):
     (Path(out_dir) / "libinductor_swiglu_op.so").write_bytes(b"op")
+
+def cuda_gpu_present():
+    return False
 """
 
 
 def test_a_wheel_with_the_libraries_is_tagged_for_the_platform_and_a_later_one_without_them_is_pure(tmp_path):
     src = _checkout_copy(tmp_path / "src")
     (src / "inductor_swiglu" / "kernels" / "build.py").write_text(FAKE_KERNEL_BUILD)
-    binary = _build_wheel(src, tmp_path / "binary")
+    # no GPU here: nothing is built unless asked for, as `make wheel` asks
+    idle = _build_wheel(src, tmp_path / "idle")
+    assert idle.name.endswith("-py3-none-any.whl"), idle.name
+    binary = _build_wheel(src, tmp_path / "binary", INDUCTOR_SWIGLU_BUILD_KERNELS="1")
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     # the libraries use no CPython ABI: any Python 3, this platform
     assert binary.name.endswith(f"-py3-none-{plat}.whl"), binary.name
