@@ -1,5 +1,5 @@
 # A fresh start in two commands:  `make demo`  and  `make test`.
-# Both create .venv (once), install the package with its kernels (built where nvcc exists, once:
+# Both create .venv (once), install the package with its kernels (built where nvcc and a GPU exist, once:
 # later runs rebuild only what changed), then run the demo or the tests.
 #   make test                          the fast selection every change must pass on a CPU (not `slow`)
 #   make test-all                      every test (CI)
