@@ -44,12 +44,12 @@ def ok_times(row: dict) -> dict[str, float]:
     in the worse of the two regimes, ``max(us / fastest us, burst / fastest burst)``, in units of
     the fastest sustained time: a choice must hold in both.  (The worse of the two raw times would
     always be the sustained one, since a burst runs at the full clock: that rule ignored the burst
-    ranking, and kept a kernel 6% behind stock after idle, q72B at M = 2048 on 2026-12-03.)"""
+    ranking, and kept a kernel 6% behind stock after idle, q72B at M = 2048.)"""
     passed = {n: c for n, c in row["candidates"].items() if "us" in c and c.get("numerics_ok")}
     bursts = {n: c for n, c in passed.items() if c.get("burst_us") and not n.startswith("triton:")}
     eager = {n: c["us"] for n, c in passed.items() if not n.startswith("triton:")}
     if not bursts or min(eager, key=eager.get) not in bursts:
-        # no burst ranking: sweeps before 2026-12-03 burst-timed the unfused path only, as a reference
+        # no burst ranking: the oldest stored sweeps burst-timed the unfused path only, as a reference
         return {n: c["us"] for n, c in passed.items()}
     tri = {n: c["us"] for n, c in passed.items() if n.startswith("triton:")}
     fastest = min(c["us"] for c in bursts.values())
@@ -62,7 +62,7 @@ def beats_reference(row: dict, name: str, ref: str, margin: float = DEFAULT_MARG
     the graph to, such as stock Inductor) by more than `margin` in every regime both were timed in:
     sustained, and burst where both have a burst figure.  (Sustained alone chose fused FP8 kernels
     up to 11% behind stock after idle, and 1-7% ahead of it sustained, which a hotter GPU turned
-    into losses of 1-16%: H200, 2026-12-04, benchmarks/data/sweeps/h200/README.md.)  True where the row
+    into losses of 1-16%: H200, benchmarks/data/sweeps/h200/README.md.)  True where the row
     has no such reference."""
     cand, other = row["candidates"][name], row["references"].get(ref) or {}
     if "us" not in other:

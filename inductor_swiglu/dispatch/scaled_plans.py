@@ -153,7 +153,7 @@ def _weight_only_plan(device: DeviceKind, activation: str, M: int, N: int, K: in
 
 
 # The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves the rows one
-# program covers (16).  Measured on the H200 (2026-12-04, benchmarks/sweep_rowwise_linear.py, weights from
+# program covers (16).  Measured on the H200 (benchmarks/sweep_rowwise_linear.py, weights from
 # HBM): at M = 1-16 over the Qwen2.5 shapes cuBLAS's fp8 GEMM took 1.7x-3.7x a pure read of the down
 # weight, and the per-row quantization before it another 2-11 us.  (The per-tensor quantization, a
 # reduction over all of h, is served by the same rule: not timed apart.)

@@ -438,10 +438,10 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # The scaled GEMM (FP8 models, prefill: the fused Triton kernel serves decode).  "promote" rows
 # hold up to 64 x 192 per consumer warpgroup (two accumulators: 128 x 256 spilled 852 bytes, ptxas
 # for sm_90a), "overlap" rows 64 x 128 (three); the one "fast" row is measured for the record: on the
-# H200 (2026-12-03, K = 896-8192) 2.3-8.6% of its outputs above the accumulation noise were off by
+# H200 (K = 896-8192) 2.3-8.6% of its outputs above the accumulation noise were off by
 # over 1%, against 0.01-0.97% for the promoted sums, 0.07-1.08% for cuBLAS's default fp8 GEMMs and
 # the 2% bound of the sweep's numerics rule, which therefore never chooses it.  Measured and
-# dropped (H200, 2026-12-04, benchmarks/data/sweeps/h200/2026-12-04_sweep_scaled_fp8_sliced.json):
+# dropped (H200, benchmarks/data/sweeps/h200/, the sweep_scaled_fp8_sliced run):
 # promoted tiles of 128 x 256 and 64 x 256 through a consumer that issued each k-tile's wgmmas in 2
 # or 4 slices of the tile's width into a one-slice partial accumulator (128 + 64 registers), added
 # after each slice: the best of them was 1-24% slower than the best "promote" row at 23 of 28
@@ -451,7 +451,7 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # cooperative warpgroups' drain-and-add at each promotion, which both reach together, turn out to
 # be what the promoted rows lose to cuBLAS: a consumer in which the two promoted half a k-tile apart
 # (same sums, same registers) measured 1.04x-1.14x slower than the promote rows at 6 points
-# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profiled (ncu, H200, 2026-12-04, q7B
+# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profiled (ncu, H200, q7B
 # M = 8192, one launch each, benchmarks/profile_scaled.py): the 128 x 128 promote row took 3.94 M
 # cycles where cuBLAS's fp8 kernel of the same tile (128 x 128 x 128, cooperative, default
 # accumulation) took 2.43 M; tensor pipe 52% against 85%, 763 M instructions against 539 M,
@@ -463,7 +463,7 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
 # unfused path still faster at 6 of 9: dropped.  So neither the drain at each promotion nor
 # its adds explain the gap; the instruction count and the stalls point at the consumer's per-k-tile
 # code and the epilogue's scale loads, which are where the next attempt should start.
-# Both measured and kept (H200, 2026-12-04, benchmarks/data/sweeps/h200/2026-12-04_sweep_scaled_fp8_overlap.json,
+# Both measured and kept (H200, benchmarks/data/sweeps/h200/, the sweep_scaled_fp8_overlap run,
 # 28 points M = 128-8192): the epilogue loads each tile's scales before it computes (34 global loads
 # a thread per 128 x 128 tile instead of 80, pair_mul_store.hpp), and the "overlap" rows add each
 # k-tile's sum while the next k-tile's wgmmas run (collectives/fp8_overlapped_promotion.hpp; same
@@ -493,7 +493,7 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
     # Fast accumulation serves graphs that ask for it (use_fast_accum=True, torchao's default) and
     # only them (dispatch/scaled_plans.py).  Swept against stock's fast-accumulating cuBLAS (H200,
-    # 2026-12-04, 28 points M = 128-8192, ..._sweep_scaled_fp8_fast_accum.json): the best of these
+    # 28 points M = 128-8192, ..._sweep_scaled_fp8_fast_accum.json): the best of these
     # 1.19x stock (geomean; 0.98x-1.83x), 0.93x one fast cuBLAS GEMM [M, 2N, K], numerics no worse
     # than stock's (the activation in fp32 before one rounding).  Of the table's 28 entries: 64 x 256
     # 10, 64 x 128 with TMA stores 8, 128 x 256 4, an exact (overlap) row 1, stock 5 (M = 8192, within
@@ -513,7 +513,7 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256, cluster_m=2),
     # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on (the Triton
-    # kernel serves decode).  Swept on the H200 (2026-12-05, 14 points: Qwen2.5 shapes x M = 2048,
+    # kernel serves decode).  Swept on the H200 (14 points: Qwen2.5 shapes x M = 2048,
     # 8192, ..._sweep_block_fp8_cutlass.json): 1.27x-1.50x the fused Triton kernel everywhere; where
     # K <= 2048 ahead of the unfused path (two block-scaled cuBLAS GEMMs) by 1.04x-1.14x (q0.5B's
     # K = 896, which cuBLAS's block-scaled GEMM refuses: 18.6x its fp32 fallback), behind it by

@@ -144,8 +144,8 @@ def cublas_blockwise(device_index: int) -> str:
 
 # cuBLAS refuses block-scaled GEMMs of one row (CUBLAS_STATUS_NOT_SUPPORTED) and torch._scaled_mm
 # refuses weight scales whose K-block count is not a multiple of 4 (K = 896: "Invalid scaling
-# configuration", H200, torch 2.11, 2026-12-03), or, for the [M, 2N, K] GEMM of both weights at
-# K = 896, returned wrong numbers (norm-wise error 0.09; H200 and H100, 2026-12-05): the unfused path
+# configuration", H200, torch 2.11), or, for the [M, 2N, K] GEMM of both weights at
+# K = 896, returned wrong numbers (norm-wise error 0.09; H200 and H100): the unfused path
 # pads the rows to 16 and takes cuBLAS only where K is a multiple of 512.
 CUBLAS_ROWS = 16
 CUBLAS_K = 512

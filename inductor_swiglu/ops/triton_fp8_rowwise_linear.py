@@ -11,7 +11,7 @@ which is what torchao's graph runs as an Inductor reduction, a cast and a ``torc
 ``zero_max_as_one``: a maximum of 0 counts as 1, so an all-zero row quantizes to zeros, as
 transformers' ``CompressedTensorsFP8Linear`` quantizes, where torchao's gives NaN).
 At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
-(measured on the H200, 2026-12-04, weights from HBM: 1.7x-3.7x a pure read of the down weight
+(measured on the H200, weights from HBM: 1.7x-3.7x a pure read of the down weight
 at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
 
 * ``row_maxima``: one program per row of h computes max |h| (the whole row in one load where K
@@ -23,7 +23,7 @@ at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here
   quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
   MMAs whose sums are promoted to fp32 every K step of 128 (cuBLAS's default accumulation; stock's
   GEMM accumulates fast), and writes fp32 partial sums.  Widening both operands to bf16 instead
-  (exact sums) measured 1.5-2x slower (H200, 2026-12-04: the weight tile then passes through
+  (exact sums) measured 1.5-2x slower (H200: the weight tile then passes through
   registers); that variant stays a configuration (``fp8_mma=False``).  Under Triton 3.6's
   interpreter, which gets bf16 and fp8 ``tl.dot`` wrong, the same products are summed as fp32 dots;
 * ``_reduce_kernel``: adds the K splits' partial sums and applies the scales.

@@ -53,7 +53,7 @@ WEIGHT_ONLY_X_DTYPES = (torch.bfloat16, torch.float16)
 HOPPER_SMEM_PER_BLOCK = 232448   # shared_memory_per_block_optin of an H100/H200
 
 # MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
-# fp32.  Measured on an H200 (2026-12-03, M = 16, N = 896, K = 1024, against the fp32 sums of the
+# fp32.  Measured on an H200 (M = 16, N = 896, K = 1024, against the fp32 sums of the
 # dequantized operands): with Triton's default (that accumulator for the whole K loop) 2.9% of the
 # outputs were off by more than 1%, with the partial sums added into fp32 every 128 elements of K
 # (what CUTLASS's and DeepSeek's fp8 GEMMs do) 1.35%: the elements whose gate or up nearly cancels.
@@ -61,7 +61,7 @@ HOPPER_SMEM_PER_BLOCK = 232448   # shared_memory_per_block_optin of an H100/H200
 # give fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
 PROMOTE_EVERY_K = 128
 # What the fp8-MMA configurations are held to: the share of outputs (above the fp32 accumulation
-# noise) off by more than 1%.  Measured on the 42 Qwen2.5 points (H200, 2026-12-03): 0.9-1.7%, and
+# noise) off by more than 1%.  Measured on the 42 Qwen2.5 points (H200): 0.9-1.7%, and
 # 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
 # promotion above, which this bound catches.
 FP8_MMA_OVER_1PCT_BOUND = 0.02
@@ -69,7 +69,7 @@ FP8_MMA_OVER_1PCT_BOUND = 0.02
 # (torchao's dynamic per-row scaling).  A pass of its own for that maximum is a launch and a
 # reduction along a whole row by one program: torch.compile's quantization of h alone took 2.4-11 us
 # over the Qwen2.5 shapes at M = 1-16, beside 10-73 us for the whole decode down projection (H200,
-# 2026-12-04, benchmarks/sweep_rowwise_linear.py).  Each program here already holds its tile of h in
+# benchmarks/sweep_rowwise_linear.py).  Each program here already holds its tile of h in
 # registers, so with ROW_AMAX it also writes that tile's maximum per row, of the values as rounded
 # for storing; the maximum of a row's tile maxima is the row's maximum exactly.
 # The block of FP8 checkpoints' scales (DeepSeek-V3, Qwen3-FP8): 128 x 128 weight elements, 1 x 128
@@ -242,7 +242,7 @@ def _scaled_swiglu_kernel(
             # multiplies by the last S.  (Adding S_k * dot(x, w) to the accumulators instead holds
             # a third register tile per accumulator, 1.1-1.8 KB of spills at 128 x 128 per ptxas;
             # that first version, x also quantized in this kernel, measured 1.6-3.2x slower at
-            # M = 128 on the H200, 2026-12-03.)  S is floored so that an all-zero block of x
+            # M = 128 on the H200.)  S is floored so that an all-zero block of x
             # cannot make the ratio 0 / 0.
             s_x = tl.load(xs_ptr + rows_m * stride_xs + k0 * stride_xsk, mask=mask_m, other=0.0)
             s_g = tl.load(wgs_ptr + blk * stride_wgs + k0 * stride_wgsk)

@@ -48,7 +48,7 @@ DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 # The op's host time per call (Python: checks, the plan, the Triton launch) against stock's
-# (sweep_moe.py --op, H200, 2026-12-03, Qwen3-30B-A3B, 1 token).
+# (sweep_moe.py --op, H200, Qwen3-30B-A3B, 1 token).
 OP_HOST_US, STOCK_HOST_US = 86.4, 66.2
 
 
