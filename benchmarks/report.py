@@ -80,18 +80,39 @@ def run_header(rows: list[dict]) -> str:
     return f"run {r['run']}: {r['date']}, {r['device']}, torch {r['torch']}, commit {r['commit'] or 'unknown'}"
 
 
+def run_of_another_device(bench: str) -> bool:
+    """A kernel run of another GPU than the reference one (``bench_kernels_h100``, ``..._with_h200_table``)."""
+    return bench.removeprefix("bench_kernels").strip("_").startswith("h")
+
+
+def compact_kernel_section(bench: str, rows: list[dict]) -> list[str]:
+    """Another GPU's kernel run: its summary and the points where the op trails stock or cuBLAS (the
+    full table is one report.py --data away; the page keeps one full table per benchmark)."""
+    suffix = bench.removeprefix("bench_kernels").strip("_")
+    device, _, lender = suffix.partition("_with_")
+    table = f"the {lender.removesuffix('_table').upper()} table" if lender else "its own table"
+    pts = kernel_points(rows)
+    behind = []
+    for (model, M), p in sorted(pts.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        op = p.get(("us", "op"))
+        if not op:
+            continue
+        slow = [f"{name} {_x(p[('us', ref)] / op)}" for ref, name in (("stock_compile", "stock"), ("cublas_2N", "cuBLAS"))
+                if ("us", ref) in p and p[("us", ref)] < op]
+        if slow:
+            behind.append(f"{model} M = {M} ({', '.join(slow)})")
+    return [f"## Kernels on an {device.upper()}, {table}: the op against cuBLAS and stock torch.compile",
+            f"bench_kernels.py, {run_header(rows)}; as above. Summary: {summary_line(kernel_summary(rows))}. "
+            f"Behind stock or cuBLAS at: {'; '.join(behind) or 'none'}."]
+
+
 def kernel_section(bench: str, rows: list[dict]) -> list[str]:
     pts = kernel_points(rows)
-    # the benchmark's suffix: an activation (GeGLU runs) or which device and table a run measured
-    suffix = bench.removeprefix("bench_kernels").strip("_")
-    act = suffix if suffix in ("silu", "gelu_tanh", "gelu") else ""
-    device, _, lender = suffix.partition("_with_")
-    table = (f"on an {device.upper()}, " + (f"the {lender.removesuffix('_table').upper()} table" if lender else "its own table")
-             if suffix and not act else "")
+    act = bench.removeprefix("bench_kernels").strip("_")
     burst = any(("us_burst", "op") in p for p in pts.values())
     power = any(("board_w", "") in p for p in pts.values())
     lines = [f"## Kernels: the op against cuBLAS and stock torch.compile, {len(pts)} configurations"
-             + (f", activation {act}" if act else "") + (f", {table}" if table else ""), "",
+             + (f", activation {act}" if act else ""), "",
              f"bench_kernels.py, {run_header(rows)}. GPU us per call, CUDA-graph replay, weights from HBM, all "
              "columns interleaved; at M >= 2048 sustained (after 2 s of load)"
              + (", burst = first replay after idle" if burst else "") + ". x: cuBLAS's or stock's time over the op's.", ""]
@@ -211,7 +232,7 @@ def render(rows: list[dict], data_name: str = "benchmarks/data/benchmark_data.cs
              "recorded with `--record`: `python benchmarks/report.py`. Method and scripts: "
              "[`README.md`](README.md). Speedups are the other column's time over ours (above 1: ours is faster).", ""]
     for bench, rs in kernel_runs.items():
-        lines += kernel_section(bench, rs) + [""]
+        lines += (compact_kernel_section if run_of_another_device(bench) else kernel_section)(bench, rs) + [""]
     if model_runs:
         lines += ["## Whole model", ""]
         for (bench, *_), rs in model_runs.items():

@@ -135,3 +135,12 @@ def test_bench_model_record_appends_the_runs_figures(tmp_path):
     assert set(decode) == {1, 8} and all(r["variant"] == "eager" and r["value"] > 0 for r in decode.values())
     assert all(r["benchmark"] == "bench_model" and r["device"].startswith("CPU") for r in rows)
     assert json.loads((out / "bench_model.json").read_text())["rows"][0]["variant"] == "eager"   # --out as before
+
+
+def test_another_gpus_kernel_run_is_a_compact_section_naming_where_the_op_trails():
+    bd, report = benchmark_module("benchmark_data"), benchmark_module("report")
+    page = report.render(bd.read_rows(bd.DEFAULT_PATH))
+    own = page[page.index("## Kernels on an H100, its own table"):]
+    own = own[:own.index("\n\n")]
+    assert "at or below stock's at 42/42" in own and "Behind stock or cuBLAS at: q0.5B M = 128 (cuBLAS 0.94x)" in own
+    assert "| q0.5B | 128 |" not in own           # no full table: the page keeps one per benchmark
