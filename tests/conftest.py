@@ -44,10 +44,10 @@ def rowwise_scaled_mm():
 # fast case.  A name here that no longer matches a test of a collected file is an error.
 SLOW = {
     "tests/test_interleaved_gemm_layout.py::test_every_interleaved_config_pairs_gate_and_up":
-        "nvcc compiles CUTLASS's host-side layout check for every configuration (minutes); run it when csrc/ or "
+        "nvcc compiles CUTLASS's host-side layout check for every configuration; run it when csrc/ or "
         "kernels/configs.py change",
     "tests/test_decode_wgmma_layout.py::test_every_decode_wgmma_config_pairs_gate_and_up_rows":
-        "nvcc compiles the decode GEMM's layout check for every configuration (minutes); as above",
+        "nvcc compiles the decode GEMM's layout check for every configuration; as above",
     "tests/test_smollm2.py::test_smollm2_all_mlps_rewritten_and_greedy_agrees_with_eager":
         "loads the real SmolLM2 weights and decodes eager and compiled (make demo runs the same)",
     "tests/test_decode_warmup.py::test_static_decoder_compiled_matches_eager_and_settles":
@@ -66,7 +66,7 @@ SLOW = {
         "two gloo processes, each compiling its shard; test_the_plan_splits_gate_and_up_... stays",
     "tests/test_backend.py::test_modes[max-autotune-no-cudagraphs]":
         "autotunes every GEMM on the CPU; the other modes stay",
-    # transformers' tiny MoE models compile for about a minute each on 2 cores: one per graph form
+    # transformers' tiny MoE models are the slowest compiles of the CPU tests: one per graph form
     # stays (batched_mm: mixtral-batched_mm; grouped_mm: test_geglu_experts_are_rewritten_with_their_activation)
     "tests/test_moe.py::test_transformers_experts_are_rewritten_once_per_moe_layer[qwen3_moe-":
         "a whole MoE model per form; mixtral-batched_mm and the GeGLU experts' qwen3_moe grouped_mm stay",
@@ -98,7 +98,7 @@ SLOW = {
            ("test_fp8_down_projection.py::test_the_per_tensor_down_projection_is_rewritten", ("8-2", "1-3")),
            ("test_fp8_weight_only.py::test_torchao_weight_only_models_are_rewritten", ("gelu_tanh-2", "silu-3")))
        for params in off_diagonal},
-    # Triton's interpreter at K=4096 (seconds per case); the same kernels' smaller shapes stay
+    # Triton's interpreter at K=4096 (its slowest cases); the same kernels' smaller shapes stay
     "tests/test_fp8_down_projection.py::test_the_decode_kernel_matches_the_reference[True-16-64-4096]":
         "the interpreter at K=4096; [True-5-200-640] stays",
     "tests/test_fp8_down_projection.py::test_the_decode_kernel_matches_the_reference[False-16-64-4096]":
