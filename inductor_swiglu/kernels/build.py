@@ -301,6 +301,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def shard_size(total: int, shards: int, shard: int) -> int:
+    """The kernels of shard `shard` of `shards` when a family's `total` rows are dealt round-robin."""
+    return total // shards + (1 if shard < total % shards else 0)
+
+
 def unit_seconds(kernels: int) -> float:
     return SECONDS_BASE + SECONDS_PER_KERNEL * kernels
 
@@ -326,7 +331,7 @@ def plan_shards(kernels: dict[str, int], cores: int) -> dict[str, int]:
         return {f: -(-k // most) for f, k in families.items()}
 
     def cost(plan: dict[str, int]) -> tuple[float, int]:
-        times = [unit_seconds(families[f] // n + (1 if i < families[f] % n else 0))
+        times = [unit_seconds(shard_size(families[f], n, i))
                  for f, n in plan.items() for i in range(n)]
         return makespan(times, cores), len(times)
 
@@ -357,8 +362,7 @@ class Unit:
 
     def kernels(self, selection: Selection) -> int:
         """The kernels this unit instantiates (rows i with i % shards == shard)."""
-        total = selection.kernels_in(self.src.name)
-        return total // self.shards + (1 if self.shard < total % self.shards else 0)
+        return shard_size(selection.kernels_in(self.src.name), self.shards, self.shard)
 
 
 def plan_units(selection: Selection, cores: int) -> list[Unit]:
