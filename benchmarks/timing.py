@@ -397,11 +397,12 @@ def inductor_cache_dir(args, name: str) -> str:
 
 
 def run_points(todo: list, measure: Callable[..., dict], describe: Callable[[dict], str], budget_s: float,
-               partial: Path, meta: dict) -> list[dict]:
-    """A sweep's points in order: ``measure(*point)`` gives each one's row, ``describe(row)`` its
-    progress line; after each point the rows so far are saved to `partial` (``meta`` marked
-    partial), so a sweep cut short keeps a readable result.  No point starts after `budget_s`."""
-    rows: list[dict] = []
+               partial: Path, meta: dict, kept: list[dict] = ()) -> list[dict]:
+    """A sweep's points in order after the `kept` rows of an earlier run: ``measure(*point)`` gives
+    each one's row, ``describe(row)`` its progress line; after each point the rows so far are saved
+    to `partial` (``meta`` marked partial), so a sweep cut short keeps a readable result.  No point
+    starts after `budget_s`."""
+    rows: list[dict] = list(kept)
     t0 = time.perf_counter()
     for i, point in enumerate(todo, 1):
         if time.perf_counter() - t0 > budget_s:
