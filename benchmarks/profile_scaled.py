@@ -6,7 +6,7 @@ profiler range: what Nsight Compute reads to compare the FP8 prefill kernel with
         --section SchedulerStats --section Occupancy --section SourceCounters -o /tmp/q7b \
         python benchmarks/profile_scaled.py --model q7B --m 8192 [--configs NAME,...]
 
-Operands as torchao's per-row float8 form holds them, the first input set of ``sweep_scaled.py``
+Operands as torchao's per-row float8 form holds them, the first input set of ``sweep.py --form swiglu_fp8``
 at the same point: x and both weights e4m3 with fp32 row scales.  Each configuration of the scaled CUTLASS GEMM in the built library
 (``INDUCTOR_SWIGLU_KERNELS=all`` builds every row of ``kernels/configs.py`` SCALED_GEMM) runs once,
 then ``torch._scaled_mm`` over the concatenated weights with cuBLAS's default accumulation and with
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_scaled import cutlass, scaled_mm_2n, scaled_mm_2n_fast, scaled_sets  # noqa: E402
+from sweeps.swiglu_fp8 import cutlass, scaled_mm_2n, scaled_mm_2n_fast, scaled_sets  # noqa: E402
 
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
 

@@ -229,7 +229,7 @@ def test_bench_tp_report_gives_ratios_rewrites_per_rank_and_agreement():
 
 
 def test_sweep_reports_where_triton_was_chosen_for_graphs():
-    sweep = benchmark_module("sweep_dispatch")
+    sweep = benchmark_module("sweeps.swiglu")
     rows = [{"model": "q7B", "M": 16, "choice": {"us": 77.6, "triton": "a", "triton_us": 68.0},
              "candidates": {"triton:a": {"us": 68.0}, "triton:b": {"us": 70.0}}},
             {"model": "q0.5B", "M": 1, "choice": {"us": 6.0}, "candidates": {"triton:a": {"us": 7.0}}},

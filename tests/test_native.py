@@ -140,7 +140,7 @@ def test_the_sweep_script_builds_candidates_for_every_bucket():
     lib = kl.get_library()
     if lib is None:
         pytest.skip("kernel library not built")
-    sweep_dispatch = benchmark_module("sweep_dispatch")
+    sweep_dispatch = benchmark_module("sweeps.swiglu")
     for _, _, M in tables.M_BUCKETS:
         names = [c[0] for c in sweep_dispatch.candidates(M, lib)]
         assert "unfused" in names

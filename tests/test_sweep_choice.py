@@ -1,21 +1,20 @@
 """How a sweep's timings become a table entry (inductor_swiglu.dispatch.choice, driven by
-benchmarks/sweep_dispatch.py; no GPU)."""
+benchmarks/sweep.py and its form modules), and that the kept evidence re-chooses the shipped
+tables (no GPU)."""
 
 import json
 from pathlib import Path
 
 import pytest
-from benchmark_scripts import benchmark_module
+from benchmark_scripts import SWEEPS, benchmark_module
 
 from inductor_swiglu.dispatch import choice
 from inductor_swiglu.dispatch import table as tables
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(scope="module")
 def sweep():
-    return benchmark_module("sweep_dispatch")
+    return benchmark_module("sweep")
 
 
 def point(times: dict[str, float], M=16, bad=()):
@@ -100,7 +99,7 @@ def test_rechoose_reads_other_machines_sweeps(sweep, tmp_path):
     here.write_text(json.dumps({"meta": {"date": "d", "device": "H200", "torch": "t"}, "rows": [point(HERE)]}))
     there.write_text(json.dumps({"meta": {}, "rows": [point(ELSEWHERE)]}))
     out = tmp_path / "out"
-    assert sweep.main(["--rechoose", str(here), "--other-machines", str(there), "--incumbents",
+    assert sweep.main(["--form", "swiglu", "--rechoose", str(here), "--other-machines", str(there), "--incumbents",
                        str(tmp_path / "none.json"), "--device-kind", "test", "--out", str(out)]) == 0
     table = tables.load(out / "test.json")
     [entry] = table.entries
@@ -115,23 +114,29 @@ def test_a_partial_sweep_replaces_its_points_in_place():
     assert [e.impl for e in merged] == ["unfused", "decode_gemm", "unfused"] and kept == 2
 
 
+def kept(device: str, family: str) -> dict:
+    return choice.load_sweep(SWEEPS / device / f"{family}.json")
+
+
+# The H200 bf16 rows of the q7B/tp2 shard (K 3584, N 9472): the JSON of the sweep that chose them was
+# never kept (benchmarks/data/sweeps/h200/README.md), so they cannot be re-chosen.
+TP2_SHARD = (3584, 9472)
+
+
 def test_the_shipped_tables_reproduce_from_their_sweeps():
-    # the decode buckets of the H200 table, chosen again from the stored sweeps with the shipped
-    # rules, are the shipped entries (benchmarks/data/sweeps/h200/README.md)
-    d = REPO / "benchmarks" / "data" / "sweeps" / "h200"
-    here = choice.load_sweep(d / "2026-12-01g_sweep_decode_c.json")
-    others = [r for f in ("2026-12-01e_sweep_decode_final.json", "2026-12-01g_sweep_decode_d.json",
-                          "2026-12-01g_sweep_decode_recheck.json") for r in choice.load_sweep(d / f)["rows"]]
+    # every bf16 entry of the H200 table but the q7B/tp2 shard's, chosen again from the kept evidence
+    # (each point with the other machines' rows it was scored against) with the shipped rules and the
+    # shipped table as incumbents, is the shipped entry
     table = tables.load(tables.table_path("h200"))
-    shipped = {(e.K, e.N, e.m_lo): e for e in table.entries if e.key == KEY}
-    checked = 0
-    for row in here["rows"]:
+    shipped = {(e.K, e.N, e.m_lo): e for e in table.rows_for(KEY)}
+    rows = kept("h200", "swiglu_bf16")["rows"]
+    for row in rows:
         e = shipped[(row["K"], row["N"], row["m_lo"])]
-        same = [o for o in others if (o["K"], o["N"], o["M"]) == (row["K"], row["N"], row["M"])]
-        ch = choice.choose_across_machines(row, same, e, choice.DEFAULT_MARGIN)
-        assert (ch["impl"], ch["config"], ch["us"]) == (e.impl, e.config, e.record["us"])
-        checked += 1
-    assert checked == 35
+        ch = choice.choose_across_machines(row, row.get("other_machines", []), e, choice.DEFAULT_MARGIN)
+        assert (ch["impl"], ch["config"], ch.get("triton", ""), ch["us"]) == (e.impl, e.config, e.triton, e.record["us"])
+        assert ch.get("worst_of_fastest") == e.record.get("worst_of_fastest"), (row["model"], row["M"])
+    assert {(r["K"], r["N"], r["m_lo"]) for r in rows} == {k for k in shipped if k[:2] != TP2_SHARD}
+    assert len(rows) == 63 and sum(bool(r.get("other_machines")) for r in rows) > 40
 
 
 def test_triton_becomes_the_graph_choice_only_beyond_the_margin():
@@ -162,68 +167,59 @@ def test_triton_becomes_the_graph_choice_only_beyond_the_margin():
 
 
 def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
-    # every grouped/ entry of the H200 table is sweep_moe.py's choice from the stored sweep
-    # (benchmarks/data/sweeps/h200/README.md), bucket, configuration and time alike
-    sweep_moe = benchmark_module("sweep_moe")
-    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / "2026-12-03_sweep_moe.json").read_text())["rows"]
+    # every grouped/ entry of the H200 table is the form's choice from the kept evidence, bucket,
+    # configuration and record alike
+    form = benchmark_module("sweeps.swiglu_grouped")
     table = tables.load(tables.table_path("h200"))
-    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == sweep_moe.KEY}
-    chosen = [sweep_moe.chosen_entry(r) for r in rows]
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.rows_for(form.KEY)}
+    chosen = [form.chosen_entry(r) for r in kept("h200", "swiglu_grouped")["rows"]]
     assert len(chosen) == len(shipped) == 12
     for e in chosen:
-        s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
-        assert (s.impl, s.config, s.record["us"], s.record["stock_us"]) == (e.impl, e.config, e.record["us"],
-                                                                            e.record["stock_us"])
+        assert shipped[(e.K, e.N, e.m_lo, e.m_hi)].record == e.record
+        assert (shipped[(e.K, e.N, e.m_lo, e.m_hi)].impl, shipped[(e.K, e.N, e.m_lo, e.m_hi)].config) == (e.impl, e.config)
 
 
-def shipped_rows_reproduce(sweep_file: str, key, m_max: int | None = None) -> list:
-    """The shipped H200 entries of `key` that a stored sweep_scaled.py sweep measured (up to `m_max`
-    tokens, where a later sweep superseded its larger sizes) are its choices (bucket,
-    implementation, configuration and time alike); returns the chosen entries."""
-    sweep_scaled = benchmark_module("sweep_scaled")
-    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" / sweep_file).read_text())["rows"]
-    rows = [r for r in rows if m_max is None or r["M"] <= m_max]
-    table = tables.load(tables.table_path("h200"))
-    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in table.entries if e.key == key}
-    chosen = [sweep_scaled.chosen_entry(r, key) for r in rows]
+def shipped_rows_reproduce(family: str, key) -> list:
+    """Every shipped H200 entry of `key` is the FP8 entry rule's choice from the family's kept
+    evidence (bucket, implementation, configuration and record alike); returns the chosen entries."""
+    form = benchmark_module("sweeps.swiglu_fp8")
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in tables.load(tables.table_path("h200")).rows_for(key)}
+    chosen = [form.chosen_entry(r, key) for r in kept("h200", family)["rows"]]
+    assert len(chosen) == len(shipped)
     for e in chosen:
         s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
-        assert (s.impl, s.config, s.record["us"]) == (e.impl, e.config, e.record["us"])
+        assert (s.impl, s.config, s.record) == (e.impl, e.config, e.record)
     return chosen
 
 
 def test_the_shipped_block_scaled_fp8_rows_reproduce_from_their_sweeps():
-    # every float8_e4m3fn_block128 entry of the H200 table is sweep_scaled.py --blockwise's choice
-    # from a stored sweep (benchmarks/data/sweeps/h200/README.md): M = 1-512 from 12-03's, M = 2048
-    # and 8192 from 12-05's, which had the scaled GEMM's block-scaled rows among its candidates
-    key = benchmark_module("sweep_scaled").BLOCK_KEY
-    late = shipped_rows_reproduce("2026-12-05_sweep_block_fp8_cutlass.json", key)
-    early = shipped_rows_reproduce("2026-12-03_sweep_block_fp8.json", key, m_max=512)
-    assert len(early) + len(late) == len([e for e in tables.load(tables.table_path("h200")).entries
-                                          if e.key == key]) == 42
+    # every float8_e4m3fn_block128 entry; at M = 2048 and 8192 the scaled GEMM's block-scaled rows
+    # were candidates, and took the points where K <= 2048
+    chosen = shipped_rows_reproduce("swiglu_fp8_block", benchmark_module("sweeps.swiglu_fp8_block").KEY)
+    assert len(chosen) == 42
+    late = [e for e in chosen if e.m_lo >= 1025]
     assert {e.config for e in late if e.impl == "scaled_gemm"} == {"scaled_128x128x128_c1x1_tma_block128_overlap"}
     assert sum(e.impl == "scaled_gemm" for e in late) == 5 and all(e.K <= 2048 for e in late if e.impl != "unfused")
 
 
-def test_the_shipped_per_row_fp8_decode_rows_reproduce_from_their_sweep():
-    # the float8_e4m3fn entries at M = 1 and 16 are sweep_scaled.py's choices from the stored sweep
-    # (benchmarks/data/sweeps/h200/README.md): the fused Triton kernel's fp8-MMA swap-AB rows
-    chosen = shipped_rows_reproduce("2026-12-04_sweep_scaled_fp8_decode.json", benchmark_module("sweep_scaled").KEY)
-    assert len(chosen) == 14 and {e.impl for e in chosen} == {"scaled_triton"}
-    assert all("_k128_" in e.config and "bf16mma" not in e.config for e in chosen)
-
-
-def test_the_shipped_per_row_fp8_prefill_rows_reproduce_from_their_sweep():
-    # the float8_e4m3fn entries at M = 128, 512, 2048, 8192 are sweep_scaled.py's choices from the
-    # stored sweep (benchmarks/data/sweeps/h200/README.md): the fastest candidate, or the unfused row
-    # where the best fused one did not beat stock (torchao's use_fast_accum GEMMs) by 2% in every
-    # regime timed
-    chosen = shipped_rows_reproduce("2026-12-04_sweep_scaled_fp8_overlap.json", benchmark_module("sweep_scaled").KEY)
-    assert len(chosen) == 28
-    assert any(e.impl == "scaled_gemm" for e in chosen) and any("stock within 2%" in e.record["why"] for e in chosen)
-    # the rows that promote while the next k-tile's wgmmas run are what every fused entry chose
-    fused = [e for e in chosen if e.impl == "scaled_gemm"]
+def test_the_shipped_per_row_fp8_rows_reproduce_from_their_sweeps():
+    # the float8_e4m3fn entries: at M = 1 and 16 the fused Triton kernel's fp8-MMA swap-AB rows; at
+    # M = 128-8192 the fastest candidate, or the unfused row where the best fused one did not beat
+    # stock (torchao's use_fast_accum GEMMs) by 2% in every regime timed
+    chosen = shipped_rows_reproduce("swiglu_fp8", benchmark_module("sweeps.swiglu_fp8").KEY)
+    decode = [e for e in chosen if e.m_hi <= 16]
+    assert len(decode) == 14 and {e.impl for e in decode} == {"scaled_triton"}
+    assert all("_k128_" in e.config and "bf16mma" not in e.config for e in decode)
+    prefill = [e for e in chosen if e.m_lo > 16]
+    assert len(prefill) == 28 and any("stock within 2%" in e.record["why"] for e in prefill)
+    fused = [e for e in prefill if e.impl == "scaled_gemm"]
     assert len(fused) == 15 and all(e.config.endswith("_overlap") for e in fused)
+
+
+def test_the_shipped_fast_accumulation_rows_reproduce_from_their_sweep():
+    chosen = shipped_rows_reproduce("swiglu_fp8_fast_accum", benchmark_module("sweeps.swiglu_fp8").FAST_KEY)
+    assert len(chosen) == 28 and sum(e.impl == "unfused" for e in chosen) == 5
+    assert all(e.m_lo >= 65 for e in chosen)
 
 
 def test_a_fused_choice_must_beat_stock_by_the_margin_in_every_regime_timed():
@@ -237,13 +233,10 @@ def test_a_fused_choice_must_beat_stock_by_the_margin_in_every_regime_timed():
     assert choice.beats_reference(row(90.0, 90.0, 100.0, 95.0), "k", "stock")
     assert not choice.beats_reference(row(90.0, 96.0, 100.0, 95.0), "k", "stock")   # slower after idle
     assert choice.beats_reference({"candidates": {"k": {"us": 1.0}}, "references": {}}, "k", "stock")
-    # the stored FP8 sweep: at Qwen2.5-72B M = 2048 the best fused row was 5% faster sustained and 4%
+    # the kept FP8 evidence: at Qwen2.5-72B M = 2048 the best fused row was 5% faster sustained and 4%
     # slower burst-timed than stock, so the entry leaves the graph to stock
-    sweep_scaled = benchmark_module("sweep_scaled")
-    rows = json.loads((REPO / "benchmarks" / "data" / "sweeps" / "h200" /
-                       "2026-12-04_sweep_scaled_fp8_overlap.json").read_text())["rows"]
-    r = next(r for r in rows if r["model"] == "q72B" and r["M"] == 2048)
-    e = sweep_scaled.chosen_entry(r)
+    r = next(r for r in kept("h200", "swiglu_fp8")["rows"] if r["model"] == "q72B" and r["M"] == 2048)
+    e = benchmark_module("sweeps.swiglu_fp8").chosen_entry(r)
     assert e.impl == "unfused" and e.record["runner_up"] == "scaled_gemm:scaled_128x128x128_c2x1_overlap"
 
 
@@ -257,27 +250,36 @@ def test_each_sweep_rewrites_only_its_own_clause_of_the_method():
     assert tables.method_with("", "routed-expert", "sweep D") == "routed-expert rows: sweep D"
 
 
-def test_installing_a_sweeps_rows_keeps_the_other_keys_rows_and_clauses(monkeypatch, tmp_path):
+def table_copy(monkeypatch, tmp_path) -> tuple[tables.Table, Path]:
+    """The shipped H200 table, copied where the package's table_path points during the test."""
     shipped = tables.load(tables.table_path("h200"))
     path = tmp_path / "h200.json"
     tables.save(shipped, path)
     monkeypatch.setattr(tables, "table_path", lambda device: path)
-    sweep_moe, sweep_scaled = benchmark_module("sweep_moe"), benchmark_module("sweep_scaled")
-    sweeps = REPO / "benchmarks" / "data" / "sweeps" / "h200"
+    return shipped, path
+
+
+def test_installing_a_sweeps_rows_keeps_the_other_keys_rows_and_clauses(sweep, monkeypatch, tmp_path):
+    shipped, path = table_copy(monkeypatch, tmp_path)
     meta = {"date": "2026-12-31", "device": "H", "torch": "t"}
-    # the stored MoE sweep measured every routed-expert shape: its rows replace them all, the same choices
-    sweep_moe.install(json.loads((sweeps / "2026-12-03_sweep_moe.json").read_text())["rows"], meta, "h200")
+    grouped = benchmark_module("sweeps.swiglu_grouped")
+    args = sweep.parse(["--form", "swiglu_grouped", "--device-kind", "h200"])[1]
+    # the kept MoE evidence covers every routed-expert shape: its rows replace them all, the same choices
+    tables.save(grouped.table(kept("h200", "swiglu_grouped")["rows"], meta, args, {}), path)
     after = tables.load(path)
     assert set(after.entries) == set(shipped.entries) and after.serves == shipped.serves
-    assert tables.method_clause(after.method, "routed-expert") == "benchmarks/sweep_moe.py, 2026-12-31, H, torch t"
+    assert (tables.method_clause(after.method, "routed-expert")
+            == "benchmarks/sweep.py --form swiglu_grouped, 2026-12-31, H, torch t")
     for label in ("bfloat16/silu", "float8_e4m3fn", "float8_e4m3fn_block128"):
         assert tables.method_clause(after.method, label) == tables.method_clause(shipped.method, label)
-    # the decode re-sweep measured 14 of the 42 per-row FP8 entries: its clause names what it replaced
-    rows = json.loads((sweeps / "2026-12-04_sweep_scaled_fp8_decode.json").read_text())["rows"]
-    sweep_scaled.install(rows, meta, "h200")
-    fp8 = tables.method_clause(tables.load(path).method, "float8_e4m3fn")
-    assert fp8 == (f"benchmarks/sweep_scaled.py, 2026-12-31, H, torch t (14 entries; the other 28: "
-                   f"{tables.method_clause(shipped.method, 'float8_e4m3fn')})")
+    # a decode re-sweep of 14 of the 42 per-row FP8 entries: its clause names what it replaced
+    fp8 = benchmark_module("sweeps.swiglu_fp8")
+    rows = [r for r in kept("h200", "swiglu_fp8")["rows"] if r["M"] <= 16]
+    args = sweep.parse(["--form", "swiglu_fp8", "--device-kind", "h200"])[1]
+    tables.save(fp8.table(rows, meta, args, {}), path)
+    clause = tables.method_clause(tables.load(path).method, "float8_e4m3fn")
+    assert clause == (f"benchmarks/sweep.py --form swiglu_fp8, 2026-12-31, H, torch t (14 entries; the other 28: "
+                      f"{tables.method_clause(shipped.method, 'float8_e4m3fn')})")
     assert set(tables.load(path).entries) == set(shipped.entries)
 
 
@@ -285,7 +287,7 @@ def test_a_dense_sweep_keeps_the_other_sweeps_clauses():
     shipped = tables.load(tables.table_path("h200"))
     rows = [{**point(HERE), "choice": {"impl": "decode_gemm", "config": "a", "us": 1.0}}]
     table = choice.table_from_sweep(rows, {"date": "d"}, shipped, "h200", KEY)
-    assert tables.method_clause(table.method, "bfloat16/silu").startswith("benchmarks/sweep_dispatch.py, the fastest")
+    assert tables.method_clause(table.method, "bfloat16/silu").startswith("benchmarks/sweep.py --form swiglu, the fastest")
     for label in ("routed-expert", "float8_e4m3fn", "float8_e4m3fn_block128"):
         assert tables.method_clause(table.method, label) == tables.method_clause(shipped.method, label)
 
@@ -297,60 +299,62 @@ def _weight_only_row(fused_us, stock_us, rewrite_us, M=16):
             "references": {"stock": {"us": stock_us}, "bf16_rewrite": {"us": rewrite_us}}}
 
 
-def test_a_weight_only_fused_row_must_beat_stock_and_the_bf16_rewrite(monkeypatch, tmp_path):
-    sweep = benchmark_module("sweep_fp8_weight_only")
-    fused = sweep.chosen_entry(_weight_only_row(10.0, 30.0, 20.0))
+def test_a_weight_only_fused_row_must_beat_stock_and_the_bf16_rewrite(sweep, monkeypatch, tmp_path):
+    form = benchmark_module("sweeps.swiglu_fp8_weight")
+    fused = form.chosen_entry(_weight_only_row(10.0, 30.0, 20.0))
     assert (fused.impl, fused.config, fused.key.dtype) == ("scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma",
                                                            "float8_e4m3fn_weight_only")
     assert (fused.m_lo, fused.m_hi) == next((lo, hi) for lo, hi, rep in tables.M_BUCKETS if rep == 16)
     # faster than stock, but not than the bf16 rewrite the graph gets when the pass declines
-    kept = sweep.chosen_entry(_weight_only_row(10.0, 30.0, 10.1))
-    assert kept.impl == "unfused" and "bf16_rewrite within 2%" in kept.record["why"]
+    declined = form.chosen_entry(_weight_only_row(10.0, 30.0, 10.1))
+    assert declined.impl == "unfused" and "bf16_rewrite within 2%" in declined.record["why"]
     # installed beside the shipped keys, which keep their rows; the GeGLUs take SiLU's rows
-    shipped = tables.load(tables.table_path("h200"))
-    path = tmp_path / "h200.json"
-    tables.save(shipped, path)
-    monkeypatch.setattr(tables, "table_path", lambda device: path)
-    meta = {"date": "2026-12-04", "device": "NVIDIA H200", "torch": "2.11.0"}
-    sweep.install([_weight_only_row(10.0, 30.0, 20.0)], meta, "h200")
+    shipped, path = table_copy(monkeypatch, tmp_path)
+    stored = tmp_path / "weight.json"
+    stored.write_text(json.dumps({"meta": {"date": "2026-12-04", "device": "NVIDIA H200", "torch": "2.11.0",
+                                           "sustained_from": 2048, "device_kind": "h200"},
+                                  "rows": [_weight_only_row(10.0, 30.0, 20.0)]}))
+    assert sweep.main(["--form", "swiglu_fp8_weight", "--rechoose", str(stored), "--out", str(tmp_path / "out"),
+                       "--install"]) == 0
     after = tables.load(path)
-    assert [e for e in after.entries if e.key != sweep.KEY] == list(shipped.entries)
-    assert after.source_of(tables.Key("float8_e4m3fn_weight_only", "gelu_tanh")) == sweep.KEY
-    assert [e.config for e in after.rows_for(sweep.KEY)] == ["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
+    assert [e for e in after.entries if e.key != form.KEY] == list(shipped.entries)
+    assert after.source_of(tables.Key("float8_e4m3fn_weight_only", "gelu_tanh")) == form.KEY
+    assert [e.config for e in after.rows_for(form.KEY)] == ["fp8_swap_m16_n64_k256_w8_s4_bf16mma"]
+    assert tables.load(tmp_path / "out" / "h200.json") == after
 
 
 def test_sweeps_run_their_points_within_the_budget_and_save_each_one(tmp_path, capsys):
     timing = benchmark_module("timing")
-    sweeps = REPO / "benchmarks" / "data" / "sweeps" / "h200"
-    stored = {"sweep_scaled": json.loads((sweeps / "2026-12-04_sweep_scaled_fp8_fast_accum.json").read_text())["rows"],
-              "sweep_moe": json.loads((sweeps / "2026-12-03_sweep_moe.json").read_text())["rows"]}
+    stored = {"swiglu_fp8": kept("h200", "swiglu_fp8_fast_accum")["rows"],
+              "swiglu_grouped": kept("h200", "swiglu_grouped")["rows"]}
     for name, rows in stored.items():
-        describe = benchmark_module(name).describe
+        describe = benchmark_module(f"sweeps.{name}").describe
         partial = tmp_path / f"{name}.json"
-        got = timing.run_points([(r,) for r in rows[:3]], lambda r: r, describe, 1e9, partial, {"date": "d"})
+        got = timing.run_points([(r,) for r in rows[1:3]], lambda r: r, describe, 1e9, partial, {"date": "d"},
+                                rows[:1])
         assert got == rows[:3]
         saved = json.loads(partial.read_text())
         assert saved["meta"] == {"date": "d", "partial": True} and saved["rows"] == rows[:3]
         lines = capsys.readouterr().out.splitlines()
-        assert len(lines) == 3 and lines[0].startswith(f"[1/3] {rows[0]['model']} ") and "best " in lines[0]
+        assert len(lines) == 2 and lines[0].startswith(f"[1/2] {rows[1]['model']} ") and "best " in lines[0]
     # a spent budget starts no further point
     calls = []
     assert timing.run_points([(1,), (2,)], lambda p: calls.append(p) or {}, str, -1.0, tmp_path / "x.json", {}) == []
     assert calls == [] and "2 points not measured" in capsys.readouterr().out
     # the weight-only sweep's line, on a row of its shape
-    row = _weight_only_row(10.0, 30.0, 20.0)
-    line = benchmark_module("sweep_fp8_weight_only").describe(row)
+    line = benchmark_module("sweeps.swiglu_fp8_weight").describe(_weight_only_row(10.0, 30.0, 20.0))
     assert line.startswith("q0.5B M=16: best scaled_triton:") and "bf16_rewrite 20.0" in line
 
 
 def test_the_h100_table_reproduces_from_its_sweep():
-    # chosen again from the stored H100 sweep, with the H200 table's choices as the incumbents it ran
-    # against, the shipped H100 table's entries come back (benchmarks/data/sweeps/h100/README.md)
-    stored = choice.load_sweep(REPO / "benchmarks" / "data" / "sweeps" / "h100" / "2026-12-06_sweep_dense_bf16.json")
+    # chosen again from the kept H100 evidence, with the H200 table's choices as the incumbents it ran
+    # against, the shipped H100 table's entries come back
+    stored = kept("h100", "swiglu_bf16")
     h200 = {(e.K, e.N, e.m_lo): e for e in tables.load(tables.table_path("h200")).rows_for(KEY)}
     shipped = {(e.K, e.N, e.m_lo): e for e in tables.load(tables.table_path("h100")).rows_for(KEY)}
     assert len(stored["rows"]) == len(shipped) == 63
     for row in stored["rows"]:
         ch = choice.choose_across_machines(row, [], h200.get((row["K"], row["N"], row["m_lo"])), choice.DEFAULT_MARGIN)
         e = shipped[(row["K"], row["N"], row["m_lo"])]
-        assert (ch["impl"], ch.get("config", ""), ch.get("triton", "")) == (e.impl, e.config, e.triton), (row["model"], row["M"])
+        assert (ch["impl"], ch.get("config", ""), ch.get("triton", ""), ch["us"]) == (e.impl, e.config, e.triton,
+                                                                                      e.record["us"]), (row["model"], row["M"])

@@ -1,6 +1,6 @@
 """How a sweep's timings become a dispatch table: the choice rules, in one place.
 
-Torch-free: ``benchmarks/sweep_dispatch.py`` measures (on a GPU) and calls these; the tests
+Torch-free: ``benchmarks/sweep.py`` measures (on a GPU) and calls these; the tests
 check them on stored timings.  A sweep row is one (K, N, M) point: ``candidates`` maps
 ``"<impl>:<config>"`` (or ``"unfused"``, or ``"triton:<config>"``) to its timing and numerics.
 
@@ -170,7 +170,7 @@ def table_from_sweep(rows: list[dict], meta: dict, previous: Table | None, devic
     entries, kept = merge_entries(measured, previous.entries if previous is not None else ())
     serves = dict(previous.serves) if previous is not None else {}
     serves[key] = key
-    how = ("benchmarks/sweep_dispatch.py, the fastest correct candidate per (K, N, M bucket), "
+    how = ("benchmarks/sweep.py --form swiglu, the fastest correct candidate per (K, N, M bucket), "
            "every candidate interleaved with the others under CUDA-graph replay, weights from "
            "HBM, sustained and burst figures at M >= 2048 (scored by the regret in the worse of the two), a "
            f"{100 * margin:.0f}% margin over the incumbent"
