@@ -92,17 +92,19 @@ def test_which_table_serves_which_gpu():
         assert kind.table == nearest and f"{nearest.upper()} table" in kind.note, name
 
 
-def test_the_h100_uses_its_own_bf16_rows_and_borrows_what_it_has_not_measured():
+def test_the_h100_serves_every_family_by_its_own_rows():
     h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
-    assert h100.table == "h100"
+    assert h100.table == "h100" and "H200 table" not in h100.note
     own = tables.shipped()["h100"]
     served = tables.table_for("h100")
-    for act in ("silu", "gelu_tanh"):           # GeGLU by the H100's own SiLU rows
-        assert served.rows_for(tables.Key("bfloat16", act)) == own.rows_for(BF16_SILU)
-    fp8 = tables.Key("float8_e4m3fn", "silu")
-    if not own.rows_for(fp8):                   # until an H100 FP8 sweep is installed
-        assert served.rows_for(fp8) == tables.shipped()["h200"].rows_for(fp8)
-        assert "float8_e4m3fn" in h100.note and "H200 table" in h100.note
+    assert tables.completed_table("h100")[1] == ()             # nothing borrowed
+    for dtype in ("bfloat16", "float8_e4m3fn", "float8_e4m3fn_fast_accum", "float8_e4m3fn_block128"):
+        silu = own.rows_for(tables.Key(dtype, "silu"))
+        assert silu and silu != tables.shipped()["h200"].rows_for(tables.Key(dtype, "silu")), dtype
+        for act in ("silu", "gelu_tanh"):       # GeGLU by the H100's own SiLU rows
+            assert served.rows_for(tables.Key(dtype, act)) == silu, (dtype, act)
+    grouped = tables.Key("bfloat16", "silu", "grouped")
+    assert served.rows_for(grouped) == own.rows_for(grouped) and len(own.rows_for(grouped)) == 12
 
 
 def _table(device, serves, entries):

@@ -3,6 +3,7 @@ benchmarks/sweep.py and its form modules), and that the kept evidence re-chooses
 tables (no GPU)."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -179,12 +180,18 @@ def test_the_shipped_routed_expert_rows_reproduce_from_their_sweep():
         assert (shipped[(e.K, e.N, e.m_lo, e.m_hi)].impl, shipped[(e.K, e.N, e.m_lo, e.m_hi)].config) == (e.impl, e.config)
 
 
-def shipped_rows_reproduce(family: str, key) -> list:
-    """Every shipped H200 entry of `key` is the FP8 entry rule's choice from the family's kept
-    evidence (bucket, implementation, configuration and record alike); returns the chosen entries."""
-    form = benchmark_module("sweeps.swiglu_fp8")
-    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in tables.load(tables.table_path("h200")).rows_for(key)}
-    chosen = [form.chosen_entry(r, key) for r in kept("h200", family)["rows"]]
+BORROWED = "not measured on an H100"
+
+
+def shipped_rows_reproduce(family: str, key, device: str = "h200") -> list:
+    """Every shipped entry of `key` in the device's table is the form's entry rule's choice from the
+    family's kept evidence (bucket, implementation, configuration and record alike), but for the
+    entries the table says it took from another device's table; returns the chosen entries."""
+    grouped = benchmark_module("sweeps.swiglu_grouped")
+    choose = grouped.chosen_entry if key == grouped.KEY else partial(benchmark_module("sweeps.swiglu_fp8").chosen_entry, key=key)
+    shipped = {(e.K, e.N, e.m_lo, e.m_hi): e for e in tables.load(tables.table_path(device)).rows_for(key)
+               if not e.record.get("why", "").startswith(BORROWED)}
+    chosen = [choose(r) for r in kept(device, family)["rows"]]
     assert len(chosen) == len(shipped)
     for e in chosen:
         s = shipped[(e.K, e.N, e.m_lo, e.m_hi)]
@@ -358,3 +365,19 @@ def test_the_h100_table_reproduces_from_its_sweep():
         e = shipped[(row["K"], row["N"], row["m_lo"])]
         assert (ch["impl"], ch.get("config", ""), ch.get("triton", ""), ch["us"]) == (e.impl, e.config, e.triton,
                                                                                       e.record["us"]), (row["model"], row["M"])
+
+
+def test_the_h100_fp8_and_routed_expert_rows_reproduce_from_their_sweeps():
+    # the H100's own FP8 (per-row, fast accumulation, block-scaled) and routed-expert entries come
+    # back from its kept evidence; the two fast-accumulation points its sweep did not reach are the
+    # H200 table's entries and say so
+    fp8 = benchmark_module("sweeps.swiglu_fp8")
+    assert len(shipped_rows_reproduce("swiglu_fp8", fp8.KEY, "h100")) == 42
+    assert len(shipped_rows_reproduce("swiglu_fp8_fast_accum", fp8.FAST_KEY, "h100")) == 26
+    block = benchmark_module("sweeps.swiglu_fp8_block")
+    assert len(shipped_rows_reproduce("swiglu_fp8_block", block.KEY, "h100")) == 42
+    grouped = benchmark_module("sweeps.swiglu_grouped")
+    assert len(shipped_rows_reproduce("swiglu_grouped", grouped.KEY, "h100")) == 12
+    h100, h200 = (tables.load(tables.table_path(d)) for d in ("h100", "h200"))
+    borrowed = [e for e in h100.rows_for(fp8.FAST_KEY) if e.record["why"].startswith(BORROWED)]
+    assert len(borrowed) == 2 and all(e in h200.rows_for(fp8.FAST_KEY) for e in borrowed)
