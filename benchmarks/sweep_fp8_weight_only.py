@@ -45,14 +45,14 @@ from timing import GpuSensors, Interleaved, admit, run_points, sets_needed, time
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.dispatch import devices, scaled_plans  # noqa: E402
+from inductor_swiglu.dispatch import devices, forms, plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP  # noqa: E402
 from inductor_swiglu.ops import fp8_weight_swiglu_op, triton_scaled_swiglu  # noqa: E402
 from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
-KEY = scaled_plans.key_of("silu", weight_only=True)
+KEY = forms.fp8_key("silu", weight_only=True)
 MS = "1,16,128,512,2048"
 # Where the graph goes when the rewrite is declined: a fused row must beat both.
 DECLINED = ("stock", "bf16_rewrite")
@@ -122,8 +122,8 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     row = {"model": model, "M": M, "K": K, "N": N, "input_sets": len(sets), "candidates": {}, "references": {}}
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    timed = [(scaled_plans.UNFUSED, unfused)] + [
-        (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.WEIGHT_ONLY_CONFIGS
+    timed = [(plans.UNFUSED, unfused)] + [
+        (f"{plans.SCALED_TRITON}:{c.name}", fused(c)) for c in triton_scaled_swiglu.WEIGHT_ONLY_CONFIGS
         if c.serves(M) and triton_scaled_swiglu.weight_only_smem_bytes(c) <= smem]
 
     def check(fn) -> dict:
@@ -133,7 +133,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         return error_stats(got.reshape(M, N), ref)
 
     def judge(name: str, err: dict) -> bool:
-        if name == scaled_plans.UNFUSED:   # rounds the weights, gate and up to bf16, as stock does
+        if name == plans.UNFUSED:   # rounds the weights, gate and up to bf16, as stock does
             return err["nonfinite"] == 0 and err["normwise"] < 1e-2
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
 
@@ -144,7 +144,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
         bench.add("stock", stock_compile())
     if M <= 16:
         bench.add("weight_read", read_weights)
-    time_point(bench, row, M >= args.sustained_from, args.burst_top, (scaled_plans.UNFUSED, "mm_2N", *DECLINED))
+    time_point(bench, row, M >= args.sustained_from, args.burst_top, (plans.UNFUSED, "mm_2N", *DECLINED))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -155,7 +155,7 @@ def describe(r: dict) -> str:
     best = min(cand, key=cand.get) if cand else "-"
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return (f"{r['model']} M={r['M']}: best {best} {cand.get(best, float('nan')):.1f} us; stock {refs.get('stock')} "
-            f"bf16_rewrite {refs.get('bf16_rewrite')} mm_2N {refs.get('mm_2N')} unfused {cand.get(scaled_plans.UNFUSED)} "
+            f"bf16_rewrite {refs.get('bf16_rewrite')} mm_2N {refs.get('mm_2N')} unfused {cand.get(plans.UNFUSED)} "
             f"read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz")
 
 
@@ -195,7 +195,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
         wr = r["references"].get("weight_read", {}).get("us")
         lines.append(f"| {r['model']} | {r['M']} | {best} | {cand[best]['us']:.1f} | {ratio('stock')} | "
-                     f"{ratio('bf16_rewrite')} | {ratio('mm_2N')} | {ratio(scaled_plans.UNFUSED)} | "
+                     f"{ratio('bf16_rewrite')} | {ratio('mm_2N')} | {ratio(plans.UNFUSED)} | "
                      f"{f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     for ref, xs in ratios.items():
         if xs:

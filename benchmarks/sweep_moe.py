@@ -54,13 +54,13 @@ from timing import (  # noqa: E402
     time_point,
 )
 
-from inductor_swiglu.dispatch import choice, devices, grouped_plans  # noqa: E402
+from inductor_swiglu.dispatch import choice, devices, forms, plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.models.shapes import MOE_SHAPES, MOE_TOKENS  # noqa: E402
 from inductor_swiglu.ops import grouped_swiglu_op, triton_grouped_swiglu  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64  # noqa: E402
 
-KEY = grouped_plans.key("bfloat16", "silu")
+KEY = forms.grouped_key("bfloat16", "silu")
 
 
 def routing(T: int, E: int, top_k: int, gen: torch.Generator) -> torch.Tensor:
@@ -131,9 +131,9 @@ def bench_point(model: str, T: int, args, clock: GpuSensors) -> dict:
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     per_expert = triton_grouped_swiglu.rows_per_expert(S, E)
-    timed = [] if args.op else [(f"{grouped_plans.FUSED}:{c.name}", fused(c)) for c in triton_grouped_swiglu.CONFIGS
+    timed = [] if args.op else [(f"{plans.GROUPED_TRITON}:{c.name}", fused(c)) for c in triton_grouped_swiglu.CONFIGS
                                 if c.serves(per_expert) and c.smem_bytes() <= smem]
-    timed.insert(0, ("op", the_op) if args.op else (grouped_plans.UNFUSED, unfused))
+    timed.insert(0, ("op", the_op) if args.op else (plans.UNFUSED, unfused))
 
     def check(fn) -> dict:
         out = torch.full((S, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -142,7 +142,7 @@ def bench_point(model: str, T: int, args, clock: GpuSensors) -> dict:
         return error_stats(got[:rows], ref)
 
     def judge(name: str, err: dict) -> bool:
-        if name in (grouped_plans.UNFUSED, "op"):
+        if name in (plans.UNFUSED, "op"):
             return err["nonfinite"] == 0 and err["normwise"] < 1e-2     # rounds gate and up to bf16 first
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
 
@@ -150,7 +150,7 @@ def bench_point(model: str, T: int, args, clock: GpuSensors) -> dict:
     bench.add("grouped_mm", grouped_mm)
     if not args.no_compile:
         bench.add("stock", stock_compile())
-    time_point(bench, row, T >= args.sustained_from, args.burst_top, (grouped_plans.UNFUSED, "grouped_mm", "stock"))
+    time_point(bench, row, T >= args.sustained_from, args.burst_top, (plans.UNFUSED, "grouped_mm", "stock"))
     del sets, bench, gate_up
     torch.cuda.empty_cache()
     return row
@@ -163,7 +163,7 @@ def describe(r: dict) -> str:
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return (f"{r['model']} T={r['tokens']} S={r['M']} ({r['active_experts']} experts): best {best} "
             f"{cand.get(best, float('nan')):.1f} us; stock {refs.get('stock')} grouped_mm {refs.get('grouped_mm')} "
-            f"unfused {cand.get(grouped_plans.UNFUSED)}; SM {r.get('sm_mhz_median')} MHz {r.get('board_w_median')} W")
+            f"unfused {cand.get(plans.UNFUSED)}; SM {r.get('sm_mhz_median')} MHz {r.get('board_w_median')} W")
 
 
 def chosen_entry(row: dict) -> tables.Entry | None:
@@ -173,7 +173,7 @@ def chosen_entry(row: dict) -> tables.Entry | None:
         return None
     best = min(times, key=times.get)
     impl, _, config = best.partition(":")
-    lo, hi, _ = grouped_plans.bucket_of(row["M"])
+    lo, hi, _ = forms.s_bucket_of(row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     stock = row["references"].get("stock", {}).get("us")
     return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
@@ -189,7 +189,7 @@ def install(rows: list[dict], meta: dict, device: str) -> Path:
     measured = [e for e in map(chosen_entry, rows) if e is not None]
     shapes = {(e.K, e.N) for e in measured}
     # a measured shape's rows are replaced whole (the buckets may have changed); other shapes keep theirs
-    serves = {grouped_plans.key(dtype, act): KEY for dtype in ("bfloat16", "float16") for act in ("silu", "gelu_tanh", "gelu")}
+    serves = {forms.grouped_key(dtype, act): KEY for dtype in ("bfloat16", "float16") for act in ("silu", "gelu_tanh", "gelu")}
     table = tables.with_rows(tables.load(path), KEY, measured, lambda e: (e.K, e.N) in shapes, serves, "routed-expert",
                              f"benchmarks/sweep_moe.py, {meta['date']}, {meta['device']}, torch {meta['torch']}")
     tables.save(table, path)
@@ -223,7 +223,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
             return s
 
         lines.append(f"| {r['model']} | {r['tokens']} | {r['M']} | {best} | {fig(cand[best])} | {ratio('stock')} | "
-                     f"{ratio(grouped_plans.UNFUSED)} | {ratio('grouped_mm')} | {r.get('sm_mhz_median')} |")
+                     f"{ratio(plans.UNFUSED)} | {ratio('grouped_mm')} | {r.get('sm_mhz_median')} |")
     xs = [(r["references"]["stock"]["us"] / min(c["us"] for c in r["candidates"].values() if "us" in c))
           for r in rows if "us" in r["references"].get("stock", {}) and any("us" in c for c in r["candidates"].values())]
     if xs:

@@ -82,7 +82,7 @@ from timing import (  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
-from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
+from inductor_swiglu.dispatch import choice, devices, forms, plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.kernels import configs as kernel_configs  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
@@ -98,10 +98,10 @@ from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled_reference_fp64  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
-KEY = scaled_plans.key_of("silu")
-FAST_KEY = scaled_plans.key_of("silu", fast_accum=True)
+KEY = forms.fp8_key("silu")
+FAST_KEY = forms.fp8_key("silu", fast_accum=True)
 FAST_MS = "128,512,2048,8192"
-BLOCK_KEY = scaled_plans.key_of("silu", blockwise=True)
+BLOCK_KEY = forms.fp8_key("silu", blockwise=True)
 SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
 
 
@@ -113,7 +113,7 @@ def numerics_ok(name: str, err: dict) -> bool:
     first: stock's norm-wise bound."""
     impl, _, config_name = name.partition(":")
     config = triton_scaled_swiglu.BY_NAME.get(config_name)
-    if config is None and impl != scaled_plans.CUTLASS:
+    if config is None and impl != plans.SCALED_CUTLASS:
         return err["nonfinite"] == 0 and err["normwise"] < 1e-2
     if config is not None and config.bf16_mma:
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
@@ -163,7 +163,7 @@ def unfused_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
     return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
 
 
-def fast_candidates(names: tuple[str, ...], exact: scaled_plans.ScaledPlan) -> list[str]:
+def fast_candidates(names: tuple[str, ...], exact: plans.Plan) -> list[str]:
     """The --fast-accum CUTLASS candidates: the library's fast-accumulating rows and the row the
     exact key's table runs at this point, `exact` (a fast graph may take an exact row where it is
     faster)."""
@@ -221,20 +221,20 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     timed = [] if args.op or args.fast_accum else [
-        (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
+        (f"{plans.SCALED_TRITON}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
         if c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
         names = [n for n in cutlass_scaled_swiglu.config_names() if n not in cutlass_scaled_swiglu.BLOCK_ROWS]
-        exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
+        exact = forms.fp8_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
         if args.fast_accum:
             names = fast_candidates(names, exact)
-        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in names]
-        if args.fast_accum and exact.impl == scaled_plans.FUSED:
-            timed.append((f"{scaled_plans.FUSED}:{exact.config}", fused(exact.kernel_config)))
+        timed += [(f"{plans.SCALED_CUTLASS}:{name}", cutlass(name)) for name in names]
+        if args.fast_accum and exact.impl == plans.SCALED_TRITON:
+            timed.append((f"{plans.SCALED_TRITON}:{exact.config}", fused(exact.kernel_config)))
     if args.op:
         timed.insert(0, ("op", the_op_fast if args.fast_accum else the_op))
     else:
-        timed.insert(0, (scaled_plans.UNFUSED, unfused_fast if args.fast_accum else unfused))
+        timed.insert(0, (plans.UNFUSED, unfused_fast if args.fast_accum else unfused))
 
     def check(fn) -> dict:   # (the unfused candidate's entry holds the unfused path's own numerics)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -254,7 +254,7 @@ def bench_point(model: str, M: int, args, clock: GpuSensors) -> dict:
     if M <= 16:
         bench.add("weight_read", read_weights)
     time_point(bench, row, M >= args.sustained_from, args.burst_top,
-               (scaled_plans.UNFUSED, "scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
+               (plans.UNFUSED, "scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -381,12 +381,12 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
            "recipe": "block128"}
     bench = Interleaved(sets, clock)
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
+    timed = [] if args.op else [(f"{plans.SCALED_TRITON}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
                                 if c.blockwise and c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
-        timed += [(f"{scaled_plans.CUTLASS}:{n}", block_cutlass(n)) for n in cutlass_scaled_swiglu.config_names()
+        timed += [(f"{plans.SCALED_CUTLASS}:{n}", block_cutlass(n)) for n in cutlass_scaled_swiglu.config_names()
                   if n in cutlass_scaled_swiglu.BLOCK_ROWS]
-    timed.insert(0, ("op", block_op) if args.op else (scaled_plans.UNFUSED, block_unfused))
+    timed.insert(0, ("op", block_op) if args.op else (plans.UNFUSED, block_unfused))
     refs = [("scaled_mm_2N", block_scaled_mm_2n)]
     if peer is not None:
         refs.append(("transformers", transformers_path(peer)))
@@ -425,7 +425,7 @@ def bench_block_point(model: str, M: int, args, clock: GpuSensors, peer) -> dict
     if M <= 16:
         bench.add("weight_read", lambda x, wg, sg, wu, su, *_: weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16)))
     time_point(bench, row, M >= args.sustained_from, args.burst_top,
-               (scaled_plans.UNFUSED, "scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
+               (plans.UNFUSED, "scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -438,7 +438,7 @@ def describe(r: dict) -> str:
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return (f"{r['model']} M={r['M']}: best {best} {cand.get(best, float('nan')):.1f} us; scaled_mm_2N "
             f"{refs.get('scaled_mm_2N')} stock {refs.get('stock')} transformers {refs.get('transformers')} unfused "
-            f"{cand.get(scaled_plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
+            f"{cand.get(plans.UNFUSED)} read {refs.get('weight_read')}; SM {r.get('sm_mhz_median')} MHz "
             f"{r.get('board_w_median')} W")
 
 
@@ -455,10 +455,10 @@ def chosen_entry(row: dict, key: tables.Key = KEY, declined: tuple[str, ...] = (
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     why = "fastest (worse of burst and sustained where both timed)"
     lost = [ref for ref in declined if not choice.beats_reference(row, best, ref)]
-    if impl != scaled_plans.UNFUSED and lost:
+    if impl != plans.UNFUSED and lost:
         # the unfused plan leaves the graph to what runs without the op (the pass declines), which
         # the best fused candidate did not beat by the margin in every regime
-        impl, config, runner_up = scaled_plans.UNFUSED, "", best
+        impl, config, runner_up = plans.UNFUSED, "", best
         why = f"{' and '.join(lost)} within {100 * choice.DEFAULT_MARGIN:.0f}% of or faster than the best fused ({best})"
     return tables.Entry(key, row["K"], row["N"], lo, hi, impl, config, record={
         "M": row["M"], "us": round(times[best], 3), "why": why, "runner_up": runner_up})
@@ -511,7 +511,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
         wr = refs.get("weight_read", {}).get("us")
         lines.append(f"| {r['model']} | {r['M']} | {best} | {fig(cand[best])} | {ratio('scaled_mm_2N')} | "
                      f"{ratio('scaled_mm_2N_fast')} | {ratio('stock')} | "
-                     f"{ratio(scaled_plans.UNFUSED)} | {ratio('transformers')} | {f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
+                     f"{ratio(plans.UNFUSED)} | {ratio('transformers')} | {f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     ratios = {ref: [((r['references'].get(ref) or {}).get('us', 0) / min(c['us'] for c in r['candidates'].values() if 'us' in c))
                     for r in rows if any('us' in c for c in r['candidates'].values())
                     and 'us' in (r['references'].get(ref) or {})] for ref in ("scaled_mm_2N", "scaled_mm_2N_fast", "stock", "transformers")}

@@ -141,7 +141,7 @@ def test_the_lookup_is_nearest_shape_then_bucket():
 
 
 def _expect(p: plans.Plan, impl: int, reason: int):
-    assert (p.impl, p.reason) == (impl, reason), (kl.NAMES[p.impl], plans.REASONS[p.reason], p.detail)
+    assert (p.impl_id, p.reason) == (impl, reason), (p.impl, plans.REASONS[p.reason], p.detail)
 
 
 def test_plans_follow_the_table_where_the_kernels_are_built():
@@ -152,14 +152,14 @@ def test_plans_follow_the_table_where_the_kernels_are_built():
             if lib is None:
                 _expect(p, kl.UNFUSED, plans.NO_LIBRARY)
                 continue
-            assert p.impl == kl.IDS[e.impl], e
+            assert p.impl_id == kl.IDS[e.impl], e
             if e.impl == "unfused":
                 assert p.reason == plans.MEASURED_UNFUSED and "dispatch table" in plans.REASONS[p.reason]
             else:
                 assert p.reason == plans.MEASURED
-                assert lib.configs(p.impl)[p.config] == e.config      # the library has what the table names
-                assert p.impl not in p.fallbacks
-                assert (kl.DECODE_GEMM in p.fallbacks) == (p.impl != kl.DECODE_GEMM and e.m_hi <= 32)
+                assert lib.configs(p.impl_id)[p.config_id] == e.config      # the library has what the table names
+                assert p.impl_id not in p.fallback_ids
+                assert (kl.DECODE_GEMM in p.fallback_ids) == (p.impl_id != kl.DECODE_GEMM and e.m_hi <= 32)
             if act != "silu":
                 assert "rows of bfloat16/silu" in p.detail
 
@@ -170,7 +170,7 @@ def test_plans_where_no_table_applies():
     a100 = dispatch.kind_of("NVIDIA A100", (8, 0))
     p = dispatch.plan(a100, "bfloat16", "silu", 16, 4864, 896)
     _expect(p, kl.UNFUSED, plans.NOT_HOPPER)
-    assert p.triton == plans.triton_default(16) and p.triton_reason == plans.TRITON_NOT_HOPPER
+    assert p.triton_id == plans.triton_default(16) and p.triton_reason == plans.TRITON_NOT_HOPPER
 
 
 def test_forcing_replaces_every_plan():
@@ -179,13 +179,13 @@ def test_forcing_replaces_every_plan():
     with dispatch.force_kernel("decode_gemm"):
         p = dispatch.plan(H200, "bfloat16", "silu", 1, 4864, 896)
         _expect(p, kl.DECODE_GEMM, plans.FORCED)
-        assert p.config == -1
+        assert p.config_id == -1
         _expect(dispatch.plan(dispatch.kind_of("A100", (8, 0)), "bfloat16", "silu", 1, 64, 64), kl.UNFUSED,
                 plans.FORCED_NOT_HOPPER)
     with dispatch.force_kernel("triton"):
         p = dispatch.plan(H200, "float32", "gelu", 100, 4864, 896)
         _expect(p, kl.TRITON, plans.FORCED)
-        assert p.config == plans.triton_default(100)
+        assert p.config_id == plans.triton_default(100)
     assert dispatch.forced_kernel() is None
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms
 from . import fp8_rowwise_linear_op, scaled_swiglu_op
 
 QUALNAME = "inductor_swiglu::fp8_gated_mlp"
@@ -72,7 +72,7 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
                  out_dtype)
     M = x.numel() // x.shape[-1] if x.shape[-1] else 0
     # the parts are worth asking for only where the down projection's decode kernel will read them
-    want = x.is_cuda and scaled_plans.rowwise_linear_fused(M)
+    want = x.is_cuda and forms.rowwise_linear_fused(M)
     h, parts = scaled_swiglu_op.run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype,
                                     gate_fast_accum, want_row_amax=want)
     return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor,

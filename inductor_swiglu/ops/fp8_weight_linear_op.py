@@ -14,7 +14,7 @@ Contract:
 * The result is a new contiguous ``[..., N]`` tensor of h's dtype.  No autograd; functional, no
   host synchronisation.
 
-Implementations, per call (``dispatch.scaled_plans.rowwise_linear_fused``: the decode sizes):
+Implementations, per call (``dispatch.forms.rowwise_linear_fused``: the decode sizes):
 
 * the decode kernel (``triton_fp8_rowwise_linear.weight_only_linear``) at up to 16 rows of h on a GPU
   with fp8 conversions (compute capability 8.9+): the weight tiles widened to h's dtype, fp32 sums;
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms
 from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
 from .fp8_weight_swiglu_op import X_DTYPES, dequantize
 
@@ -82,7 +82,7 @@ def _impl(h, w, w_scale):
         return impl_stats.empty_result(h, lead, N, h.dtype)
     if h.is_cuda:
         ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
-        if ok and scaled_plans.rowwise_linear_fused(M):
+        if ok and forms.rowwise_linear_fused(M):
             impl_stats.record(impl_stats.WEIGHT_LINEAR_TRITON, NOTE,
                               config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
             h2 = h2 if h2.stride(-1) == 1 else h2.contiguous()
