@@ -1,6 +1,7 @@
 """The dispatch authority on CPU: the shipped tables, which table serves which GPU, the plan's
 rules, and INDUCTOR_SWIGLU_FORCE_KERNEL parsed once, with an error for a value that names nothing."""
 
+import json
 import os
 import subprocess
 import sys
@@ -8,8 +9,9 @@ import sys
 import pytest
 
 from inductor_swiglu import dispatch
-from inductor_swiglu.dispatch import forced, plans
+from inductor_swiglu.dispatch import forced, forms, plans
 from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.kernels import library as kl
 from inductor_swiglu.ops import triton_swiglu
 
@@ -252,3 +254,56 @@ def test_forcing_notifies_listeners_once_per_change():
         with dispatch.force_kernel("triton"):   # no change, no call
             pass
     assert calls == ["triton", None]
+
+
+# --------------------------------------------------------------------------- #
+# Worth it: dispatch's answer to a fusion pass, from the table's figures        #
+# --------------------------------------------------------------------------- #
+
+def _routed_table(host_us: dict) -> Table:
+    key = Key("bfloat16", "silu", "grouped")
+    rows = (Entry(key, 64, 48, 1, 8, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 30.0}),
+            Entry(key, 64, 48, 9, 1 << 62, "unfused", ""))
+    fp8 = Key("float8_e4m3fn", "silu")
+    return Table("h200", "", "", "", "", {key: key, fp8: fp8},
+                 rows + (Entry(fp8, 64, 48, 1, 1 << 62, "scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma"),),
+                 host_us)
+
+
+def test_worth_it_reads_the_host_costs_from_the_table(monkeypatch):
+    """Without CUDA graphs, a routed-expert rewrite whose stock time (30 us) is below the op's host
+    time in the table is declined, with the table's figures; the FP8 rewrites wait for CUDA graphs and
+    say the table's figures."""
+    costs = {"swiglu_grouped": {"op": 40.0, "stock": 25.0}, "swiglu_fp8": {"op": 150.0, "stock": 90.0}}
+    monkeypatch.setattr(forms, "table_for", lambda kind: _routed_table(costs))
+    d = dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4)
+    assert not d.worth_it and d.plan is not None and d.plan.fused
+    assert "stock's kernels take 30 us, less than the op's 40 us of host time per call (stock's: 25 us)" in d.reason
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=True, dtype="bfloat16", E=4).worth_it
+    # a cheaper op than the stock time: worth it without CUDA graphs too
+    costs["swiglu_grouped"]["op"] = 20.0
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4).worth_it
+    d = dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=False)
+    assert "150 us of host time per call against 90 us for stock's three launches (H200)" in d.reason
+    assert dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=True).worth_it
+
+
+def test_worth_it_without_host_costs_in_the_table(monkeypatch):
+    """A table without host costs: the routed-expert rewrite is left to its plan, the FP8 rewrites
+    still wait for CUDA graphs (the reason gives no figures)."""
+    monkeypatch.setattr(forms, "table_for", lambda kind: _routed_table({}))
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4).worth_it
+    d = dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=False)
+    assert not d.worth_it and "host time per call than stock's launches" in d.reason and " us " not in d.reason
+    assert dispatch.worth_it("linear_fp8", H200, "silu", 8, 48, 64, cudagraphs=False).reason == d.reason
+
+
+def test_shipped_host_costs_serve_every_table():
+    """The H200 table measured the host costs; the H100 table borrows them, and says from where."""
+    h200, _, _ = tables.completed_table("h200")
+    h100, _, _ = tables.completed_table("h100")
+    assert forms.host_cost(h200, "swiglu_fp8") == forms.HostCost(133, 84, "h200")
+    assert forms.host_cost(h200, "swiglu_grouped") == forms.HostCost(86.4, 66.2, "h200")
+    assert forms.host_cost(h100, "linear_fp8_weight") == forms.HostCost(133, 84, "h200")
+    again = tables.load(tables.table_path("h200"))
+    assert again.as_json() == json.loads(tables.table_path("h200").read_text())
