@@ -5,7 +5,7 @@ activations (torchao's per-row or per-tensor form), the gated and the down proje
     out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor, zero_max_as_one)
 
 exactly those two ops (``scaled_swiglu_op``, ``fp8_rowwise_linear_op``: same contracts, same
-paths, same numbers).  The pass (``compiler/passes/merge_fp8_mlp.py``) writes it where the FP8
+paths, same numbers).  The pass (``compiler/passes/fusion/gated_mlp_fp8.py``) writes it where the FP8
 gated projection's h feeds only the down projection, so that h never has to be seen whole by
 anyone but the down projection: at decode sizes, where the down projection's kernel quantizes h
 (with each row's maximum |h|, or all rows' maximum), the gated kernel then hands it those maxima in

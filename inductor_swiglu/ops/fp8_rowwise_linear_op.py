@@ -8,7 +8,7 @@
 What torchao's ``Float8DynamicActivationFloat8WeightConfig`` runs for the ``down`` Linear of a
 gated MLP: h quantized dynamically per row (``PerRow()``) or with one scale (``PerTensor()``, the
 config's default), then ``torch._scaled_mm``.  The
-pass (``compiler/passes/scaled_down_fusion.py``) rewrites it into this op where h is the output
+pass (``compiler/passes/fusion/linear_fp8.py``) rewrites it into this op where h is the output
 of ``swiglu_scaled``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
 
 Contract:

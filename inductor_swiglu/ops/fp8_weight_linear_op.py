@@ -4,7 +4,7 @@
 
 What torchao's ``Float8WeightOnlyConfig`` runs for the ``down`` Linear: the e4m3 weight dequantized
 (``(w.float() * w_scale).to(h.dtype)``, written out and read back on every call) and a bf16 GEMM.
-The pass (``compiler/passes/fp8_weight_only_down_fusion.py``) rewrites it into this op where h is
+The pass (``compiler/passes/fusion/linear_fp8_weight.py``) rewrites it into this op where h is
 the output of ``swiglu_fp8_weight``, so the weight-only MLP reads its fp8 weights once at decode sizes.
 
 Contract:

@@ -9,7 +9,7 @@ its e4m3 weight (``(w.float() * scale).to(x.dtype)``) and runs a bf16 GEMM.  Sto
 the dequantized weights out and reads them back for the GEMMs on every call, so the weights cost
 five bytes per element of HBM traffic, more than the bf16 model's two; the fused kernel reads the
 one byte of fp8.  The pass rewrites the form into this op
-(``compiler/passes/fp8_weight_only_fusion.py``).
+(``compiler/passes/fusion/swiglu_fp8_weight.py``).
 
 Contract:
 

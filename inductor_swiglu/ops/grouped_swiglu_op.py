@@ -5,7 +5,7 @@
 
 What transformers' ``grouped_mm`` experts (its default) and hand-written MoE code compute with
 ``torch._grouped_mm`` and an elementwise kernel; the pass rewrites it into this op
-(``compiler/passes/grouped_swiglu_fusion.py``).
+(``compiler/passes/fusion/swiglu_grouped.py``).
 
 Contract:
 

@@ -6,7 +6,7 @@
 
 What a model quantized with torchao's ``Float8DynamicActivationFloat8WeightConfig`` (or written
 with ``torch._scaled_mm`` by hand) computes with two scaled GEMMs and an elementwise kernel; the
-pass rewrites it into this op (``compiler/passes/swiglu_fusion.py``).
+pass rewrites it into this op (``compiler/passes/fusion/swiglu.py``).
 
 Contract:
 
@@ -32,7 +32,7 @@ Implementations, chosen per call by ``dispatch.forms`` from the device's table:
   stock Inductor runs), on the CPU and wherever the table says it measured faster.
 
 The pass rewrites GPU graphs into this op only where a dispatch table serves a float8 key
-(``compiler/passes/scaled_swiglu_fusion.py``).  ``swiglu_scaled_reference`` is the fp32 reference
+(``compiler/passes/fusion/swiglu_fp8.py``).  ``swiglu_scaled_reference`` is the fp32 reference
 of the dequantized operands that the fused kernel is held to.
 """
 
