@@ -41,7 +41,6 @@ from ..kernels import configs as kernel_configs
 from ..ops import triton_fp8_rowwise_linear as tfl
 from ..ops import triton_grouped_swiglu as tgs
 from ..ops import triton_scaled_swiglu as tss
-from . import triton_rules
 from .devices import DeviceKind
 from .forced import forced_kernel
 from .plans import (
@@ -58,6 +57,7 @@ from .plans import (
     Plan,
 )
 from .table import M_BUCKETS, Key, Table, table_for
+from .triton_rules import choose
 
 FP8_DTYPE = "float8_e4m3fn"
 FAST_ACCUM_DTYPE = "float8_e4m3fn_fast_accum"   # the same operands, fp8 MMA accumulation allowed
@@ -147,7 +147,7 @@ def fp8_plan_in(table: Table | None, device: DeviceKind, activation: str, M: int
     where = f"{key.text} on {device.name}"
     if weight_only:
         # only the Triton kernel takes unquantized x (no CUTLASS row, and a forced CUTLASS name runs unfused)
-        c = triton_rules.choose(SCALED_TRITON, rows, M, N, K, name, tss.WEIGHT_ONLY_BY_NAME,
+        c = choose(SCALED_TRITON, rows, M, N, K, name, tss.WEIGHT_ONLY_BY_NAME,
                                 tss.weight_only_default_config(M).name, where)
         return Plan(c.impl, c.config, FP8_REASONS[c.reason], c.detail)
     if name == "interleaved_gemm":
@@ -157,7 +157,7 @@ def fp8_plan_in(table: Table | None, device: DeviceKind, activation: str, M: int
     # of the CUTLASS kernel names the library's configurations, checked when it runs (a row of the
     # other kind of scales declines there)
     configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
-    c = triton_rules.choose(SCALED_TRITON, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
+    c = choose(SCALED_TRITON, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
                             where, (SCALED_CUTLASS,))
     detail = f"{key.dtype} rows; {c.detail}" if key.dtype == FAST_ACCUM_DTYPE else c.detail
     return Plan(c.impl, c.config, FP8_REASONS[c.reason], detail)
@@ -172,7 +172,7 @@ def _grouped_plan(device: DeviceKind, dtype: str, activation: str, S: int, N: in
 def grouped_plan_in(table: Table | None, device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int,
                     E: int, name: str | None) -> Plan:
     k = grouped_key(dtype, activation)
-    c = triton_rules.choose(GROUPED_TRITON, _rows(table, k), S, N, K, name, tgs.BY_NAME,
+    c = choose(GROUPED_TRITON, _rows(table, k), S, N, K, name, tgs.BY_NAME,
                             tgs.default_config(S, E).name, f"{k.text} on {device.name}")
     stock_us = c.entry.record.get("stock_us") if c.entry is not None and c.impl == GROUPED_TRITON else None
     return Plan(c.impl, c.config, GROUPED_REASONS[c.reason], c.detail, stock_us=stock_us)
