@@ -22,7 +22,7 @@ What the search space covers, and why:
 
 Patterns are generated with every shape, scalar and dtype argument ignored
 (``gen_pattern``), so they also match dynamic shapes; ``can_rewrite`` in
-``inductor_swiglu.compiler.passes.swiglu_fusion`` then re-checks everything that was
+``inductor_swiglu.compiler.passes.fusion.swiglu`` then re-checks everything that was
 ignored (the ``1`` in ``1 + exp(-x)``, GELU's constants, permute dims, reshape
 targets, dtypes).
 """

@@ -1,6 +1,7 @@
 """The dispatch authority on CPU: the shipped tables, which table serves which GPU, the plan's
 rules, and INDUCTOR_SWIGLU_FORCE_KERNEL parsed once, with an error for a value that names nothing."""
 
+import json
 import os
 import subprocess
 import sys
@@ -8,8 +9,9 @@ import sys
 import pytest
 
 from inductor_swiglu import dispatch
-from inductor_swiglu.dispatch import forced, plans
+from inductor_swiglu.dispatch import forced, forms, plans
 from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.kernels import library as kl
 from inductor_swiglu.ops import triton_swiglu
 
@@ -143,7 +145,7 @@ def test_the_lookup_is_nearest_shape_then_bucket():
 
 
 def _expect(p: plans.Plan, impl: int, reason: int):
-    assert (p.impl, p.reason) == (impl, reason), (kl.NAMES[p.impl], plans.REASONS[p.reason], p.detail)
+    assert (p.impl_id, p.reason) == (impl, reason), (p.impl, plans.REASONS[p.reason], p.detail)
 
 
 def test_plans_follow_the_table_where_the_kernels_are_built():
@@ -154,14 +156,14 @@ def test_plans_follow_the_table_where_the_kernels_are_built():
             if lib is None:
                 _expect(p, kl.UNFUSED, plans.NO_LIBRARY)
                 continue
-            assert p.impl == kl.IDS[e.impl], e
+            assert p.impl_id == kl.IDS[e.impl], e
             if e.impl == "unfused":
                 assert p.reason == plans.MEASURED_UNFUSED and "dispatch table" in plans.REASONS[p.reason]
             else:
                 assert p.reason == plans.MEASURED
-                assert lib.configs(p.impl)[p.config] == e.config      # the library has what the table names
-                assert p.impl not in p.fallbacks
-                assert (kl.DECODE_GEMM in p.fallbacks) == (p.impl != kl.DECODE_GEMM and e.m_hi <= 32)
+                assert lib.configs(p.impl_id)[p.config_id] == e.config      # the library has what the table names
+                assert p.impl_id not in p.fallback_ids
+                assert (kl.DECODE_GEMM in p.fallback_ids) == (p.impl_id != kl.DECODE_GEMM and e.m_hi <= 32)
             if act != "silu":
                 assert "rows of bfloat16/silu" in p.detail
 
@@ -172,7 +174,7 @@ def test_plans_where_no_table_applies():
     a100 = dispatch.kind_of("NVIDIA A100", (8, 0))
     p = dispatch.plan(a100, "bfloat16", "silu", 16, 4864, 896)
     _expect(p, kl.UNFUSED, plans.NOT_HOPPER)
-    assert p.triton == plans.triton_default(16) and p.triton_reason == plans.TRITON_NOT_HOPPER
+    assert p.triton_id == plans.triton_default(16) and p.triton_reason == plans.TRITON_NOT_HOPPER
 
 
 def test_forcing_replaces_every_plan():
@@ -181,13 +183,13 @@ def test_forcing_replaces_every_plan():
     with dispatch.force_kernel("decode_gemm"):
         p = dispatch.plan(H200, "bfloat16", "silu", 1, 4864, 896)
         _expect(p, kl.DECODE_GEMM, plans.FORCED)
-        assert p.config == -1
+        assert p.config_id == -1
         _expect(dispatch.plan(dispatch.kind_of("A100", (8, 0)), "bfloat16", "silu", 1, 64, 64), kl.UNFUSED,
                 plans.FORCED_NOT_HOPPER)
     with dispatch.force_kernel("triton"):
         p = dispatch.plan(H200, "float32", "gelu", 100, 4864, 896)
         _expect(p, kl.TRITON, plans.FORCED)
-        assert p.config == plans.triton_default(100)
+        assert p.config_id == plans.triton_default(100)
     assert dispatch.forced_kernel() is None
 
 
@@ -254,3 +256,56 @@ def test_forcing_notifies_listeners_once_per_change():
         with dispatch.force_kernel("triton"):   # no change, no call
             pass
     assert calls == ["triton", None]
+
+
+# --------------------------------------------------------------------------- #
+# Worth it: dispatch's answer to a fusion pass, from the table's figures        #
+# --------------------------------------------------------------------------- #
+
+def _routed_table(host_us: dict) -> Table:
+    key = Key("bfloat16", "silu", "grouped")
+    rows = (Entry(key, 64, 48, 1, 8, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 30.0}),
+            Entry(key, 64, 48, 9, 1 << 62, "unfused", ""))
+    fp8 = Key("float8_e4m3fn", "silu")
+    return Table("h200", "", "", "", "", {key: key, fp8: fp8},
+                 rows + (Entry(fp8, 64, 48, 1, 1 << 62, "scaled_triton", "fp8_swap_m16_n64_k256_w8_s4_bf16mma"),),
+                 host_us)
+
+
+def test_worth_it_reads_the_host_costs_from_the_table(monkeypatch):
+    """Without CUDA graphs, a routed-expert rewrite whose stock time (30 us) is below the op's host
+    time in the table is declined, with the table's figures; the FP8 rewrites wait for CUDA graphs and
+    say the table's figures."""
+    costs = {"swiglu_grouped": {"op": 40.0, "stock": 25.0}, "swiglu_fp8": {"op": 150.0, "stock": 90.0}}
+    monkeypatch.setattr(forms, "table_for", lambda kind: _routed_table(costs))
+    d = dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4)
+    assert not d.worth_it and d.plan is not None and d.plan.fused
+    assert "stock's kernels take 30 us, less than the op's 40 us of host time per call (stock's: 25 us)" in d.reason
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=True, dtype="bfloat16", E=4).worth_it
+    # a cheaper op than the stock time: worth it without CUDA graphs too
+    costs["swiglu_grouped"]["op"] = 20.0
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4).worth_it
+    d = dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=False)
+    assert "150 us of host time per call against 90 us for stock's three launches (H200)" in d.reason
+    assert dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=True).worth_it
+
+
+def test_worth_it_without_host_costs_in_the_table(monkeypatch):
+    """A table without host costs: the routed-expert rewrite is left to its plan, the FP8 rewrites
+    still wait for CUDA graphs (the reason gives no figures)."""
+    monkeypatch.setattr(forms, "table_for", lambda kind: _routed_table({}))
+    assert dispatch.worth_it("swiglu_grouped", H200, "silu", 8, 48, 64, cudagraphs=False, dtype="bfloat16", E=4).worth_it
+    d = dispatch.worth_it("swiglu_fp8", H200, "silu", 8, 48, 64, cudagraphs=False)
+    assert not d.worth_it and "host time per call than stock's launches" in d.reason and " us " not in d.reason
+    assert dispatch.worth_it("linear_fp8", H200, "silu", 8, 48, 64, cudagraphs=False).reason == d.reason
+
+
+def test_shipped_host_costs_serve_every_table():
+    """The H200 table measured the host costs; the H100 table borrows them, and says from where."""
+    h200, _, _ = tables.completed_table("h200")
+    h100, _, _ = tables.completed_table("h100")
+    assert forms.host_cost(h200, "swiglu_fp8") == forms.HostCost(133, 84, "h200")
+    assert forms.host_cost(h200, "swiglu_grouped") == forms.HostCost(86.4, 66.2, "h200")
+    assert forms.host_cost(h100, "linear_fp8_weight") == forms.HostCost(133, 84, "h200")
+    again = tables.load(tables.table_path("h200"))
+    assert again.as_json() == json.loads(tables.table_path("h200").read_text())

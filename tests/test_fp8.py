@@ -10,10 +10,12 @@ import torch.nn.functional as F
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.compiler.passes import scaled_swiglu_fusion
+from inductor_swiglu import dispatch
+from inductor_swiglu.compiler.fx_utils import static_rows
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.dispatch import devices, scaled_plans
+from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
+from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
@@ -196,62 +198,62 @@ def fp8_table():
 
 @pytest.fixture(autouse=True)
 def _fresh_plans():
-    scaled_plans.clear_cache()
+    forms.clear_cache()
     yield
-    scaled_plans.clear_cache()
+    forms.clear_cache()
 
 
 def test_gpu_plans_follow_the_float8_rows(monkeypatch):
     """The FP8 plan comes from the table's float8 rows (never a bf16 row), forced names apply, and
     a GPU whose table has no float8 rows runs the unfused path with that reason."""
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table() if kind == "h200" else None)
-    assert scaled_plans.serves(h200, "silu") and scaled_plans.serves(h200, "gelu")
-    assert not scaled_plans.serves(h200, "gelu_tanh")
-    p = scaled_plans.scaled_plan(h200, "silu", 8, 48, 64)
+    monkeypatch.setattr(forms, "table_for", lambda kind: fp8_table() if kind == "h200" else None)
+    assert forms.fp8_serves(h200, "silu") and forms.fp8_serves(h200, "gelu")
+    assert not forms.fp8_serves(h200, "gelu_tanh")
+    p = forms.fp8_plan(h200, "silu", 8, 48, 64)
     assert p.fused and p.config == "fp8_swap_m16_n64_k256_w8_s4_bf16mma" and p.kernel_config.swap_ab
-    p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
-    assert not p.fused and p.reason == "measured_unfused"
-    p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64)   # a row of the scaled CUTLASS GEMM
+    p = forms.fp8_plan(h200, "silu", 100, 48, 64)
+    assert not p.fused and p.reason == plans.UNFUSED_MEASURED
+    p = forms.fp8_plan(h200, "silu", 4096, 48, 64)   # a row of the scaled CUTLASS GEMM
     assert p.fused and p.cutlass and p.config == "scaled_128x128x128_c1x1_overlap" and p.kernel_config is None
     # block scales take their own rows (here unfused, then a block-scaled row of the same kernel),
     # and a forced CUTLASS name runs the first block-scaled row (never a per-row one)
-    assert not scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True).fused
-    p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True)
+    assert not forms.fp8_plan(h200, "silu", 100, 48, 64, blockwise=True).fused
+    p = forms.fp8_plan(h200, "silu", 4096, 48, 64, blockwise=True)
     assert p.cutlass and p.config == "scaled_128x128x128_c1x1_block128", p
     with inductor_swiglu.force_kernel("interleaved_gemm"):
-        p = scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, blockwise=True)
-    assert p.cutlass and p.config == scaled_plans.CUTLASS_BLOCK_DEFAULT and "_block128" in p.config, p
-    for name, impl, reason in (("triton", "scaled_triton", "forced"), ("unfused", "unfused", "forced"),
-                               ("interleaved_gemm", "scaled_gemm", "forced"),
-                               ("dual_gemm", "unfused", "forced_cutlass")):
+        p = forms.fp8_plan(h200, "silu", 4096, 48, 64, blockwise=True)
+    assert p.cutlass and p.config == forms.CUTLASS_BLOCK_DEFAULT and "_block128" in p.config, p
+    for name, impl, reason in (("triton", "scaled_triton", plans.FORCED), ("unfused", "unfused", plans.FORCED),
+                               ("interleaved_gemm", "scaled_gemm", plans.FORCED),
+                               ("dual_gemm", "unfused", plans.FORCED_CUTLASS_FP8)):
         with inductor_swiglu.force_kernel(name):
-            p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64)
+            p = forms.fp8_plan(h200, "silu", 100, 48, 64)
         assert (p.impl, p.reason) == (impl, reason), (name, p)
     with inductor_swiglu.force_kernel("interleaved_gemm"):
-        assert scaled_plans.scaled_plan(h200, "silu", 100, 48, 64).config == scaled_plans.CUTLASS_DEFAULT
-    p = scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 8, 48, 64)
-    assert not p.fused and p.reason == "no_table"
+        assert forms.fp8_plan(h200, "silu", 100, 48, 64).config == forms.CUTLASS_DEFAULT
+    p = forms.fp8_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 8, 48, 64)
+    assert not p.fused and p.reason == plans.NO_TABLE_FP8
 
 
 def test_fast_accumulation_plans_take_their_own_rows_where_measured(monkeypatch):
     """A graph asking for use_fast_accum=True takes the fast-accumulation rows at the M buckets they
     were measured at and the exact rows elsewhere; a graph that does not never takes them."""
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
-    p = scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, fast_accum=True)
+    monkeypatch.setattr(forms, "table_for", lambda kind: fp8_table())
+    p = forms.fp8_plan(h200, "silu", 100, 48, 64, fast_accum=True)
     assert p.cutlass and p.config == "scaled_128x256x128_c1x1" and "float8_e4m3fn_fast_accum rows" in p.detail
-    assert not scaled_plans.scaled_plan(h200, "silu", 100, 48, 64).fused       # exact rows: unfused
-    assert scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64, fast_accum=True).config == "scaled_64x256x128_c1x1"
-    assert scaled_plans.scaled_plan(h200, "silu", 4096, 48, 64).config == "scaled_128x128x128_c1x1_overlap"
-    assert not scaled_plans.scaled_plan(h200, "silu", 500, 48, 64, fast_accum=True).fused
+    assert not forms.fp8_plan(h200, "silu", 100, 48, 64).fused       # exact rows: unfused
+    assert forms.fp8_plan(h200, "silu", 4096, 48, 64, fast_accum=True).config == "scaled_64x256x128_c1x1"
+    assert forms.fp8_plan(h200, "silu", 4096, 48, 64).config == "scaled_128x128x128_c1x1_overlap"
+    assert not forms.fp8_plan(h200, "silu", 500, 48, 64, fast_accum=True).fused
     # below the fast rows' buckets (decode sizes) and for an activation they do not serve: the exact rows
-    p = scaled_plans.scaled_plan(h200, "silu", 8, 48, 64, fast_accum=True)
+    p = forms.fp8_plan(h200, "silu", 8, 48, 64, fast_accum=True)
     assert p.impl == "scaled_triton" and "fast_accum" not in p.detail
-    assert scaled_plans.scaled_plan(h200, "gelu", 100, 48, 64, fast_accum=True).reason == "measured_unfused"
+    assert forms.fp8_plan(h200, "gelu", 100, 48, 64, fast_accum=True).reason == plans.UNFUSED_MEASURED
     # block scales always promote: the flag changes nothing there
-    assert (scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True, fast_accum=True)
-            == scaled_plans.scaled_plan(h200, "silu", 100, 48, 64, blockwise=True))
+    assert (forms.fp8_plan(h200, "silu", 100, 48, 64, blockwise=True, fast_accum=True)
+            == forms.fp8_plan(h200, "silu", 100, 48, 64, blockwise=True))
 
 
 @pytest.mark.parametrize("flags,want", [((False, False), False), ((True, True), True), ((True, False), None)])
@@ -275,10 +277,20 @@ def test_gpu_rewrites_follow_the_fast_accumulation_plan(monkeypatch):
     from inductor_swiglu.ops import cuda_impl
 
     monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
+    monkeypatch.setattr(forms, "table_for", lambda kind: fp8_table())
     with torch._inductor.config.patch({"triton.cudagraphs": True}):
-        assert "unfused path is the plan" in scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
-        assert scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu", fast_accum=True) == ""
+        assert "unfused path is the plan" in fp8_reason(_Meta((200, 64)), 48, 64, "silu")
+        assert fp8_reason(_Meta((200, 64)), 48, 64, "silu", fast_accum=True) == ""
+
+
+def gpu_reason(meta, N, K, activation, *, form, **problem) -> str:
+    """dispatch's worth-it answer for a GPU problem of x's shape, as the pass asks it."""
+    return dispatch.worth_it(form, cuda_impl.device_kind(meta.device), activation, static_rows(meta.shape), N, K,
+                             cudagraphs=torch._inductor.config.triton.cudagraphs, **problem).reason
+
+
+def fp8_reason(meta, N, K, activation, fast_accum=False) -> str:
+    return gpu_reason(meta, N, K, activation, form="swiglu_fp8", fast_accum=fast_accum)
 
 
 class _Meta:
@@ -292,17 +304,17 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
     from inductor_swiglu.ops import cuda_impl
 
     monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: fp8_table())
+    monkeypatch.setattr(forms, "table_for", lambda kind: fp8_table())
     # without CUDA graphs (default mode) the op's Python host time would cost more than it saves
-    assert "not compiled for CUDA graphs" in scaled_swiglu_fusion.gpu_reason(_Meta((2, 4, 64)), 48, 64, "silu")
+    assert "not compiled for CUDA graphs" in fp8_reason(_Meta((2, 4, 64)), 48, 64, "silu")
     with torch._inductor.config.patch({"triton.cudagraphs": True}):   # mode="reduce-overhead"
-        assert scaled_swiglu_fusion.gpu_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
-        assert "unfused path is the plan" in scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
+        assert fp8_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
+        assert "unfused path is the plan" in fp8_reason(_Meta((200, 64)), 48, 64, "silu")
         with inductor_swiglu.force_kernel("triton"):
-            assert scaled_swiglu_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu") == ""
-        monkeypatch.setattr(scaled_plans, "table_for", lambda kind: None)
-        scaled_plans.clear_cache()
-        assert "no float8 rows" in scaled_swiglu_fusion.gpu_reason(_Meta((8, 64)), 48, 64, "silu")
+            assert fp8_reason(_Meta((200, 64)), 48, 64, "silu") == ""
+        monkeypatch.setattr(forms, "table_for", lambda kind: None)
+        forms.clear_cache()
+        assert "no float8 rows" in fp8_reason(_Meta((8, 64)), 48, 64, "silu")
 
 
 def test_shipped_float8_rows_name_kernel_configurations():
@@ -388,7 +400,7 @@ def test_the_scaled_gemm_declines_what_it_cannot_compute_with_a_reason():
     assert csg.declines(torch.device("cpu"), "silu", torch.float16) == "it writes bf16, not torch.float16"
     assert csg.declines(torch.device("cpu"), "silu", torch.bfloat16) == "not a CUDA tensor"
     assert not csg.available(torch.device("cpu"))[0]
-    assert scaled_plans.CUTLASS_BLOCK_DEFAULT in csg.BLOCK_ROWS and all("_block128" in n for n in csg.BLOCK_ROWS)
+    assert forms.CUTLASS_BLOCK_DEFAULT in csg.BLOCK_ROWS and all("_block128" in n for n in csg.BLOCK_ROWS)
 
 
 def test_the_scaled_gemm_problem_carries_each_kind_of_scales(monkeypatch):
@@ -417,7 +429,7 @@ def test_the_scaled_gemm_problem_carries_each_kind_of_scales(monkeypatch):
         p = seen[-1]
         assert not why and out.shape == (5, 16) and (p.M, p.N, p.K, p.config) == (5, 16, 256, 0)
         assert (p.x_scale_stride, p.w_scale_stride) == (1, 1)   # w_gate's one scale widened to 16
-        block = scaled_plans.CUTLASS_BLOCK_DEFAULT
+        block = forms.CUTLASS_BLOCK_DEFAULT
         xs = torch.ones(2, 8).t()   # [8 rows, 2 blocks of K] M-major
         out = torch.empty(6, 16, dtype=torch.bfloat16)
         got, why = csg.run_block(torch.zeros(8, 256, dtype=torch.float8_e4m3fn), xs, wg, torch.ones(1, 2), wu,

@@ -182,25 +182,25 @@ def test_gpu_plans_follow_the_block_scaled_rows():
     """The block-scaled op plans from the table's float8_e4m3fn_block128 rows, never the per-row
     ones: the shipped H200 rows run the fused kernel at decode, cuBLAS's block-scaled GEMMs (the
     unfused path) at prefill where K allows, and only configurations that take block scales."""
-    from inductor_swiglu.dispatch import devices, scaled_plans
+    from inductor_swiglu.dispatch import devices, forms, plans
     from inductor_swiglu.ops import triton_scaled_swiglu as tss
-    scaled_plans.clear_cache()
+    forms.clear_cache()
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    assert scaled_plans.serves(h200, "silu", blockwise=True) and scaled_plans.serves(h200, "gelu_tanh", blockwise=True)
+    assert forms.fp8_serves(h200, "silu", blockwise=True) and forms.fp8_serves(h200, "gelu_tanh", blockwise=True)
     for M in (1, 16):
-        p = scaled_plans.scaled_plan(h200, "silu", M, 18944, 3584, blockwise=True)   # Qwen2.5-7B
+        p = forms.fp8_plan(h200, "silu", M, 18944, 3584, blockwise=True)   # Qwen2.5-7B
         assert p.fused and p.kernel_config.blockwise and p.kernel_config.swap_ab, p
-    assert not scaled_plans.scaled_plan(h200, "silu", 2048, 18944, 3584, blockwise=True).fused
-    assert scaled_plans.scaled_plan(h200, "silu", 2048, 4864, 896, blockwise=True).fused   # K = 896: no cuBLAS
+    assert not forms.fp8_plan(h200, "silu", 2048, 18944, 3584, blockwise=True).fused
+    assert forms.fp8_plan(h200, "silu", 2048, 4864, 896, blockwise=True).fused   # K = 896: no cuBLAS
     # Qwen2.5-7B at M = 128: the per-row row is the scaled CUTLASS GEMM (per-row scales only), the
     # block-scaled row the unfused path
-    per_row = scaled_plans.scaled_plan(h200, "silu", 128, 18944, 3584)
-    block = scaled_plans.scaled_plan(h200, "silu", 128, 18944, 3584, blockwise=True)
-    assert per_row.impl == scaled_plans.CUTLASS and not block.fused and block.impl != per_row.impl, (per_row, block)
+    per_row = forms.fp8_plan(h200, "silu", 128, 18944, 3584)
+    block = forms.fp8_plan(h200, "silu", 128, 18944, 3584, blockwise=True)
+    assert per_row.impl == forms.SCALED_CUTLASS and not block.fused and block.impl != per_row.impl, (per_row, block)
     with inductor_swiglu.force_kernel("triton"):
-        p = scaled_plans.scaled_plan(h200, "silu", 1, 18944, 3584, blockwise=True)
-    assert p.fused and p.reason == "forced" and tss.BY_NAME[p.config].blockwise
-    assert not scaled_plans.scaled_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 1, 64, 64, blockwise=True).fused
+        p = forms.fp8_plan(h200, "silu", 1, 18944, 3584, blockwise=True)
+    assert p.fused and p.reason == plans.FORCED and tss.BY_NAME[p.config].blockwise
+    assert not forms.fp8_plan(devices.kind_of("NVIDIA L40S", (8, 9)), "silu", 1, 64, 64, blockwise=True).fused
 
 
 class GatedMLP(nn.Module):

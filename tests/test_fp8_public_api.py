@@ -10,7 +10,8 @@ from cpu_support import rowwise_scaled_mm_reason
 from mlp_models import FlatQuantizedFP8MLP, ScaledMMMLP, scaling_type
 
 from inductor_swiglu.compiler import traceable_ops
-from inductor_swiglu.compiler.passes import scaled_down_fusion, scaled_mm_v2_as_scaled_mm
+from inductor_swiglu.compiler.passes.fusion import linear_fp8 as scaled_down_fusion
+from inductor_swiglu.compiler.passes.utility import scaled_mm_v2_as_scaled_mm
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats
@@ -88,7 +89,7 @@ def test_a_public_scaled_mm_no_rewrite_takes_is_spelled_back():
 def test_only_row_and_tensor_wise_scaled_mm_v2_calls_are_respelled():
     import torch.nn.functional as F
 
-    from inductor_swiglu.compiler.passes import restore_scaled_mm_v2
+    from inductor_swiglu.compiler.passes.utility import restore_scaled_mm_v2
 
     a, b = torch.randn(8, 64).to(FP8), torch.randn(32, 64).to(FP8).t()
     cases = {  # (scale_a, recipe_a, scale_b, recipe_b)

@@ -14,10 +14,13 @@ import torch.nn.functional as F
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.compiler.passes import fp8_weight_only_fusion
+from inductor_swiglu import dispatch
+from inductor_swiglu.compiler.fx_utils import static_rows
+from inductor_swiglu.compiler.passes.fusion import swiglu_fp8_weight as fp8_weight_only_fusion
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.dispatch import devices, scaled_plans
+from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
+from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import fp8_weight_linear_op as down_op
 from inductor_swiglu.ops import fp8_weight_swiglu_op as op
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
@@ -46,9 +49,9 @@ def relerr(a, b):
 
 @pytest.fixture(autouse=True)
 def _fresh_plans():
-    scaled_plans.clear_cache()
+    forms.clear_cache()
     yield
-    scaled_plans.clear_cache()
+    forms.clear_cache()
 
 
 # --------------------------------------------------------------------------- #
@@ -162,7 +165,7 @@ def test_weight_only_configurations():
 # --------------------------------------------------------------------------- #
 
 H200 = devices.kind_of("NVIDIA H200", (9, 0))
-WO = Key(scaled_plans.WEIGHT_ONLY_DTYPE, "silu")
+WO = Key(forms.WEIGHT_ONLY_DTYPE, "silu")
 
 
 def weight_only_table():
@@ -174,25 +177,35 @@ def weight_only_table():
 
 
 def test_weight_only_calls_take_their_own_rows(monkeypatch):
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: weight_only_table())
-    plan = scaled_plans.scaled_plan(H200, "silu", 8, 48, 64, weight_only=True)
+    monkeypatch.setattr(forms, "table_for", lambda kind: weight_only_table())
+    plan = forms.fp8_plan(H200, "silu", 8, 48, 64, weight_only=True)
     assert plan.fused and plan.weight_only_config.name == "fp8_swap_m16_n64_k256_w8_s4_bf16mma"
-    assert not scaled_plans.scaled_plan(H200, "silu", 200, 48, 64, weight_only=True).fused
+    assert not forms.fp8_plan(H200, "silu", 200, 48, 64, weight_only=True).fused
     # a per-row model never runs a weight-only row, nor the reverse
-    assert scaled_plans.scaled_plan(H200, "silu", 200, 48, 64).config == "fp8_m128_n128_k128_w8_s4"
-    assert scaled_plans.serves(H200, "silu", weight_only=True)
-    assert not scaled_plans.serves(H200, "gelu_tanh", weight_only=True)
+    assert forms.fp8_plan(H200, "silu", 200, 48, 64).config == "fp8_m128_n128_k128_w8_s4"
+    assert forms.fp8_serves(H200, "silu", weight_only=True)
+    assert not forms.fp8_serves(H200, "gelu_tanh", weight_only=True)
 
 
 def test_weight_only_plans_without_rows_or_forced(monkeypatch):
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: None)
-    plan = scaled_plans.scaled_plan(H200, "silu", 8, 48, 64, weight_only=True)
-    assert not plan.fused and plan.reason == "no_table"
+    monkeypatch.setattr(forms, "table_for", lambda kind: None)
+    plan = forms.fp8_plan(H200, "silu", 8, 48, 64, weight_only=True)
+    assert not plan.fused and plan.reason == plans.NO_TABLE_FP8
     with inductor_swiglu.force_kernel("triton"):
-        assert scaled_plans.scaled_plan(H200, "silu", 2048, 48, 64, weight_only=True).weight_only_config == \
+        assert forms.fp8_plan(H200, "silu", 2048, 48, 64, weight_only=True).weight_only_config == \
             tss.weight_only_default_config(2048)
     with inductor_swiglu.force_kernel("interleaved_gemm"):   # no CUTLASS kernel takes unquantized x
-        assert not scaled_plans.scaled_plan(H200, "silu", 8, 48, 64, weight_only=True).fused
+        assert not forms.fp8_plan(H200, "silu", 8, 48, 64, weight_only=True).fused
+
+
+def gpu_reason(meta, N, K, activation, *, form, **problem) -> str:
+    """dispatch's worth-it answer for a GPU problem of x's shape, as the pass asks it."""
+    return dispatch.worth_it(form, cuda_impl.device_kind(meta.device), activation, static_rows(meta.shape), N, K,
+                             cudagraphs=torch._inductor.config.triton.cudagraphs, **problem).reason
+
+
+def weight_only_reason(meta, N, K, activation) -> str:
+    return gpu_reason(meta, N, K, activation, form="swiglu_fp8_weight")
 
 
 class _Meta:
@@ -204,14 +217,14 @@ def test_gpu_rewrites_follow_the_weight_only_rows(monkeypatch):
     from inductor_swiglu.ops import cuda_impl
 
     monkeypatch.setattr(cuda_impl, "device_kind", lambda device: H200)
-    monkeypatch.setattr(scaled_plans, "table_for", lambda kind: weight_only_table())
-    assert "not compiled for CUDA graphs" in fp8_weight_only_fusion.gpu_reason(_Meta((8, 64)), 48, 64, "silu")
+    monkeypatch.setattr(forms, "table_for", lambda kind: weight_only_table())
+    assert "not compiled for CUDA graphs" in weight_only_reason(_Meta((8, 64)), 48, 64, "silu")
     with torch._inductor.config.patch({"triton.cudagraphs": True}):
-        assert fp8_weight_only_fusion.gpu_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
-        assert "left to the bf16 rewrite" in fp8_weight_only_fusion.gpu_reason(_Meta((200, 64)), 48, 64, "silu")
-        monkeypatch.setattr(scaled_plans, "table_for", lambda kind: None)
-        scaled_plans.clear_cache()
-        assert "no float8_e4m3fn_weight_only rows" in fp8_weight_only_fusion.gpu_reason(_Meta((8, 64)), 48, 64, "silu")
+        assert weight_only_reason(_Meta((2, 4, 64)), 48, 64, "silu") == ""
+        assert "left to the bf16 rewrite" in weight_only_reason(_Meta((200, 64)), 48, 64, "silu")
+        monkeypatch.setattr(forms, "table_for", lambda kind: None)
+        forms.clear_cache()
+        assert "no float8_e4m3fn_weight_only rows" in weight_only_reason(_Meta((8, 64)), 48, 64, "silu")
 
 
 # --------------------------------------------------------------------------- #

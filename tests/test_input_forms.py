@@ -6,7 +6,7 @@ import torch
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.compiler.passes.merge_equal_copies import merge_equal_copies
+from inductor_swiglu.compiler.passes.utility.merge_equal_copies import merge_equal_copies
 
 aten = torch.ops.aten
 prims = torch.ops.prims

@@ -27,10 +27,11 @@ from torch._dynamo.utils import counters
 from transformers_support import skip_without_experts_implementations
 
 import inductor_swiglu
-from inductor_swiglu.compiler.passes import grouped_swiglu_fusion
+from inductor_swiglu import dispatch
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.dispatch import devices, grouped_plans
+from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
+from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import grouped_swiglu_op as op
 from inductor_swiglu.ops import triton_grouped_swiglu as tgs
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
@@ -333,14 +334,15 @@ def grouped_table():
     rows = (Entry(key, 64, 48, 1, 8, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 30.0}),
             Entry(key, 64, 48, 9, 64, "grouped_triton", "grouped_swap_m16_n64_k128_w4_s4", record={"stock_us": 120.0}),
             Entry(key, 64, 48, 65, 1 << 62, "unfused", ""))
-    return Table("h200", "", "", "", "", {key: key, Key("float16", "silu", "grouped"): key}, rows)
+    return Table("h200", "", "", "", "", {key: key, Key("float16", "silu", "grouped"): key}, rows,
+                 {"swiglu_grouped": {"op": 86.4, "stock": 66.2}})
 
 
 @pytest.fixture(autouse=True)
 def _fresh_plans():
-    grouped_plans.clear_cache()
+    forms.clear_cache()
     yield
-    grouped_plans.clear_cache()
+    forms.clear_cache()
 
 
 def test_table_keys_keep_the_form_apart():
@@ -356,19 +358,26 @@ def test_table_keys_keep_the_form_apart():
 
 def test_plans_follow_the_routed_expert_rows(monkeypatch):
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
-    monkeypatch.setattr(grouped_plans, "table_for", lambda kind: grouped_table() if kind == "h200" else None)
-    assert grouped_plans.serves(h200, "bfloat16", "silu") and not grouped_plans.serves(h200, "bfloat16", "gelu")
-    p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 8, 48, 64, 128)
+    monkeypatch.setattr(forms, "table_for", lambda kind: grouped_table() if kind == "h200" else None)
+    assert forms.grouped_serves(h200, "bfloat16", "silu") and not forms.grouped_serves(h200, "bfloat16", "gelu")
+    p = forms.grouped_plan(h200, "bfloat16", "silu", 8, 48, 64, 128)
     assert p.fused and p.kernel_config.swap_ab
-    p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
-    assert not p.fused and p.reason == "measured_unfused"
-    for name, fused, reason in (("triton", True, "forced"), ("unfused", False, "forced"),
-                                ("dual_gemm", False, "forced_cutlass")):
+    p = forms.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
+    assert not p.fused and p.reason == plans.UNFUSED_MEASURED
+    for name, fused, reason in (("triton", True, plans.FORCED), ("unfused", False, plans.FORCED),
+                                ("dual_gemm", False, plans.FORCED_CUTLASS_GROUPED)):
         with inductor_swiglu.force_kernel(name):
-            p = grouped_plans.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
+            p = forms.grouped_plan(h200, "bfloat16", "silu", 4096, 48, 64, 128)
         assert (p.fused, p.reason) == (fused, reason), (name, p)
-    p = grouped_plans.grouped_plan(devices.kind_of("NVIDIA A100", (8, 0)), "bfloat16", "silu", 8, 48, 64, 8)
-    assert not p.fused and p.reason == "no_table"
+    p = forms.grouped_plan(devices.kind_of("NVIDIA A100", (8, 0)), "bfloat16", "silu", 8, 48, 64, 8)
+    assert not p.fused and p.reason == plans.NO_TABLE_GROUPED
+
+
+def grouped_reason(meta, N, K, E, activation) -> str:
+    """dispatch's worth-it answer for a GPU routed-expert problem of x's shape, as the pass asks it."""
+    return dispatch.worth_it("swiglu_grouped", cuda_impl.device_kind(meta.device), activation, meta.shape[0], N, K,
+                             cudagraphs=torch._inductor.config.triton.cudagraphs, E=E,
+                             dtype=str(meta.dtype).removeprefix("torch.")).reason
 
 
 class _Meta:
@@ -380,8 +389,8 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
     from inductor_swiglu.ops import cuda_impl
 
     monkeypatch.setattr(cuda_impl, "device_kind", lambda device: devices.kind_of("NVIDIA H200", (9, 0)))
-    monkeypatch.setattr(grouped_plans, "table_for", lambda kind: grouped_table())
-    reason = grouped_swiglu_fusion.gpu_reason
+    monkeypatch.setattr(forms, "table_for", lambda kind: grouped_table())
+    reason = grouped_reason
     assert reason(_Meta((16, 64)), 48, 64, 128, "silu") == ""
     # default mode: where stock's kernels take less than the op's host time, the op would be slower
     assert "not compiled for CUDA graphs" in reason(_Meta((8, 64)), 48, 64, 128, "silu")

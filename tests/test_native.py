@@ -16,7 +16,7 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu import dispatch
-from inductor_swiglu.compiler.passes import use_native_op
+from inductor_swiglu.compiler.passes.utility import use_native_op
 from inductor_swiglu.dispatch import plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels import build

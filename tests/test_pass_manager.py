@@ -15,8 +15,8 @@ import inductor_swiglu
 from inductor_swiglu.compiler.inductor_pass import GraphPass
 from inductor_swiglu.compiler.pass_config import PassConfig
 from inductor_swiglu.compiler.pass_manager import PostGradPassManager
-from inductor_swiglu.compiler.passes.swiglu_fusion import SwigluFusion
-from inductor_swiglu.compiler.passes.use_native_op import UseNativeOp
+from inductor_swiglu.compiler.passes.fusion.swiglu import SwigluFusion
+from inductor_swiglu.compiler.passes.utility.use_native_op import UseNativeOp
 from inductor_swiglu.compiler.records import RECORDS
 
 DEFAULT_ORDER = [

@@ -1,5 +1,5 @@
 """Form ``linear_fp8`` (the FP8 down projection at decode sizes): ``fp8_rowwise_linear`` against
-what stock runs.  No table rows (the op's rule is ``dispatch/scaled_plans.py`` ``ROWWISE_MAX_ROWS``).
+what stock runs.  No table rows (the op's rule is ``dispatch/forms.py`` ``ROWWISE_MAX_ROWS``).
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
 the down Linear of a Qwen2.5 MLP: h [M, I] bf16 (the gated product), the weight [H, I]

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from timing import Interleaved, admit, host_us_per_call, sets_needed, time_point
 from weight_read import weight_read
 
-from inductor_swiglu.dispatch import devices, scaled_plans
+from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS
@@ -50,8 +50,8 @@ from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 from sweeps import base
 
-KEY = scaled_plans.key_of("silu")
-FAST_KEY = scaled_plans.key_of("silu", fast_accum=True)
+KEY = forms.fp8_key("silu")
+FAST_KEY = forms.fp8_key("silu", fast_accum=True)
 FAST_MS = "128,512,2048,8192"
 DEFAULTS = {"models": ",".join(QWEN25_MLP), "ms": ",".join(map(str, REPORT_MS)), "sustained_from": 2048, "burst_top": 3}
 
@@ -93,7 +93,7 @@ def numerics_ok(name: str, err: dict) -> bool:
     first: stock's norm-wise bound."""
     impl, _, config_name = name.partition(":")
     config = triton_scaled_swiglu.BY_NAME.get(config_name)
-    if config is None and impl != scaled_plans.CUTLASS:
+    if config is None and impl != plans.SCALED_CUTLASS:
         return err["nonfinite"] == 0 and err["normwise"] < 1e-2
     if config is not None and config.bf16_mma:
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
@@ -143,7 +143,7 @@ def unfused_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
     return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
 
 
-def fast_candidates(names: tuple[str, ...], exact: scaled_plans.ScaledPlan) -> list[str]:
+def fast_candidates(names: tuple[str, ...], exact: plans.Plan) -> list[str]:
     """The --fast-accum CUTLASS candidates: the library's fast-accumulating rows and the row the
     exact key's table runs at this point, `exact` (a fast graph may take an exact row where it is
     faster)."""
@@ -201,20 +201,20 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
     bench = Interleaved(sets, ctx["clock"])
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     timed = [] if args.op or args.fast_accum else [
-        (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
+        (f"{plans.SCALED_TRITON}:{c.name}", fused(c)) for c in triton_scaled_swiglu.CONFIGS
         if c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
         names = [n for n in cutlass_scaled_swiglu.config_names() if n not in cutlass_scaled_swiglu.BLOCK_ROWS]
-        exact = scaled_plans.scaled_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
+        exact = forms.fp8_plan(devices.device_kind(torch.cuda.current_device()), "silu", M, N, K)
         if args.fast_accum:
             names = fast_candidates(names, exact)
-        timed += [(f"{scaled_plans.CUTLASS}:{name}", cutlass(name)) for name in names]
-        if args.fast_accum and exact.impl == scaled_plans.FUSED:
-            timed.append((f"{scaled_plans.FUSED}:{exact.config}", fused(exact.kernel_config)))
+        timed += [(f"{plans.SCALED_CUTLASS}:{name}", cutlass(name)) for name in names]
+        if args.fast_accum and exact.impl == plans.SCALED_TRITON:
+            timed.append((f"{plans.SCALED_TRITON}:{exact.config}", fused(exact.kernel_config)))
     if args.op:
         timed.insert(0, ("op", the_op_fast if args.fast_accum else the_op))
     else:
-        timed.insert(0, (scaled_plans.UNFUSED, unfused_fast if args.fast_accum else unfused))
+        timed.insert(0, (plans.UNFUSED, unfused_fast if args.fast_accum else unfused))
 
     def check(fn) -> dict:   # (the unfused candidate's entry holds the unfused path's own numerics)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -234,7 +234,7 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
     if M <= 16:
         bench.add("weight_read", read_weights)
     time_point(bench, row, M >= args.sustained_from, args.burst_top,
-               (scaled_plans.UNFUSED, "scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
+               (plans.UNFUSED, "scaled_mm_2N", "scaled_mm_2N_fast", "stock"))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -256,7 +256,7 @@ def describe(r: dict) -> str:
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return base.progress(r, f"{r['model']} M={r['M']}", {
         "scaled_mm_2N": refs.get("scaled_mm_2N"), "stock": refs.get("stock"), "transformers": refs.get("transformers"),
-        "unfused": r["candidates"].get(scaled_plans.UNFUSED, {}).get("us"), "read": refs.get("weight_read")},
+        "unfused": r["candidates"].get(plans.UNFUSED, {}).get("us"), "read": refs.get("weight_read")},
         f" {r.get('board_w_median')} W")
 
 
@@ -264,7 +264,7 @@ def chosen_entry(row: dict, key: tables.Key = KEY, declined: tuple[str, ...] = (
     """The table entry of one point: the fastest candidate by the worse of its figures, fused only
     where it beats every `declined` column (what the graph runs where the pass declines) by the
     margin."""
-    return base.fastest_entry(row, key, base.m_bucket(row["M"]), scaled_plans.UNFUSED, declined)
+    return base.fastest_entry(row, key, base.m_bucket(row["M"]), plans.UNFUSED, declined)
 
 
 def table(rows: list[dict], meta: dict, args, ctx: dict) -> tables.Table:
@@ -291,7 +291,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
             continue
         wr = r["references"].get("weight_read", {}).get("us")
         cols = " | ".join(base.ratio(r, ref, best) for ref in ("scaled_mm_2N", "scaled_mm_2N_fast", "stock",
-                                                                 scaled_plans.UNFUSED, "transformers"))
+                                                                 plans.UNFUSED, "transformers"))
         lines.append(f"| {r['model']} | {r['M']} | {best} | {base.figure(r['candidates'][best])} | {cols} | "
                      f"{f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     return "\n".join(lines + base.geomean_lines(rows, ("scaled_mm_2N", "scaled_mm_2N_fast", "stock", "transformers"))) + "\n"

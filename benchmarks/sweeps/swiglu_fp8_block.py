@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from timing import Interleaved, sets_needed, time_point
 from weight_read import weight_read
 
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.models.shapes import MLP_SHAPES
 from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, cutlass_scaled_swiglu, triton_fp8_quantize, triton_scaled_swiglu
@@ -35,7 +35,7 @@ from sweeps.swiglu_fp8 import DEFAULTS, chosen_entry, describe, markdown, numeri
 __all__ = ["DEFAULTS", "describe", "markdown"]
 FP8 = torch.float8_e4m3fn
 STEM = "sweep_block_fp8"
-KEY = scaled_plans.key_of("silu", blockwise=True)
+KEY = forms.fp8_key("silu", blockwise=True)
 
 
 def add_arguments(ap) -> None:
@@ -189,12 +189,12 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
            "recipe": "block128"}
     bench = Interleaved(sets, ctx["clock"])
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    timed = [] if args.op else [(f"{scaled_plans.FUSED}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
+    timed = [] if args.op else [(f"{plans.SCALED_TRITON}:{c.name}", block_fused(c)) for c in triton_scaled_swiglu.CONFIGS
                                 if c.blockwise and c.serves(M) and c.smem_bytes() <= smem]
     if not args.op and M >= args.cutlass_from:
-        timed += [(f"{scaled_plans.CUTLASS}:{n}", block_cutlass(n)) for n in cutlass_scaled_swiglu.config_names()
+        timed += [(f"{plans.SCALED_CUTLASS}:{n}", block_cutlass(n)) for n in cutlass_scaled_swiglu.config_names()
                   if n in cutlass_scaled_swiglu.BLOCK_ROWS]
-    timed.insert(0, ("op", block_op) if args.op else (scaled_plans.UNFUSED, block_unfused))
+    timed.insert(0, ("op", block_op) if args.op else (plans.UNFUSED, block_unfused))
     refs = [("scaled_mm_2N", block_scaled_mm_2n)]
     if peer is not None:
         refs.append(("transformers", transformers_path(peer)))
@@ -233,7 +233,7 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
     if M <= 16:
         bench.add("weight_read", lambda x, wg, sg, wu, su, *_: weight_read(wg.view(torch.bfloat16), wu.view(torch.bfloat16)))
     time_point(bench, row, M >= args.sustained_from, args.burst_top,
-               (scaled_plans.UNFUSED, "scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
+               (plans.UNFUSED, "scaled_mm_2N", "stock", *(["transformers"] if peer is not None else [])))
     del sets, bench
     torch.cuda.empty_cache()
     return row

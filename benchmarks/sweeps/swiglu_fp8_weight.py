@@ -28,7 +28,7 @@ from timing import Interleaved, admit, sets_needed, time_point
 from weight_read import weight_read
 
 import inductor_swiglu
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP
 from inductor_swiglu.ops import fp8_weight_swiglu_op, triton_scaled_swiglu
@@ -37,7 +37,7 @@ from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 from sweeps import base
 
 STEM = "sweep_fp8_weight_only"
-KEY = scaled_plans.key_of("silu", weight_only=True)
+KEY = forms.fp8_key("silu", weight_only=True)
 DEFAULTS = {"models": ",".join(QWEN25_MLP), "ms": "1,16,128,512,2048", "sustained_from": 2048, "burst_top": 3}
 # Where the graph goes when the rewrite is declined: a fused row must beat both.
 DECLINED = ("stock", "bf16_rewrite")
@@ -116,8 +116,8 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
     row = {"model": model, "M": M, "K": K, "N": N, "input_sets": len(sets), "candidates": {}, "references": {}}
     bench = Interleaved(sets, ctx["clock"])
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    timed = [(scaled_plans.UNFUSED, unfused)] + [
-        (f"{scaled_plans.FUSED}:{c.name}", fused(c)) for c in triton_scaled_swiglu.WEIGHT_ONLY_CONFIGS
+    timed = [(plans.UNFUSED, unfused)] + [
+        (f"{plans.SCALED_TRITON}:{c.name}", fused(c)) for c in triton_scaled_swiglu.WEIGHT_ONLY_CONFIGS
         if c.serves(M) and triton_scaled_swiglu.weight_only_smem_bytes(c) <= smem]
 
     def check(fn) -> dict:
@@ -127,7 +127,7 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
         return error_stats(got.reshape(M, N), ref)
 
     def judge(name: str, err: dict) -> bool:
-        if name == scaled_plans.UNFUSED:   # rounds the weights, gate and up to bf16, as stock does
+        if name == plans.UNFUSED:   # rounds the weights, gate and up to bf16, as stock does
             return err["nonfinite"] == 0 and err["normwise"] < 1e-2
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
 
@@ -138,7 +138,7 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
         bench.add("stock", stock_compile())
     if M <= 16:
         bench.add("weight_read", read_weights)
-    time_point(bench, row, M >= args.sustained_from, args.burst_top, (scaled_plans.UNFUSED, "mm_2N", *DECLINED))
+    time_point(bench, row, M >= args.sustained_from, args.burst_top, (plans.UNFUSED, "mm_2N", *DECLINED))
     del sets, bench
     torch.cuda.empty_cache()
     return row
@@ -148,13 +148,13 @@ def describe(r: dict) -> str:
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return base.progress(r, f"{r['model']} M={r['M']}", {
         "stock": refs.get("stock"), "bf16_rewrite": refs.get("bf16_rewrite"), "mm_2N": refs.get("mm_2N"),
-        "unfused": r["candidates"].get(scaled_plans.UNFUSED, {}).get("us"), "read": refs.get("weight_read")})
+        "unfused": r["candidates"].get(plans.UNFUSED, {}).get("us"), "read": refs.get("weight_read")})
 
 
 def chosen_entry(row: dict) -> tables.Entry | None:
     """The table entry of one point (swiglu_fp8's rule): fused only where it beats every path the
     graph takes without it."""
-    return base.fastest_entry(row, KEY, base.m_bucket(row["M"]), scaled_plans.UNFUSED, DECLINED)
+    return base.fastest_entry(row, KEY, base.m_bucket(row["M"]), plans.UNFUSED, DECLINED)
 
 
 def table(rows: list[dict], meta: dict, args, ctx: dict) -> tables.Table:
@@ -177,7 +177,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
             continue
         wr = r["references"].get("weight_read", {}).get("us")
         cols = " | ".join(base.ratio(r, ref, best, bursts=False) for ref in ("stock", "bf16_rewrite", "mm_2N",
-                                                                            scaled_plans.UNFUSED))
+                                                                            plans.UNFUSED))
         lines.append(f"| {r['model']} | {r['M']} | {best} | {r['candidates'][best]['us']:.1f} | {cols} | "
                      f"{f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
     return "\n".join(lines + base.geomean_lines(rows, ("stock", "bf16_rewrite", "mm_2N"))) + "\n"

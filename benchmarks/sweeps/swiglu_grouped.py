@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from timing import Interleaved, admit, host_us_per_call, sets_needed, time_point
 
-from inductor_swiglu.dispatch import choice, grouped_plans
+from inductor_swiglu.dispatch import choice, forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.models.shapes import MOE_SHAPES, MOE_TOKENS
 from inductor_swiglu.ops import grouped_swiglu_op, triton_grouped_swiglu
@@ -35,7 +35,7 @@ from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 from sweeps import base
 
 STEM = "sweep_moe"
-KEY = grouped_plans.key("bfloat16", "silu")
+KEY = forms.grouped_key("bfloat16", "silu")
 DEFAULTS = {"models": ",".join(MOE_SHAPES), "ms": ",".join(map(str, MOE_TOKENS)), "sustained_from": 512, "burst_top": 3}
 
 
@@ -116,9 +116,9 @@ def measure(model: str, T: int, args, ctx: dict) -> dict:
     bench = Interleaved(sets, ctx["clock"])
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
     per_expert = triton_grouped_swiglu.rows_per_expert(S, E)
-    timed = [] if args.op else [(f"{grouped_plans.FUSED}:{c.name}", fused(c)) for c in triton_grouped_swiglu.CONFIGS
+    timed = [] if args.op else [(f"{plans.GROUPED_TRITON}:{c.name}", fused(c)) for c in triton_grouped_swiglu.CONFIGS
                                 if c.serves(per_expert) and c.smem_bytes() <= smem]
-    timed.insert(0, ("op", the_op) if args.op else (grouped_plans.UNFUSED, unfused))
+    timed.insert(0, ("op", the_op) if args.op else (plans.UNFUSED, unfused))
 
     def check(fn) -> dict:
         out = torch.full((S, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -127,7 +127,7 @@ def measure(model: str, T: int, args, ctx: dict) -> dict:
         return error_stats(got[:rows], ref)
 
     def judge(name: str, err: dict) -> bool:
-        if name in (grouped_plans.UNFUSED, "op"):
+        if name in (plans.UNFUSED, "op"):
             return err["nonfinite"] == 0 and err["normwise"] < 1e-2     # rounds gate and up to bf16 first
         return err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0 and err["normwise"] < 4e-3
 
@@ -135,7 +135,7 @@ def measure(model: str, T: int, args, ctx: dict) -> dict:
     bench.add("grouped_mm", grouped_mm)
     if not args.no_compile:
         bench.add("stock", stock_compile())
-    time_point(bench, row, T >= args.sustained_from, args.burst_top, (grouped_plans.UNFUSED, "grouped_mm", "stock"))
+    time_point(bench, row, T >= args.sustained_from, args.burst_top, (plans.UNFUSED, "grouped_mm", "stock"))
     del sets, bench, gate_up
     torch.cuda.empty_cache()
     return row
@@ -156,7 +156,7 @@ def describe(r: dict) -> str:
     refs = {n: c.get("us") for n, c in r["references"].items()}
     return base.progress(r, f"{r['model']} T={r['tokens']} S={r['M']} ({r['active_experts']} experts)", {
         "stock": refs.get("stock"), "grouped_mm": refs.get("grouped_mm"),
-        "unfused": r["candidates"].get(grouped_plans.UNFUSED, {}).get("us")}, f" {r.get('board_w_median')} W")
+        "unfused": r["candidates"].get(plans.UNFUSED, {}).get("us")}, f" {r.get('board_w_median')} W")
 
 
 def chosen_entry(row: dict) -> tables.Entry | None:
@@ -166,7 +166,7 @@ def chosen_entry(row: dict) -> tables.Entry | None:
         return None
     best = min(times, key=times.get)
     impl, _, config = best.partition(":")
-    lo, hi, _ = grouped_plans.bucket_of(row["M"])
+    lo, hi, _ = forms.s_bucket_of(row["M"])
     runner_up = sorted(times, key=times.get)[1] if len(times) > 1 else ""
     stock = row["references"].get("stock", {}).get("us")
     return tables.Entry(KEY, row["K"], row["N"], lo, hi, impl, config, record={
@@ -183,7 +183,7 @@ def table(rows: list[dict], meta: dict, args, ctx: dict) -> tables.Table:
         measured_shapes = {(e.K, e.N) for e in measured}
         return lambda e: (e.K, e.N) in measured_shapes
 
-    serves = {grouped_plans.key(dtype, act): KEY for dtype in ("bfloat16", "float16") for act in base.ACTIVATIONS}
+    serves = {forms.grouped_key(dtype, act): KEY for dtype in ("bfloat16", "float16") for act in base.ACTIVATIONS}
     return base.table_with(list(map(chosen_entry, rows)), args.device_kind, KEY, shapes, serves, "routed-expert",
                            f"benchmarks/sweep.py --form swiglu_grouped, {meta['date']}, {meta['device']}, "
                            f"torch {meta['torch']}")
@@ -201,6 +201,6 @@ def markdown(rows: list[dict], meta: dict) -> str:
             lines.append(f"| {r['model']} | {r['tokens']} | {r['M']} | none ran | | | | | |")
             continue
         lines.append(f"| {r['model']} | {r['tokens']} | {r['M']} | {best} | {base.figure(r['candidates'][best])} | "
-                     f"{base.ratio(r, 'stock', best)} | {base.ratio(r, grouped_plans.UNFUSED, best)} | "
+                     f"{base.ratio(r, 'stock', best)} | {base.ratio(r, plans.UNFUSED, best)} | "
                      f"{base.ratio(r, 'grouped_mm', best)} | {r.get('sm_mhz_median')} |")
     return "\n".join(lines + base.geomean_lines(rows, ("stock",), "vs {ref}")) + "\n"

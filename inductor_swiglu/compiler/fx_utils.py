@@ -410,3 +410,34 @@ def operand_sources(n, hops: int = 4):
         else:
             return
         yield n
+
+
+def replace_node(graph: torch.fx.Graph, node: torch.fx.Node, target, args, kwargs=None,
+                 meta: dict | None = None) -> torch.fx.Node:
+    """A call of `target` in `node`'s place: inserted before it, with `meta` (a copy of `node`'s by
+    default), taking over its users; `node` is erased."""
+    with graph.inserting_before(node):
+        new = graph.call_function(target, tuple(args), kwargs or {})
+    new.meta = dict(node.meta) if meta is None else meta
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+    return new
+
+
+# -- _scaled_mm_v2, respelled as _scaled_mm and back (passes/utility) --------- #
+# the node's meta key that marks a respelled node, with what _scaled_mm has no place for (the
+# recipes, swizzles and whatever else the _scaled_mm_v2 call gave, by name) and how the call was
+# written; its tensor operands stay the node's own, which later passes may have replaced
+RESPELLED_FROM = "inductor_swiglu_scaled_mm_v2"
+# _scaled_mm_v2's arguments the respelling reads, by their schema names (positions are read from
+# the running torch's schema: they may move between versions)
+OPERANDS = ("self", "mat2", "scale_a", "scale_b", "bias", "out_dtype")
+NEEDED = (*OPERANDS, "recipe_a", "recipe_b", "swizzle_a", "swizzle_b")
+
+
+def schema_names() -> tuple[str, ...] | None:
+    """_scaled_mm_v2's argument names in order (torch >= 2.10), None where torch has no such op or
+    its schema lacks an argument the respelling reads."""
+    op = getattr(torch.ops.aten, "_scaled_mm_v2", None)
+    names = tuple(a.name for a in op.default._schema.arguments) if op is not None else ()
+    return names if all(n in names for n in NEEDED) else None

@@ -19,25 +19,31 @@ import threading
 from collections.abc import Callable, Iterable
 
 import torch
+from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import get_hash_for_files
 from torch._inductor.pattern_matcher import Match, PatternMatcherPass, register_graph_pattern
 
-from .fx_utils import source_location
+from .fx_utils import show_shape, source_location
 from .pass_config import PassConfig
-from .records import RECORDS, NearMiss
+from .records import RECORDS, NearMiss, Rewrite
 
 log = logging.getLogger("inductor_swiglu.pass")
 
 
 class GraphPass(abc.ABC):
-    """A named graph-to-graph step; subclasses set ``name`` and implement ``__call__``."""
+    """A named graph-to-graph step; subclasses set ``name`` and implement ``__call__``, or set
+    ``run`` to the module's function of the graph that does the step (``run = staticmethod(fn)``)."""
 
     name: str = ""
     """Short snake_case name: the records, the logs and the dump's file names use it."""
 
-    @abc.abstractmethod
+    run: Callable[[torch.fx.Graph], int] | None = None
+
     def __call__(self, graph: torch.fx.Graph) -> int:
         """Transform `graph` in place; return how many changes were made (0: the graph is as it was)."""
+        if self.run is None:
+            raise NotImplementedError(f"{type(self).__name__} sets neither run nor __call__")
+        return self.run(graph)
 
     def uuid(self) -> str:
         """Hash of the file that defines the pass: editing it invalidates Inductor's FX graph cache."""
@@ -101,6 +107,23 @@ class PatternPass(GraphPass):
             return 0   # none of the patterns' first ops: they need not even be traced
         self._register()
         return self.pm.apply(graph)
+
+    def rewrite(self, match: Match, spec, replacement, operands, x, N, K, dtype: str,
+                dispatch: Callable[[], str]) -> Rewrite | None:
+        """Replace `match` by `replacement` traced on `operands`, count it in torch's counters (as
+        Inductor's pattern files count theirs: tlparse and ``counters`` see it) and record it on the
+        current graph: `x` the input's metadata, `dispatch()` what the op will run.  Returns the
+        record (None where no graph is recorded)."""
+        rec = RECORDS.current_graph()
+        location = source_location(match.output_node())
+        match.replace_by_example(replacement, operands)
+        counters["inductor"][self.name] += 1
+        if rec is None:
+            return None
+        n, k = show_shape((N, K))
+        rec.rewrites.append(Rewrite(pattern=spec.name, location=location, x_shape=show_shape(x.shape), n=n, k=k,
+                                    dtype=dtype, device=x.device.type, dispatch=dispatch()))
+        return rec.rewrites[-1]
 
     def _register(self) -> None:
         with self._register_lock:

@@ -39,38 +39,39 @@ from ..version import __version__
 from . import pattern_registry
 from .inductor_pass import GraphPass
 from .pass_config import PassConfig
-from .passes.fold_product_reshapes import FoldProductReshapes
-from .passes.fp8_weight_only_down_fusion import Fp8WeightOnlyDownFusion
-from .passes.fp8_weight_only_fusion import Fp8WeightOnlyFusion
-from .passes.grouped_swiglu_fusion import GroupedSwigluFusion
-from .passes.merge_equal_copies import MergeEqualCopies
-from .passes.merge_fp8_mlp import MergeFp8Mlp
-from .passes.report_near_misses import ReportNearMisses
-from .passes.restore_scaled_mm_v2 import RestoreScaledMmV2
-from .passes.scaled_down_fusion import ScaledDownFusion
-from .passes.scaled_mm_v2_as_scaled_mm import ScaledMmV2AsScaledMm
-from .passes.scaled_swiglu_fusion import ScaledSwigluFusion
-from .passes.split_merged_projections import SplitMergedProjections
-from .passes.swiglu_fusion import SwigluFusion
-from .passes.unfreeze_weights import UnfreezeWeights
-from .passes.unpad_projections import UnpadProjections
-from .passes.unshare_input_reshapes import UnshareInputReshapes
-from .passes.use_native_op import UseNativeOp
-from .passes.vector_input_as_reshapes import VectorInputAsReshapes
+from .passes.fusion.gated_mlp_fp8 import GatedMlpFp8Fusion
+from .passes.fusion.linear_fp8 import LinearFp8Fusion
+from .passes.fusion.linear_fp8_weight import LinearFp8WeightFusion
+from .passes.fusion.swiglu import SwigluFusion
+from .passes.fusion.swiglu_fp8 import SwigluFp8Fusion
+from .passes.fusion.swiglu_fp8_weight import SwigluFp8WeightFusion
+from .passes.fusion.swiglu_grouped import SwigluGroupedFusion
+from .passes.utility.fold_product_reshapes import FoldProductReshapes
+from .passes.utility.merge_equal_copies import MergeEqualCopies
+from .passes.utility.report_near_misses import ReportNearMisses
+from .passes.utility.restore_scaled_mm_v2 import RestoreScaledMmV2
+from .passes.utility.scaled_mm_v2_as_scaled_mm import ScaledMmV2AsScaledMm
+from .passes.utility.split_merged_projections import SplitMergedProjections
+from .passes.utility.unfreeze_weights import UnfreezeWeights
+from .passes.utility.unpad_projections import UnpadProjections
+from .passes.utility.unshare_input_reshapes import UnshareInputReshapes
+from .passes.utility.use_native_op import UseNativeOp
+from .passes.utility.vector_input_as_reshapes import VectorInputAsReshapes
 from .records import RECORDS, GraphRecord, PassRun
 
 log = logging.getLogger("inductor_swiglu.pass")
 
 
 def uuid_sources() -> tuple[str, ...]:
-    """Every file whose content can change what the passes do: all of compiler/ (passes/
-    included) and patterns/, the ops' schema modules, and the dispatch tables (the FP8 and
-    routed-expert rewrites are declined where a table chose the unfused path).  Hashed by content
-    into uuid(), so there is no list to keep."""
+    """Every file whose content can change what the passes do: all of compiler/ (passes/fusion/
+    and passes/utility/ included) and patterns/, the ops' schema modules, all of dispatch/ (the
+    worth-it rules and the plans the FP8 and routed-expert rewrites are decided on) and its
+    tables (rows and host costs).  Hashed by content into uuid(), so there is no list to keep."""
     compiler = Path(__file__).resolve().parent
     patterns = Path(pattern_registry.swiglu_patterns.__file__).resolve().parent
     tables = Path(table.TABLES_DIR)
-    files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")), *map(str, tables.glob("*.json"))})
+    files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")),
+                    *map(str, tables.parent.glob("*.py")), *map(str, tables.glob("*.json"))})
     ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__, fp8_weight_swiglu_op.__file__,
            fp8_rowwise_linear_op.__file__, fp8_weight_linear_op.__file__, fp8_gated_mlp_op.__file__)
     return (*files, *(str(Path(f).resolve()) for f in ops))
@@ -113,18 +114,18 @@ class PostGradPassManager(CustomGraphPass):
             UnshareInputReshapes(),
             VectorInputAsReshapes(),
             # before the bf16 rewrite, which would take the dequantized weights as ordinary ones
-            *([Fp8WeightOnlyFusion(self.config)] if self.config.fp8 else []),
+            *([SwigluFp8WeightFusion(self.config)] if self.config.fp8 else []),
             # after it: the down projection of the weight-only MLPs it rewrote
-            *([Fp8WeightOnlyDownFusion(self.config)] if self.config.fp8 else []),
+            *([LinearFp8WeightFusion(self.config)] if self.config.fp8 else []),
             SwigluFusion(self.config),
-            *([ScaledSwigluFusion(self.config)] if self.config.fp8 else []),
+            *([SwigluFp8Fusion(self.config)] if self.config.fp8 else []),
             # after it: h as its down projection reads it, where x was flattened around the GEMMs
             *([FoldProductReshapes()] if self.config.fp8 else []),
             # then the down projection of the FP8 MLPs it rewrote
-            *([ScaledDownFusion(self.config)] if self.config.fp8 else []),
+            *([LinearFp8Fusion(self.config)] if self.config.fp8 else []),
             # after it: the gated and down projections it left side by side, as one op
-            *([MergeFp8Mlp()] if self.config.fp8 and self.config.merge_fp8_mlp else []),
-            *([GroupedSwigluFusion(self.config)] if self.config.moe else []),
+            *([GatedMlpFp8Fusion()] if self.config.fp8 and self.config.merge_fp8_mlp else []),
+            *([SwigluGroupedFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),
             # last: what is left alone is only known when every rewrite is done

@@ -23,12 +23,12 @@ from torch._inductor.fx_passes.post_grad import view_to_reshape
 from torch._inductor.pattern_matcher import CallFunction, Ignored, PatternExpr, PatternPrettyPrinter, fwd_only, gen_pattern
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
-from ..patterns import fp8_weight_only_down as weight_only_down_patterns
-from ..patterns import fp8_weight_only_swiglu as weight_only_patterns
-from ..patterns import grouped_swiglu as grouped_patterns
-from ..patterns import scaled_down as scaled_down_patterns
-from ..patterns import scaled_swiglu as scaled_patterns
+from ..patterns import linear_fp8 as scaled_down_patterns
+from ..patterns import linear_fp8_weight as weight_only_down_patterns
 from ..patterns import swiglu as swiglu_patterns
+from ..patterns import swiglu_fp8 as scaled_patterns
+from ..patterns import swiglu_fp8_weight as weight_only_patterns
+from ..patterns import swiglu_grouped as grouped_patterns
 
 log = logging.getLogger("inductor_swiglu.pass")
 

@@ -209,6 +209,21 @@ def _advise_recompiles(d: RunData, out: list) -> None:
         out.append(_ADVISERS.get(kind, _advise_other)(g))
 
 
+# What to do about a near miss, by words of its reason (the first that matches gives the hint).
+NEAR_MISS_HINTS: tuple[tuple[str, str], ...] = (
+    ("different inputs", " The fused op needs gate and up to read the same tensor."),
+    ("for the backward", " Training graphs keep gate and up for the backward; the fusion applies to inference: "
+                         "run under `torch.no_grad()` or `torch.inference_mode()`."),
+    ("returned by the compiled function",
+     " The fused op does not produce it; return something else, or compute it outside the compiled code."),
+    ("also used by", " Rewriting would have to recompute that value; remove the other use (e.g. logging it)."),
+    ("dtype", " Supported: float16, bfloat16, float32."),
+    ("fuse_on_cpu", " Use `PassConfig(fuse_on_cpu=True)` to rewrite CPU graphs."),
+    ("bias", " Give both projections a bias, or neither."),
+    ("not a form the patterns cover", " Please report it with this dump (the graphs are in frames/)."),
+)
+
+
 def _advise_patterns(d: RunData, out: list) -> None:
     by_reason: dict[str, list] = collections.OrderedDict()
     for g in d.graphs:
@@ -216,25 +231,8 @@ def _advise_patterns(d: RunData, out: list) -> None:
             by_reason.setdefault(normalize_reason(m.reason), []).append(m)
     for reason, items in by_reason.items():
         where = "; ".join(dict.fromkeys(_loc(m.location) for m in items if m.location)) or "location unknown"
-        hint = ""
         r = reason.lower()
-        if "different inputs" in r:
-            hint = " The fused op needs gate and up to read the same tensor."
-        elif "for the backward" in r:
-            hint = (" Training graphs keep gate and up for the backward; the fusion applies to inference: "
-                    "run under `torch.no_grad()` or `torch.inference_mode()`.")
-        elif "returned by the compiled function" in r:
-            hint = " The fused op does not produce it; return something else, or compute it outside the compiled code."
-        elif "also used by" in r:
-            hint = " Rewriting would have to recompute that value; remove the other use (e.g. logging it)."
-        elif "dtype" in r:
-            hint = " Supported: float16, bfloat16, float32."
-        elif "fuse_on_cpu" in r:
-            hint = " Use `PassConfig(fuse_on_cpu=True)` to rewrite CPU graphs."
-        elif "bias" in r:
-            hint = " Give both projections a bias, or neither."
-        elif "not a form the patterns cover" in r:
-            hint = " Please report it with this dump (the graphs are in frames/)."
+        hint = next((h for words, h in NEAR_MISS_HINTS if words in r), "")
         n = len(items)
         sites = len({m.location or m.node for m in items})
         seen = f" (seen in {n} graphs)" if n > sites else ""

@@ -180,9 +180,10 @@ def table_from_sweep(rows: list[dict], meta: dict, previous: Table | None, devic
               if kept else ""))
     # the other keys' rows keep the clauses of the sweeps that installed them
     method = method_with(previous.method if previous is not None else "", key.text, how)
+    # the host costs are measured apart (sweeps' --op runs): a dense sweep keeps them
     return Table(device, meta.get("device", ""), meta.get("date", datetime.date.today().isoformat()),
                         meta.get("torch", ""), method, serves,
-                        in_table_order(entries))
+                        in_table_order(entries), previous.host_us if previous is not None else {})
 
 
 def install(table: Table) -> Path:

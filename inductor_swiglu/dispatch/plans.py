@@ -1,5 +1,7 @@
-"""The plan for one call: which implementation and configuration, what to try if it declines,
-and whether a CUDA graph should capture the Triton kernel instead.
+"""The plan for one call of any form (``Plan``, with one list of ``REASONS``): which implementation
+and configuration, what to try if it declines, and whether a CUDA graph should capture the Triton
+kernel instead.  This module answers for the dense op; ``forms`` for the Triton-kernel forms (FP8,
+routed experts) with the same type.
 
 ``plan()`` answers per (device, dtype, activation, M, N, K); ``native_rows()`` hands the same
 answers to the C++ op as rows it looks up per call (nearest measured (K, N), then the M bucket)
@@ -19,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernels import library as kl
+from ..ops import triton_grouped_swiglu as tgs
+from ..ops import triton_scaled_swiglu as tss
 from ..ops import triton_swiglu
 from .devices import DeviceKind
 from .forced import forced_kernel
@@ -49,44 +53,93 @@ PLAN_REASONS: tuple[str, ...] = (
     "a forced CUTLASS kernel cannot run on a GPU other than Hopper (sm_90)",
     "the kernel library is not loaded (inductor_swiglu.kernel_status() says why)",
 )
-REASONS = CHECK_REASONS + PLAN_REASONS
+# The Triton-kernel forms' own wording (the FP8 forms, routed experts): after the dense op's, so the
+# indices the C++ op knows stay where they are.
+FORM_REASONS: tuple[str, ...] = (
+    "the unfused path measured faster at this shape (dispatch table)",
+    "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes this form, so unfused",
+    "forced to a CUTLASS kernel by INDUCTOR_SWIGLU_FORCE_KERNEL; none takes routed experts, so unfused",
+    "no dispatch table serves FP8 on this GPU",
+    "no dispatch table serves routed experts of this dtype on this GPU",
+)
+REASONS = CHECK_REASONS + PLAN_REASONS + FORM_REASONS
 (MEASURED, MEASURED_UNFUSED, FORCED, NOT_HOPPER, TRITON_MEASURED, TRITON_NOT_HOPPER, NO_TABLE, NOT_BUILT,
- FORCED_NOT_HOPPER, NO_LIBRARY) = range(len(CHECK_REASONS), len(REASONS))
+ FORCED_NOT_HOPPER, NO_LIBRARY) = range(len(CHECK_REASONS), len(CHECK_REASONS) + len(PLAN_REASONS))
+(UNFUSED_MEASURED, FORCED_CUTLASS_FP8, FORCED_CUTLASS_GROUPED, NO_TABLE_FP8, NO_TABLE_GROUPED) = range(
+    len(CHECK_REASONS) + len(PLAN_REASONS), len(REASONS))
 CHECK_DECLINED = CHECK_REASONS.index("the planned kernel declined the problem")
 
 # The dtypes and activations the op takes, by the C ABI's ids (isw_dtype, isw_activation); a
 # plan row's key is dtype id * 4 + activation id.
 DTYPE_IDS = {"bfloat16": 0, "float16": 1, "float32": 2}
 ACTIVATION_IDS = {"silu": 0, "gelu_tanh": 1, "gelu": 2}
+# The implementations of the Triton-kernel forms, as the tables name them (table.IMPLS).
+SCALED_TRITON = "scaled_triton"      # the FP8 forms' fused Triton kernel
+SCALED_CUTLASS = "scaled_gemm"       # the FP8 forms' scaled CUTLASS GEMM
+GROUPED_TRITON = "grouped_triton"    # the routed experts' fused grouped Triton kernel
+TRITON_CONFIGS = {SCALED_TRITON: tss.BY_NAME, GROUPED_TRITON: tgs.BY_NAME}
 # where no decode kernel is tried as a fallback: it tiles tokens 8 at a time
 DECODE_MAX_M = 32
 
 
 @dataclass(frozen=True)
 class Plan:
-    impl: int                      # kernels.library id: UNFUSED, DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON
-    config: int                    # index in the library's (or Triton's) configurations; -1 = the default
+    """What one call of any form runs, and why.  Names, as the tables spell them; the C++ op's ids
+    (dense form) are the ``*_id`` properties."""
+
+    impl: str                      # kernels.library's name (dense) or the table's (scaled_triton, scaled_gemm,
+                                   # grouped_triton), or "unfused"
+    config: str                    # its configuration name; "" = its default (or none: unfused)
     reason: int                    # index into REASONS
-    triton: int = -1               # Triton configuration for calls captured into a CUDA graph; -1 none
-    triton_reason: int = -1
-    fallbacks: tuple[int, ...] = ()   # kernels to try, in order, when `impl` declines
     detail: str = ""               # what the lookup found, in words (diagnostics)
+    triton: str = ""               # dense: Triton configuration for calls captured into a CUDA graph; "" none
+    triton_reason: int = -1
+    fallbacks: tuple[str, ...] = ()   # dense: kernels to try, in order, when `impl` declines
+    stock_us: float | None = None  # stock torch.compile's GPU time at the measured point, where recorded
 
     @property
-    def impl_name(self) -> str:
-        return kl.NAMES[self.impl]
+    def fused(self) -> bool:
+        return self.impl != kl.NAMES[kl.UNFUSED]
+
+    @property
+    def cutlass(self) -> bool:
+        """The FP8 forms' scaled CUTLASS GEMM."""
+        return self.impl == SCALED_CUTLASS
+
+    @property
+    def kernel_config(self):
+        """The Triton kernel's configuration of the FP8 or routed-expert forms (None for the others)."""
+        return TRITON_CONFIGS.get(self.impl, {}).get(self.config)
+
+    @property
+    def weight_only_config(self):
+        """The Triton kernel's configuration for a weight-only FP8 call (None for the unfused path)."""
+        return tss.WEIGHT_ONLY_BY_NAME.get(self.config) if self.impl == SCALED_TRITON else None
+
+    @property
+    def impl_id(self) -> int:
+        return kl.IDS[self.impl]
+
+    @property
+    def config_id(self) -> int:
+        """The configuration's index in the library's (or the dense Triton kernel's) list; -1 = the default."""
+        if self.impl_id == kl.TRITON:
+            return triton_index(self.config)
+        return config_index(self.impl_id, self.config)
+
+    @property
+    def triton_id(self) -> int:
+        return triton_index(self.triton)
+
+    @property
+    def fallback_ids(self) -> tuple[int, ...]:
+        return tuple(kl.IDS[f] for f in self.fallbacks)
 
     def describe(self) -> str:
-        what = self.impl_name
-        if self.impl in kl.KERNELS and self.config >= 0:
-            lib = kl.get_library()
-            names = lib.configs(self.impl) if lib is not None else []
-            what += f" {names[self.config]}" if self.config < len(names) else ""
-        elif self.impl == kl.TRITON and self.config >= 0:
-            what += f" {triton_swiglu.CONFIGS[self.config].name}"
+        what = f"{self.impl} {self.config}".strip()
         text = f"{what} ({REASONS[self.reason]}{'; ' + self.detail if self.detail else ''})"
-        if self.triton >= 0:
-            text += f"; in CUDA graphs triton {triton_swiglu.CONFIGS[self.triton].name}"
+        if self.triton:
+            text += f"; in CUDA graphs triton {self.triton}"
         return text
 
 
@@ -96,12 +149,16 @@ def triton_default(M: int) -> int:
     return m16 if M <= 16 else m64 if M <= 64 else large
 
 
-def fallbacks(impl: int, m_hi: int) -> tuple[int, ...]:
+def triton_default_name(M: int) -> str:
+    return triton_swiglu.CONFIGS[triton_default(M)].name
+
+
+def fallbacks(impl: int, m_hi: int) -> tuple[str, ...]:
     """The kernels to try after `impl` declines, for a plan that serves M up to m_hi."""
     if impl not in kl.KERNELS:
         return ()
     order = (kl.INTERLEAVED_GEMM, kl.DUAL_GEMM, kl.DECODE_GEMM)
-    return tuple(k for k in order if k != impl and (k != kl.DECODE_GEMM or m_hi <= DECODE_MAX_M))
+    return tuple(kl.NAMES[k] for k in order if k != impl and (k != kl.DECODE_GEMM or m_hi <= DECODE_MAX_M))
 
 
 def config_index(impl: int, name: str) -> int:
@@ -118,42 +175,44 @@ def triton_index(name: str) -> int:
     return names.index(name) if name in names else -1
 
 
+UNFUSED = kl.NAMES[kl.UNFUSED]
+
+
 def _entry_plan(e: Entry, source: Key, key: Key) -> Plan:
     impl = kl.IDS[e.impl]
     where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]" + (f", rows of {source.text}" if source != key else "")
-    tri = triton_index(e.triton)
-    tri_reason = TRITON_MEASURED if tri >= 0 else -1
+    tri = e.triton if triton_index(e.triton) >= 0 else ""
+    tri_reason = TRITON_MEASURED if tri else -1
     if impl == kl.UNFUSED:
-        return Plan(impl, -1, MEASURED_UNFUSED, tri, tri_reason, detail=where)
-    cfg = config_index(impl, e.config)
-    detail = where if cfg >= 0 else f"{where}; {e.config} is not in this library, its default runs"
-    return Plan(impl, cfg, MEASURED, tri, tri_reason, fallbacks(impl, e.m_hi), detail)
+        return Plan(UNFUSED, "", MEASURED_UNFUSED, where, tri, tri_reason)
+    found = config_index(impl, e.config) >= 0
+    detail = where if found else f"{where}; {e.config} is not in this library, its default runs"
+    return Plan(e.impl, e.config if found else "", MEASURED, detail, tri, tri_reason, fallbacks(impl, e.m_hi))
 
 
 def _forced_plan(name: str, hopper: bool, M: int) -> Plan:
     impl = kl.IDS[name]
     if impl == kl.TRITON:
-        return Plan(kl.TRITON, triton_default(M), FORCED)
+        return Plan(name, triton_default_name(M), FORCED)
     if impl == kl.UNFUSED:
-        return Plan(kl.UNFUSED, -1, FORCED)
+        return Plan(UNFUSED, "", FORCED)
     if not hopper:
-        return Plan(kl.UNFUSED, -1, FORCED_NOT_HOPPER)
-    return Plan(impl, -1, FORCED, fallbacks=fallbacks(impl, 1 << 62))
+        return Plan(UNFUSED, "", FORCED_NOT_HOPPER)
+    return Plan(name, "", FORCED, fallbacks=fallbacks(impl, 1 << 62))
 
 
 def _unserved(device: DeviceKind, key: Key, M: int) -> Plan | None:
     """The plan where no table entry applies; None where one does."""
     if not device.hopper:
-        tri = triton_default(M)
-        return Plan(kl.UNFUSED, -1, NOT_HOPPER, tri, TRITON_NOT_HOPPER)
+        return Plan(UNFUSED, "", NOT_HOPPER, triton=triton_default_name(M), triton_reason=TRITON_NOT_HOPPER)
     table = table_for(device.table)
     if table is None or table.source_of(key) is None:
-        return Plan(kl.UNFUSED, -1, NO_TABLE, detail=f"{key.text} on {device.name}")
+        return Plan(UNFUSED, "", NO_TABLE, f"{key.text} on {device.name}")
     lib = kl.get_library()
     if lib is None:
-        return Plan(kl.UNFUSED, -1, NO_LIBRARY, detail=kl.unavailable_reason())
+        return Plan(UNFUSED, "", NO_LIBRARY, kl.unavailable_reason())
     if key.dtype not in lib.built_dtypes():
-        return Plan(kl.UNFUSED, -1, NOT_BUILT, detail=key.dtype)
+        return Plan(UNFUSED, "", NOT_BUILT, key.dtype)
     return None
 
 
@@ -191,6 +250,7 @@ def native_rows(device: DeviceKind) -> list[tuple[int, ...]]:
                 # one row per M bucket over every shape: the forced or fixed plan depends on M only
                 entries = [(1, 1, lo, hi, plan(device, dtype, act, rep, 1, 1)) for lo, hi, rep in M_BUCKETS]
             for K, N, lo, hi, p in entries:
-                fb = (*p.fallbacks, -1, -1)[:2]
-                rows.append((key_id, K, N, lo, hi, p.impl, p.config, p.reason, p.triton, p.triton_reason, *fb))
+                fb = (*p.fallback_ids, -1, -1)[:2]
+                rows.append((key_id, K, N, lo, hi, p.impl_id, p.config_id, p.reason, p.triton_id, p.triton_reason,
+                             *fb))
     return sorted(rows)

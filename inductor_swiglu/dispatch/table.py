@@ -116,6 +116,9 @@ class Table:
     method: str
     serves: dict                   # Key -> Key whose rows serve it
     entries: tuple[Entry, ...]
+    # measured host time per call, by form: {"swiglu_fp8": {"op": us, "stock": us, "how": ...}, ...}
+    # (an entry borrowed from another device's table names that device as "device")
+    host_us: dict = field(default_factory=dict)
 
     def rows_for(self, key: Key) -> tuple[Entry, ...]:
         """The entries that serve `key`, () where the table does not serve it."""
@@ -155,12 +158,14 @@ class Table:
                 borrowed.append(key)
                 sources.add(source)
         entries = in_table_order(self.entries + tuple(e for e in other.entries if e.key in sources))
-        return dataclasses.replace(self, serves=serves, entries=entries), tuple(borrowed)
+        host_us = {**{form: {"device": other.device, **cost} for form, cost in other.host_us.items()}, **self.host_us}
+        return dataclasses.replace(self, serves=serves, entries=entries, host_us=host_us), tuple(borrowed)
 
     def as_json(self) -> dict:
         return {"format": FORMAT, "device": self.device, "measured_on": self.measured_on, "date": self.date,
                 "torch": self.torch, "method": self.method,
                 "serves": {k.text: v.text for k, v in self.serves.items()},
+                **({"host_us": self.host_us} if self.host_us else {}),
                 "entries": [e.as_json() for e in self.entries]}
 
 
@@ -175,8 +180,12 @@ def load(path: Path) -> Table:
     for k, v in serves.items():
         if v not in keys:
             raise ValueError(f"{path}: {k.text} is served by {v.text}, which has no entries")
+    host_us = data.get("host_us", {})
+    for form, cost in host_us.items():
+        if not isinstance(cost, dict) or not all(isinstance(cost.get(k), (int, float)) for k in ("op", "stock")):
+            raise ValueError(f"{path}: host_us of {form} is {cost!r}, not {{\"op\": us, \"stock\": us, ...}}")
     return Table(data["device"], data.get("measured_on", ""), data.get("date", ""), data.get("torch", ""),
-                 data.get("method", ""), serves, entries)
+                 data.get("method", ""), serves, entries, host_us)
 
 
 def in_table_order(entries) -> tuple[Entry, ...]:
@@ -212,9 +221,8 @@ def with_rows(previous: Table, key: Key, measured: list[Entry], replaced: Callab
     old = method_clause(previous.method, label)
     if others and old:
         how += f" ({len(measured)} entries; the other {others}: {old})"
-    return Table(previous.device, previous.measured_on, previous.date, previous.torch,
-                 method_with(previous.method, label, how), {**previous.serves, **serves},
-                 in_table_order(kept + measured))
+    return dataclasses.replace(previous, method=method_with(previous.method, label, how),
+                               serves={**previous.serves, **serves}, entries=in_table_order(kept + measured))
 
 
 def save(table: Table, path: Path) -> None:

@@ -1,9 +1,8 @@
-"""The plan rules the Triton-kernel ops share (FP8: ``scaled_plans``; routed experts:
-``grouped_plans``), in order:
+"""The plan rules the Triton-kernel ops share (FP8 and routed experts: ``forms``), in order:
 
 1. ``INDUCTOR_SWIGLU_FORCE_KERNEL``: ``triton`` forces the fused kernel (its default configuration),
    ``unfused`` the unfused path; a CUTLASS kernel's name forces the unfused path where no CUTLASS
-   kernel takes the form (``scaled_plans`` sends ``interleaved_gemm`` to the scaled GEMM first).
+   kernel takes the form (``forms`` sends ``interleaved_gemm`` to the scaled GEMM first).
 2. The device's table: the entry for the shape (nearest measured (K, N), then the M bucket); a
    configuration this version does not have runs the default, said in the detail.  An entry of one
    of ``others`` (the scaled GEMM for FP8) is that implementation's.

@@ -492,7 +492,7 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, swizzle=4, accumulate="promote"),
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
     # Fast accumulation serves graphs that ask for it (use_fast_accum=True, torchao's default) and
-    # only them (dispatch/scaled_plans.py).  Swept against stock's fast-accumulating cuBLAS (H200,
+    # only them (dispatch/forms.py).  Swept against stock's fast-accumulating cuBLAS (H200,
     # 28 points M = 128-8192, ..._sweep_scaled_fp8_fast_accum.json): the best of these
     # 1.19x stock (geomean; 0.98x-1.83x), 0.93x one fast cuBLAS GEMM [M, 2N, K], numerics no worse
     # than stock's (the activation in fp32 before one rounding).  Of the table's 28 entries: 64 x 256

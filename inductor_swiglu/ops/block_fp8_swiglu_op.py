@@ -14,7 +14,7 @@ Contract:
   ``[ceil(N/128), ceil(K/128)]``, the multiplier of each block (transformers' ``weight_scale_inv``);
 * the result is a new contiguous ``[..., N]`` tensor of x's dtype.  No autograd (inference form).
 
-Implementations, chosen per call by ``dispatch.scaled_plans`` (key ``float8_e4m3fn_block128``):
+Implementations, chosen per call by ``dispatch.forms`` (key ``float8_e4m3fn_block128``):
 
 * the fused Triton kernel: x quantized (``triton_fp8_quantize``), then both GEMMs and the gating
   in one kernel (``triton_scaled_swiglu.swiglu_block_fp8_triton``): two launches;
@@ -34,7 +34,7 @@ import functools
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms, plans
 from ..kernels import library as kl
 from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_fp8_quantize, triton_scaled_swiglu, triton_swiglu
 
@@ -205,11 +205,11 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
         impl_stats.record(impl_stats.UNFUSED_CPU, f"CPU: {what}")
         return out
     M = x.numel() // K
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, blockwise=True)
+    plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, blockwise=True)
     if plan.cutlass:
         out, why = _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, plan.config)
         if out is not None:
-            impl_stats.record(impl_stats.SCALED_CUTLASS, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.SCALED_CUTLASS, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             return out
         out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
@@ -219,7 +219,7 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
-            impl_stats.record(impl_stats.BLOCK_FP8_TRITON, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.BLOCK_FP8_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             xq, xs = triton_fp8_quantize.quantize_blocks(x.reshape(M, K))
             out = triton_scaled_swiglu.swiglu_block_fp8_triton(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale,
@@ -227,7 +227,7 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
             return out.view(*x.shape[:-1], N)
         reason = f"the fused FP8 kernel cannot run here: {why}"
     else:
-        reason = scaled_plans.REASONS[plan.reason]
+        reason = plans.REASONS[plan.reason]
     out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
     impl_stats.record(impl_stats.FALLBACK_CUDA, f"{reason}; ran: {what}", detail=plan.detail)
     return out

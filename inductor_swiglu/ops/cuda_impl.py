@@ -178,14 +178,15 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
     reason = plans.REASONS[plan.reason]
     # Triton where it is the plan (forced), or where it is the fused path (other GPUs): this path
     # cannot tell a CUDA-graph capture apart cheaply, so it runs Triton on every call there.
-    tri = plan.config if plan.impl == kl.TRITON else plan.triton if plan.reason == plans.NOT_HOPPER else -1
-    if tri >= 0 or plan.impl == kl.TRITON:
+    impl = plan.impl_id
+    tri = plan.config_id if impl == kl.TRITON else plan.triton_id if plan.reason == plans.NOT_HOPPER else -1
+    if tri >= 0 or impl == kl.TRITON:
         out = _triton(x, w_gate, w_up, b_gate, b_up, activation, tri,
-                      reason if plan.impl == kl.TRITON else plans.REASONS[plan.triton_reason])
+                      reason if impl == kl.TRITON else plans.REASONS[plan.triton_reason])
         if out is not None:
             return out
-    if plan.impl in (kl.UNFUSED, kl.TRITON):
-        return _unfused(x, w_gate, w_up, b_gate, b_up, reason if plan.impl == kl.UNFUSED else plans.CHECK_REASONS[3],
+    if impl in (kl.UNFUSED, kl.TRITON):
+        return _unfused(x, w_gate, w_up, b_gate, b_up, reason if impl == kl.UNFUSED else plans.CHECK_REASONS[3],
                         activation, plan.detail)
     why = layout_reason(x, w_gate, w_up, b_gate, b_up)
     lib = kl.get_library()
@@ -194,10 +195,10 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
 
     x2 = as_rows(x, K)
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
-    p = _problem(x2, w_gate, w_up, out, plan.config, activation)
+    p = _problem(x2, w_gate, w_up, out, plan.config_id, activation)
     why_not = []
-    for i, kernel in enumerate((plan.impl, *plan.fallbacks)):
-        p.config = plan.config if i == 0 else -1   # a fallback runs its default configuration
+    for i, kernel in enumerate((impl, *plan.fallback_ids)):
+        p.config = plan.config_id if i == 0 else -1   # a fallback runs its default configuration
         ok, msg = launch(lib, kernel, p, x.device)
         if ok:
             names = lib.configs(kernel)

@@ -9,7 +9,7 @@ model's two float8 e4m3 weights interleaved in place, bf16 out.  Two kinds of ro
   promoted with its scales in the mainloop, read from the model's own scale tensors.
 
 Launched from Python through the kernel library's C ABI (``kernels.library``) where the device's
-table chose it (``dispatch.scaled_plans``).  The kernel checks what it relies on and declines the
+table chose it (``dispatch.forms``).  The kernel checks what it relies on and declines the
 rest with a reason (``run`` returns it and the op falls back): SiLU only, bf16 out, 16-byte aligned
 operands with row pitches of multiples of 16, N a multiple of 8.
 """

@@ -5,7 +5,7 @@ activations (torchao's per-row or per-tensor form), the gated and the down proje
     out = fp8_rowwise_linear(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor, zero_max_as_one)
 
 exactly those two ops (``scaled_swiglu_op``, ``fp8_rowwise_linear_op``: same contracts, same
-paths, same numbers).  The pass (``compiler/passes/merge_fp8_mlp.py``) writes it where the FP8
+paths, same numbers).  The pass (``compiler/passes/fusion/gated_mlp_fp8.py``) writes it where the FP8
 gated projection's h feeds only the down projection, so that h never has to be seen whole by
 anyone but the down projection: at decode sizes, where the down projection's kernel quantizes h
 (with each row's maximum |h|, or all rows' maximum), the gated kernel then hands it those maxima in
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms
 from . import fp8_rowwise_linear_op, scaled_swiglu_op
 
 QUALNAME = "inductor_swiglu::fp8_gated_mlp"
@@ -72,7 +72,7 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_sca
                  out_dtype)
     M = x.numel() // x.shape[-1] if x.shape[-1] else 0
     # the parts are worth asking for only where the down projection's decode kernel will read them
-    want = x.is_cuda and scaled_plans.rowwise_linear_fused(M)
+    want = x.is_cuda and forms.rowwise_linear_fused(M)
     h, parts = scaled_swiglu_op.run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, h_dtype,
                                     gate_fast_accum, want_row_amax=want)
     return fp8_rowwise_linear_op.run(h, w_down, w_down_scale, down_fast_accum, out_dtype, h_per_tensor,

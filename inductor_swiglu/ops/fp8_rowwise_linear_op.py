@@ -8,7 +8,7 @@
 What torchao's ``Float8DynamicActivationFloat8WeightConfig`` runs for the ``down`` Linear of a
 gated MLP: h quantized dynamically per row (``PerRow()``) or with one scale (``PerTensor()``, the
 config's default), then ``torch._scaled_mm``.  The
-pass (``compiler/passes/scaled_down_fusion.py``) rewrites it into this op where h is the output
+pass (``compiler/passes/fusion/linear_fp8.py``) rewrites it into this op where h is the output
 of ``swiglu_scaled``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
 
 Contract:
@@ -21,7 +21,7 @@ Contract:
 * The result is a new contiguous ``[..., N]`` tensor of ``out_dtype`` (bf16, fp16 or fp32).
 * No autograd (an inference form); functional, no host synchronisation.
 
-Implementations, per call (``dispatch.scaled_plans.rowwise_linear_fused``):
+Implementations, per call (``dispatch.forms.rowwise_linear_fused``):
 
 * the decode kernel (``triton_fp8_rowwise_linear``) at up to 16 rows of h on a GPU with fp8
   (compute capability 8.9+): the quantization in registers, fp8 MMAs promoted to fp32 every 128
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms
 from . import impl_stats, scaled_swiglu_op, triton_fp8_rowwise_linear, triton_scaled_swiglu
 
 QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
@@ -148,9 +148,9 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
     if h2.stride(-1) != 1:
         h2 = h2.contiguous()
     ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
-    if ok and scaled_plans.rowwise_linear_fused(M):
-        impl_stats.record(impl_stats.ROWWISE_TRITON, scaled_plans.ROWWISE_NOTE if h_amax_parts is None else
-                          scaled_plans.ROWWISE_FROM_GATE_NOTE, config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
+    if ok and forms.rowwise_linear_fused(M):
+        impl_stats.record(impl_stats.ROWWISE_TRITON, forms.ROWWISE_NOTE if h_amax_parts is None else
+                          forms.ROWWISE_FROM_GATE_NOTE, config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
         out = triton_fp8_rowwise_linear.rowwise_linear(h2, w.contiguous(), w_scale, out_dtype,
                                                        h_amax_parts=h_amax_parts, per_tensor=h_per_tensor,
                                                        zero_max_as_one=zero_max_as_one)

@@ -4,7 +4,7 @@
 
 What torchao's ``Float8WeightOnlyConfig`` runs for the ``down`` Linear: the e4m3 weight dequantized
 (``(w.float() * w_scale).to(h.dtype)``, written out and read back on every call) and a bf16 GEMM.
-The pass (``compiler/passes/fp8_weight_only_down_fusion.py``) rewrites it into this op where h is
+The pass (``compiler/passes/fusion/linear_fp8_weight.py``) rewrites it into this op where h is
 the output of ``swiglu_fp8_weight``, so the weight-only MLP reads its fp8 weights once at decode sizes.
 
 Contract:
@@ -14,7 +14,7 @@ Contract:
 * The result is a new contiguous ``[..., N]`` tensor of h's dtype.  No autograd; functional, no
   host synchronisation.
 
-Implementations, per call (``dispatch.scaled_plans.rowwise_linear_fused``: the decode sizes):
+Implementations, per call (``dispatch.forms.rowwise_linear_fused``: the decode sizes):
 
 * the decode kernel (``triton_fp8_rowwise_linear.weight_only_linear``) at up to 16 rows of h on a GPU
   with fp8 conversions (compute capability 8.9+): the weight tiles widened to h's dtype, fp32 sums;
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms
 from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
 from .fp8_weight_swiglu_op import X_DTYPES, dequantize
 
@@ -82,7 +82,7 @@ def _impl(h, w, w_scale):
         return impl_stats.empty_result(h, lead, N, h.dtype)
     if h.is_cuda:
         ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
-        if ok and scaled_plans.rowwise_linear_fused(M):
+        if ok and forms.rowwise_linear_fused(M):
             impl_stats.record(impl_stats.WEIGHT_LINEAR_TRITON, NOTE,
                               config=triton_fp8_rowwise_linear.DEFAULT_CONFIG.name)
             h2 = h2 if h2.stride(-1) == 1 else h2.contiguous()

@@ -9,7 +9,7 @@ its e4m3 weight (``(w.float() * scale).to(x.dtype)``) and runs a bf16 GEMM.  Sto
 the dequantized weights out and reads them back for the GEMMs on every call, so the weights cost
 five bytes per element of HBM traffic, more than the bf16 model's two; the fused kernel reads the
 one byte of fp8.  The pass rewrites the form into this op
-(``compiler/passes/fp8_weight_only_fusion.py``).
+(``compiler/passes/fusion/swiglu_fp8_weight.py``).
 
 Contract:
 
@@ -19,7 +19,7 @@ Contract:
 * the result is a new contiguous ``[..., N]`` tensor of x's dtype.  No autograd (inference form).
   Functional, no host synchronisation.
 
-Implementations, chosen per call by ``dispatch.scaled_plans`` (key ``float8_e4m3fn_weight_only``):
+Implementations, chosen per call by ``dispatch.forms`` (key ``float8_e4m3fn_weight_only``):
 
 * the fused Triton kernel (``triton_scaled_swiglu.swiglu_fp8_weight_triton``): the weight tiles
   widened to x's type in registers, the scales in the epilogue, gate and up never stored;
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms, plans
 from ..kernels import library as kl
 from . import activations, cuda_impl, impl_stats, triton_scaled_swiglu
 
@@ -118,17 +118,17 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: dequantized weights, two GEMMs, then act(gate) * up")
         return unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
     M = x.numel() // K
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True)
+    plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True)
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
-            impl_stats.record(impl_stats.FP8_WEIGHT_TRITON, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.FP8_WEIGHT_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             return triton_scaled_swiglu.swiglu_fp8_weight_triton(x, w_gate, w_gate_scale, w_up, w_up_scale,
                                                                  activation, plan.weight_only_config)
         reason = f"the fused FP8 kernel cannot run here: {why}"
     else:
-        reason = scaled_plans.REASONS[plan.reason]
+        reason = plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
 

@@ -5,7 +5,7 @@
 
 What transformers' ``grouped_mm`` experts (its default) and hand-written MoE code compute with
 ``torch._grouped_mm`` and an elementwise kernel; the pass rewrites it into this op
-(``compiler/passes/grouped_swiglu_fusion.py``).
+(``compiler/passes/fusion/swiglu_grouped.py``).
 
 Contract:
 
@@ -19,7 +19,7 @@ Contract:
 * No autograd (the pass leaves training graphs alone); functional, no host synchronisation, so a
   CUDA graph captures one call that serves any routing.
 
-Implementations, chosen per call by ``dispatch.grouped_plans`` from the device's table:
+Implementations, chosen per call by ``dispatch.forms`` from the device's table:
 
 * the fused Triton kernel (``triton_grouped_swiglu``): one launch, gate and up never stored;
 * the unfused path: ``torch._grouped_mm``, then act(gate) * up (on the CPU, rounded as stock
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import grouped_plans
+from ..dispatch import forms, plans
 from ..kernels import library as kl
 from . import activations, cuda_impl, impl_stats, triton_grouped_swiglu
 
@@ -122,16 +122,16 @@ def _impl(x, w, w_up, offs, activation):
     w_gate, w_up_ = gate_up_weights(w, w_up)
     S, (E, K, N) = x.shape[0], w_gate.shape
     dtype = str(x.dtype).removeprefix("torch.")
-    plan = grouped_plans.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E)
+    plan = forms.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E)
     if plan.fused:
         ok, why = triton_grouped_swiglu.available(x.device)
         if ok and x.dtype in triton_grouped_swiglu.DTYPES:
-            impl_stats.record(impl_stats.GROUPED_TRITON, grouped_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.GROUPED_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             return triton_grouped_swiglu.grouped_swiglu_triton(x, w_gate, w_up_, offs, activation, plan.kernel_config)
         reason = f"the fused grouped kernel cannot run here: {why or f'{x.dtype} is not bf16 or fp16'}"
     else:
-        reason = grouped_plans.REASONS[plan.reason]
+        reason = plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, w, w_up, offs, activation)
 

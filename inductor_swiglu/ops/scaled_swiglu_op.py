@@ -6,7 +6,7 @@
 
 What a model quantized with torchao's ``Float8DynamicActivationFloat8WeightConfig`` (or written
 with ``torch._scaled_mm`` by hand) computes with two scaled GEMMs and an elementwise kernel; the
-pass rewrites it into this op (``compiler/passes/swiglu_fusion.py``).
+pass rewrites it into this op (``compiler/passes/fusion/swiglu.py``).
 
 Contract:
 
@@ -21,7 +21,7 @@ Contract:
   (the default): fp32 sums, every k-tile promoted.
 * No autograd: FP8 weights are an inference form.  Functional, no host synchronisation.
 
-Implementations, chosen per call by ``dispatch.scaled_plans`` from the device's table:
+Implementations, chosen per call by ``dispatch.forms`` from the device's table:
 
 * the scaled CUTLASS GEMM (``cutlass_scaled_swiglu``, sm_90a): one GEMM over the two weights
   interleaved in place, the scales applied in fp32 in its epilogue before the activation, bf16 out;
@@ -32,7 +32,7 @@ Implementations, chosen per call by ``dispatch.scaled_plans`` from the device's 
   stock Inductor runs), on the CPU and wherever the table says it measured faster.
 
 The pass rewrites GPU graphs into this op only where a dispatch table serves a float8 key
-(``compiler/passes/scaled_swiglu_fusion.py``).  ``swiglu_scaled_reference`` is the fp32 reference
+(``compiler/passes/fusion/swiglu_fp8.py``).  ``swiglu_scaled_reference`` is the fp32 reference
 of the dequantized operands that the fused kernel is held to.
 """
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import scaled_plans
+from ..dispatch import forms, plans
 from ..kernels import library as kl
 from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_scaled_swiglu
 
@@ -158,11 +158,11 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
         return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
                        use_fast_accum).contiguous(), None
     M = x.numel() // K
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=use_fast_accum)
+    plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=use_fast_accum)
     if plan.cutlass:
         out, why = _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.config)
         if out is not None:
-            impl_stats.record(impl_stats.SCALED_CUTLASS, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.SCALED_CUTLASS, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             return out, None
         impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}", detail=plan.detail)
@@ -171,7 +171,7 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
     if plan.fused:
         ok, why = triton_scaled_swiglu.available(x.device)
         if ok:
-            impl_stats.record(impl_stats.SCALED_TRITON, scaled_plans.REASONS[plan.reason], detail=plan.detail,
+            impl_stats.record(impl_stats.SCALED_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             operands = (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.kernel_config)
             if want_row_amax:
@@ -179,7 +179,7 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
             return triton_scaled_swiglu.swiglu_scaled_triton(*operands), None
         reason = f"the fused FP8 kernel cannot run here: {why}"
     else:
-        reason = scaled_plans.REASONS[plan.reason]
+        reason = plans.REASONS[plan.reason]
     impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
     return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
                    use_fast_accum).contiguous(), None

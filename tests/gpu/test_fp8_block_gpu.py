@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import inductor_swiglu
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms
 from inductor_swiglu.ops import block_fp8_swiglu_op as op
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
@@ -164,7 +164,7 @@ def test_transformers_fp8_model_swapped_and_compiled(mode):
     for ours, theirs, ref in ((after, stock, eager), (after_other, stock_other, eager_other)):
         assert rel(ours, ref) <= 1.1 * rel(theirs, ref) + 5e-3 and rel(ours, ref) < 0.15
     stats = impl_stats.op_stats()
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ids.device), "silu", 18, 1536, 512, blockwise=True)
+    plan = forms.fp8_plan(cuda_impl.device_kind(ids.device), "silu", 18, 1536, 512, blockwise=True)
     ran = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.BLOCK_FP8_TRITON if plan.fused
            else impl_stats.FALLBACK_CUDA)
     assert stats["calls"].get(ran, 0) > 0, (plan, stats)

@@ -8,7 +8,7 @@ import torch
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
@@ -173,14 +173,14 @@ def test_the_op_follows_the_graphs_accumulation(fast):
     rows' choice (a fast-accumulating row where the table chose one), without it an exact row."""
     K, N, M = 3584, 18944, 2048
     ops = operands(M, N, K, seed=5)
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, K, fast_accum=fast)
+    plan = forms.fp8_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, K, fast_accum=fast)
     inductor_swiglu.reset_op_stats()
     got = op.swiglu_scaled(*ops, use_fast_accum=fast)
     stats = inductor_swiglu.op_stats()
     if plan.cutlass:
         assert stats["calls"] == {impl_stats.SCALED_CUTLASS: 1}, (plan.describe(), stats)
         assert fast or plan.config not in FAST_ACCUMULATION
-        assert (scaled_plans.FAST_ACCUM_DTYPE in plan.detail) == fast, plan.describe()
+        assert (forms.FAST_ACCUM_DTYPE in plan.detail) == fast, plan.describe()
         check(got, ops, plan.config)
     else:
         check(got, ops, next(iter(FAST_ACCUMULATION)) if fast else CONFIGS[0])
@@ -206,7 +206,7 @@ def test_the_op_runs_the_table_choice_in_a_compiled_torchao_model(M):
     for _ in range(3):   # warm-up, capture, replay
         got = compiled(x)
     stats = inductor_swiglu.op_stats()
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), "silu", M, N, K, fast_accum=True)
+    plan = forms.fp8_plan(cuda_impl.device_kind(x.device), "silu", M, N, K, fast_accum=True)
     if plan.fused:   # eager calls while warming up and capturing; a replay calls nothing
         planned = impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.SCALED_TRITON
         assert set(stats["calls"]) == {planned}, (plan.describe(), stats)

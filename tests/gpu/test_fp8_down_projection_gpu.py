@@ -14,7 +14,7 @@ import torch
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms
 from inductor_swiglu.ops import cuda_impl, fp8_gated_mlp_op, impl_stats, triton_scaled_swiglu
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op
 from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
@@ -74,7 +74,7 @@ def test_the_decode_kernel_quantizes_per_tensor(M, N, K):
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] <= FP8_MMA_OVER_1PCT_BOUND and err["normwise"] < 1e-3, err
     # the op: the decode kernel here, cuBLAS's per-tensor GEMM above 16 rows (which takes sizes on
     # the 16-grid only: a graph with others never ran), both near the reference
-    for rows in (M, scaled_plans.ROWWISE_MAX_ROWS + 3) if N % 16 == 0 else (M,):
+    for rows in (M, forms.ROWWISE_MAX_ROWS + 3) if N % 16 == 0 else (M,):
         hh = h if rows == M else operands(rows, N, K, seed=rows)[0]
         got = op.fp8_rowwise_linear(hh, w, ws, True, torch.bfloat16, True)
         want = op.fp8_rowwise_linear_reference(hh, w, ws, torch.float32, h_per_tensor=True)
@@ -99,7 +99,7 @@ def test_the_op_dispatches_by_rows_and_says_so():
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.ROWWISE_TRITON: 1}
     ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
     assert error_stats(got.reshape(16, 512).float(), ref)["normwise"] < 4e-3
-    big, wb, wsb = operands(scaled_plans.ROWWISE_MAX_ROWS + 1, 512, 2048)
+    big, wb, wsb = operands(forms.ROWWISE_MAX_ROWS + 1, 512, 2048)
     inductor_swiglu.reset_op_stats()
     got = op.fp8_rowwise_linear(big, wb, wsb)
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.FALLBACK_CUDA: 1}
@@ -154,7 +154,7 @@ def test_a_torchao_mlp_runs_both_projections_fused_at_decode(M, granularity):
     assert stats["calls"].get(impl_stats.ROWWISE_TRITON, 0) >= 1
     # the shipped table runs the gated projection's Triton kernel at these sizes, so h's scales
     # came from its epilogue
-    assert set(stats["reasons"][impl_stats.ROWWISE_TRITON]) == {scaled_plans.ROWWISE_FROM_GATE_NOTE}, stats
+    assert set(stats["reasons"][impl_stats.ROWWISE_TRITON]) == {forms.ROWWISE_FROM_GATE_NOTE}, stats
     # Both quantize x and h to fp8 (a few % from the unquantized model); two valid roundings of h
     # differ by that noise, so the check is: no further from the unquantized model than stock
     ours, theirs = error_stats(out.float(), want)["normwise"], error_stats(stock.float(), want)["normwise"]
@@ -182,7 +182,7 @@ def two_ops(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
 @pytest.mark.parametrize("H,N", [(896, 4864), (3584, 18944), (200, 520)])
 @pytest.mark.parametrize("per_tensor", [False, True])
 def test_the_merged_op_gives_the_two_ops_numbers(M, H, N, per_tensor):
-    if M > scaled_plans.ROWWISE_MAX_ROWS and (H % 16 or N % 16):
+    if M > forms.ROWWISE_MAX_ROWS and (H % 16 or N % 16):
         pytest.skip("cuBLAS's fp8 GEMMs run these rows and take sizes on the 16-grid only")
     ops = mlp_operands(M, H, N, seed=M + N)
     want = two_ops(*ops, per_tensor=per_tensor)
@@ -190,12 +190,12 @@ def test_the_merged_op_gives_the_two_ops_numbers(M, H, N, per_tensor):
     got = fp8_gated_mlp_op.fp8_gated_mlp(*ops, h_per_tensor=per_tensor)
     # the same kernels on the same h, and the same scales of h (a maximum is exact): bit for bit
     assert torch.equal(got, want)
-    plan = scaled_plans.scaled_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, H)
+    plan = forms.fp8_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, H)
     reasons = inductor_swiglu.op_stats()["reasons"]
-    if scaled_plans.rowwise_linear_fused(M) and plan.fused and not plan.cutlass:
-        assert set(reasons[impl_stats.ROWWISE_TRITON]) == {scaled_plans.ROWWISE_FROM_GATE_NOTE}, reasons
+    if forms.rowwise_linear_fused(M) and plan.fused and not plan.cutlass:
+        assert set(reasons[impl_stats.ROWWISE_TRITON]) == {forms.ROWWISE_FROM_GATE_NOTE}, reasons
     else:
-        assert scaled_plans.ROWWISE_FROM_GATE_NOTE not in reasons.get(impl_stats.ROWWISE_TRITON, {}), reasons
+        assert forms.ROWWISE_FROM_GATE_NOTE not in reasons.get(impl_stats.ROWWISE_TRITON, {}), reasons
 
 
 def test_the_merged_op_replays_in_a_cuda_graph_with_new_inputs():

@@ -8,7 +8,7 @@ import torch
 from mlp_models import GatedMLP
 
 import inductor_swiglu
-from inductor_swiglu.dispatch import scaled_plans
+from inductor_swiglu.dispatch import forms
 from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
 from inductor_swiglu.ops import scaled_swiglu_op as op
 from inductor_swiglu.ops import triton_scaled_swiglu as tss
@@ -88,7 +88,7 @@ def test_cuda_graph_replay_with_new_inputs(M):
 
 def test_the_op_runs_the_planned_implementation_and_falls_back():
     ops = operands(16, 896, 1024)
-    plan = scaled_plans.scaled_plan(scaled_plans_device(), "silu", 16, 896, 1024)
+    plan = forms.fp8_plan(scaled_plans_device(), "silu", 16, 896, 1024)
     planned = (impl_stats.SCALED_CUTLASS if plan.cutlass else impl_stats.SCALED_TRITON if plan.fused
                else impl_stats.FALLBACK_CUDA)
     # the interleaved GEMM's FP8 twin where the kernel library runs (Hopper), else the unfused path

@@ -83,8 +83,8 @@ def _check(name, model, M, dtype, out, ref, eager_stats=None):
 
 def _planned_name(plan: plans.Plan) -> str:
     """The configuration name the op counts for a plan that runs a kernel (-1: the default, row 0)."""
-    names = kl.get_library().configs(plan.impl)
-    return names[plan.config] if plan.config >= 0 else names[0]
+    names = kl.get_library().configs(plan.impl_id)
+    return names[plan.config_id] if plan.config_id >= 0 else names[0]
 
 
 @pytest.mark.parametrize("M", MS)
@@ -146,7 +146,7 @@ def test_dispatched_op_runs_what_the_table_says(model, M):
     K, N = QWEN25[model]
     x, wg, wu = swiglu_inputs(M, K, N, torch.bfloat16, seed=M * 13 + N)
     plan = dispatch.plan(cuda_impl.device_kind(x.device), "bfloat16", "silu", M, N, K)
-    if plan.triton >= 0:
+    if plan.triton_id >= 0:
         # the first eager call of a key planned for Triton in CUDA graphs runs Triton (to compile
         # it before any capture); this test is about the eager plan
         torch.ops.inductor_swiglu.swiglu(x, wg, wu)
@@ -155,8 +155,8 @@ def test_dispatched_op_runs_what_the_table_says(model, M):
     inductor_swiglu.reset_op_stats()
     out = torch.ops.inductor_swiglu.swiglu(x, wg, wu)
     stats = inductor_swiglu.op_stats()
-    name = kl.NAMES[plan.impl]
-    if plan.impl == kl.UNFUSED:   # measured faster there, and said so
+    name = plan.impl
+    if plan.impl_id == kl.UNFUSED:   # measured faster there, and said so
         assert stats["calls"] == {impl_stats.FALLBACK_CUDA: 1}, stats
         assert stats["reasons"] == {impl_stats.FALLBACK_CUDA: {plans.REASONS[plans.MEASURED_UNFUSED]: 1}}, stats
         assert error_stats(out, reference_fp64(x, wg, wu))["normwise"] < 1e-2
@@ -304,7 +304,7 @@ def test_fallbacks_are_recorded_and_correct():
     kind = cuda_impl.device_kind(x.device)
     for k in (K, 60):   # premise: bf16 plans a kernel here, so the op's own checks decide
         plan = dispatch.plan(kind, "bfloat16", "silu", 5, N, k)
-        assert plan.impl in kl.KERNELS, f"premise: the table plans the unfused path here ({plan.describe()})"
+        assert plan.impl_id in kl.KERNELS, f"premise: the table plans the unfused path here ({plan.describe()})"
     cases = [  # (what, the reason recorded, call, its reference)
         ("biases", plans.CHECK_REASONS[1], lambda: torch.ops.inductor_swiglu.swiglu(x, wg, wu, zeros, zeros), ref),
         ("K not a multiple of 8", REASON_LAYOUT,
@@ -419,7 +419,7 @@ def test_property_op_on_gpu(lead, K, N, dtype, strided_x, weight_layout, seed):
         assert unfused == {plans.REASONS[plans.NO_TABLE]}, stats
         return
     plan = dispatch.plan(cuda_impl.device_kind(x.device), "bfloat16", "silu", M, N, K)
-    if plan.impl == kl.UNFUSED:   # the table measured cuBLAS faster here: said, never silent
+    if plan.impl_id == kl.UNFUSED:   # the table measured cuBLAS faster here: said, never silent
         assert stats["calls"] == {impl_stats.FALLBACK_CUDA: 1}, stats
         assert unfused == {plans.REASONS[plan.reason]}, stats
     elif weight_layout == "transposed":   # a weight the kernels cannot read

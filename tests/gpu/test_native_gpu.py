@@ -46,7 +46,7 @@ def _fused_ok(out, x, wg, wu):
 
 def _as_native(p: plans.Plan) -> tuple[int, ...]:
     """A Python plan as native.plan returns it."""
-    return (p.impl, p.config, p.reason, p.triton, p.triton_reason, *(*p.fallbacks, -1, -1)[:2])
+    return (p.impl_id, p.config_id, p.reason, p.triton_id, p.triton_reason, *(*p.fallback_ids, -1, -1)[:2])
 
 
 def _plans_with(device: int, K: int, N: int, rows: dict[int, list[tuple[int, ...]]]) -> list[tuple[int, ...]]:
@@ -98,7 +98,7 @@ def test_native_op_runs_the_planned_implementation(model, M):
     K, N = QWEN25_MLP[model]
     x, wg, wu = swiglu_inputs(M, K, N, seed=M * 5 + K)
     plan = dispatch.plan(cuda_impl.device_kind(x.device), "bfloat16", "silu", M, N, K)
-    if plan.triton >= 0:
+    if plan.triton_id >= 0:
         # the first eager call of a key planned for Triton in CUDA graphs runs Triton (to compile
         # it before any capture); this test is about the eager plan
         torch.ops.inductor_swiglu.swiglu_forward(x, wg, wu)
@@ -108,16 +108,16 @@ def test_native_op_runs_the_planned_implementation(model, M):
     stats = inductor_swiglu.op_stats()
     # the C++ op looks up the same plan in the rows Python handed it (after its first call on the device)
     assert native.plan(x.device.index, BF16_SILU, M, N, K) == _as_native(plan), plan.describe()
-    name = kl.NAMES[plan.impl]
-    if plan.impl == kl.UNFUSED:   # the table measured two cuBLAS GEMMs faster here: said, and stock's numerics
+    name = plan.impl
+    if plan.impl_id == kl.UNFUSED:   # the table measured two cuBLAS GEMMs faster here: said, and stock's numerics
         assert stats["calls"] == {impl_stats.FALLBACK_CUDA: 1}, stats
         assert stats["reasons"] == {impl_stats.FALLBACK_CUDA: {plans.REASONS[plans.MEASURED_UNFUSED]: 1}}, stats
         assert error_stats(out, reference_fp64(x, wg, wu))["normwise"] < 1e-2
     else:
-        names = kl.get_library().configs(plan.impl)
+        names = kl.get_library().configs(plan.impl_id)
         assert stats["calls"] == {name: 1}, (plan.describe(), stats)
         assert stats["reasons"] == {name: {plans.REASONS[plans.MEASURED]: 1}}, (plan.describe(), stats)
-        assert stats["configs"] == {name: {names[max(plan.config, 0)]: 1}}, (plan.describe(), stats)
+        assert stats["configs"] == {name: {names[max(plan.config_id, 0)]: 1}}, (plan.describe(), stats)
         _fused_ok(out, x, wg, wu)
 
 

@@ -120,7 +120,7 @@ def test_eager_calls_run_unfused_for_the_layout(form, which, M, force):
     x, wg, wu = _inputs(form, which, M)
     if force is None:   # premise: the table plans a kernel here, so the layout check decides
         plan = dispatch.plan(cuda_impl.device_kind(x.device), "bfloat16", "silu", M, N, K)
-        assert plan.impl in kl.KERNELS, f"premise: the table plans the unfused path here ({plan.describe()})"
+        assert plan.impl_id in kl.KERNELS, f"premise: the table plans the unfused path here ({plan.describe()})"
     with dispatch.force_kernel(force):
         for entry, call in ENTRY_POINTS.items():
             what = f"{entry} {form}-{which} M={M} force={force}"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 
-from ...ops.cuda_impl import is_hopper
-from ...ops.swiglu_op import native_serves
-from ..inductor_pass import GraphPass
+from ....ops.cuda_impl import is_hopper
+from ....ops.swiglu_op import native_serves
+from ...inductor_pass import GraphPass
 
 
 def on_hopper(device: torch.device) -> bool:
@@ -42,5 +42,4 @@ def use_native_op(graph: torch.fx.Graph) -> int:
 class UseNativeOp(GraphPass):
     name = "use_native_op"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return use_native_op(graph)
+    run = staticmethod(use_native_op)

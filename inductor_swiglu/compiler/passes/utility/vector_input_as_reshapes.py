@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import is_call
-from ..inductor_pass import GraphPass
+from ...fx_utils import is_call, replace_node
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 
@@ -30,16 +30,8 @@ def vector_input_as_reshapes(graph: torch.fx.Graph) -> int:
         x_val, out_val = x.meta.get("val"), squeeze.meta.get("val")
         if x_val is None or out_val is None or x_val.dim() != 1:
             continue
-        with graph.inserting_before(a):
-            rx = graph.call_function(aten.reshape.default, (x, [1, x_val.shape[0]]))
-        rx.meta = dict(a.meta)
-        a.replace_all_uses_with(rx)
-        graph.erase_node(a)
-        with graph.inserting_before(squeeze):
-            ro = graph.call_function(aten.reshape.default, (mm, [out_val.shape[0]]))
-        ro.meta = dict(squeeze.meta)
-        squeeze.replace_all_uses_with(ro)
-        graph.erase_node(squeeze)
+        replace_node(graph, a, aten.reshape.default, (x, [1, x_val.shape[0]]))
+        replace_node(graph, squeeze, aten.reshape.default, (mm, [out_val.shape[0]]))
         changed += 1
     return changed
 
@@ -47,5 +39,4 @@ def vector_input_as_reshapes(graph: torch.fx.Graph) -> int:
 class VectorInputAsReshapes(GraphPass):
     name = "vector_input_as_reshapes"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return vector_input_as_reshapes(graph)
+    run = staticmethod(vector_input_as_reshapes)

@@ -13,7 +13,7 @@ What the search space covers, and why:
 * the activation (SiLU, GELU-tanh, GELU, as ``F.*`` spells them) and the product's order.
 
 Dtypes and shapes are ignored when matching (the bf16 and fp16 spellings trace to one pattern);
-the fusion pass re-checks them (``compiler/passes/fp8_weight_only_fusion.py``).  The pass runs
+the fusion pass re-checks them (``compiler/passes/fusion/swiglu_fp8_weight.py``).  The pass runs
 before the bf16 rewrite, which would otherwise take the dequantized weights as ordinary ones.
 """
 

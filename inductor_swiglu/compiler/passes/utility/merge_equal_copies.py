@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..inductor_pass import GraphPass
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -99,5 +99,4 @@ def merge_equal_copies(graph: torch.fx.Graph) -> int:
 class MergeEqualCopies(GraphPass):
     name = "merge_equal_copies"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return merge_equal_copies(graph)
+    run = staticmethod(merge_equal_copies)

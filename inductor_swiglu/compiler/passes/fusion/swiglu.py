@@ -12,7 +12,8 @@ Safety before speed (``can_rewrite``): every argument the patterns ignored is re
 the ``1`` in ``1 + exp(-g)``, GELU's constants, permute dims, dtype conversions, reshape
 targets, weight and bias shapes.  A pattern whose intermediates (gate, up, silu(gate)) have
 other users does not match at all, because the traced patterns carry exact user counts.
-Anything the check declines is recorded as a near miss with its reason.  Each rewrite bumps
+Anything the check declines is recorded as a near miss with its reason (the checks the fusion
+passes share are ``checks``').  Each rewrite bumps
 ``counters["inductor"]["swiglu_fusion"]``, as Inductor's own pattern files count theirs, and is
 recorded with the kernel the op will pick for the shapes seen (``_dispatch_for``: the one place
 the compiler asks the op layer what will run).
@@ -23,74 +24,21 @@ from __future__ import annotations
 import logging
 
 import torch
-from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import get_hash_for_files
 from torch._inductor.pattern_matcher import Match
 
-from ... import dispatch
-from ...ops import cuda_impl, impl_stats, native
-from ...ops.swiglu_op import cpu_impl
-from .. import pattern_registry
-from ..fx_utils import (
-    as_gelu,
-    dequantized_from_fp8,
-    meta_val,
-    show_shape,
-    source_location,
-    static_rows,
-    statically_equal,
-)
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
+from .... import dispatch
+from ....ops import cuda_impl, impl_stats, native
+from ....ops.swiglu_op import cpu_impl
+from ... import pattern_registry
+from ...fx_utils import dequantized_from_fp8, meta_val, static_rows, statically_equal
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from .checks import ignored_args_reason
 
 log = logging.getLogger("inductor_swiglu.pass")
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-class Declined(Exception):
-    """can_rewrite's way of saying no, with a reason for the near-miss report."""
-
-
-def _check_gelu(match: Match, kind: str) -> None:
-    """GELU's constants (0.5, 1/sqrt(2) or sqrt(2/pi) and 0.044715, the 1 in 1 + ...), which
-    gen_pattern ignored, are checked on the product's activation operand."""
-    out = match.output_node()
-    for operand in out.args:
-        found = as_gelu(operand)
-        if found is not None and found[0] == kind:
-            return
-    raise Declined(f"the activation has GELU's form but not its constants ({kind} expected)")
-
-
-def check_ignored_args(match: Match, x_dtype: torch.dtype, activation: str) -> None:
-    """Re-check the scalar/shape/dtype arguments that gen_pattern ignored (the activation's
-    constants, its fp32 upcast and the cast back to `x_dtype`, transposes); raises Declined."""
-    if activation != "silu":
-        _check_gelu(match, activation)
-    for node in match.nodes:
-        if node.op != "call_function":
-            continue
-        t = node.target
-        if t is aten.add.Tensor and activation == "silu":
-            # the only add in the patterns is SiLU's 1 + exp(-g)
-            consts = [a for a in node.args if not isinstance(a, torch.fx.Node)]
-            if consts != [1] or node.kwargs.get("alpha", 1) != 1:
-                raise Declined(f"activation computes {consts[0] if consts else '?'} + exp(-g), not SiLU's 1 + exp(-g)")
-        elif t is aten.permute.default:
-            if list(node.args[1]) != [1, 0]:
-                raise Declined(f"weight permuted with dims {node.args[1]}, expected a transpose")
-        elif t is prims.convert_element_type.default:
-            src = meta_val(node.args[0])
-            dst = node.args[1]
-            if src is not None and src.dtype == x_dtype and dst != torch.float32:
-                raise Declined(f"the activation upcasts to {dst}, expected float32")
-            if src is not None and src.dtype == torch.float32 and dst != x_dtype:
-                raise Declined(f"the activation's result is cast to {dst}, expected the input dtype {x_dtype}")
-        elif t in (aten.mm.default, aten.addmm.default):
-            if t is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
-                raise Declined("addmm with alpha/beta != 1")
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
@@ -100,10 +48,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     if x is None or wg is None or wu is None:
         return "tensor metadata missing on the matched nodes"
     out = meta_val(match.output_node())
-    try:
-        check_ignored_args(match, x.dtype, spec.op_activation)
-    except Declined as e:
-        return str(e)
+    reason = ignored_args_reason(match, x.dtype, spec.op_activation)
+    if reason:
+        return reason
     if len(x.shape) and any(statically_equal(d, 0) for d in x.shape[:-1]):
         return "x has no rows (an empty batch): nothing to fuse"
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
@@ -173,34 +120,17 @@ class SwigluFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
-            out = match.output_node()
             x = meta_val(kwargs["x"])
             wg = meta_val(kwargs["w_gate"])
             n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
             N, K = wg.shape[n_dim], wg.shape[k_dim]
             names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
-            location = source_location(out)
             # weight-only FP8 left here (no measured rows for its own op): say what that costs
             dequantized = dequantized_from_fp8(kwargs["w_gate"]) or dequantized_from_fp8(kwargs["w_up"])
-            match.replace_by_example(spec.replacement, [kwargs[n] for n in names])
-            # torch's own counters too, as Inductor's pattern files do: tlparse and
-            # torch._dynamo.utils.counters see the rewrites
-            counters["inductor"]["swiglu_fusion"] += 1
-            if rec is not None:
-                rec.rewrites.append(
-                    Rewrite(
-                        pattern=spec.name,
-                        location=location,
-                        x_shape=show_shape(x.shape),
-                        n=int(N) if isinstance(N, int) else str(N),
-                        k=int(K) if isinstance(K, int) else str(K),
-                        dtype=str(x.dtype).replace("torch.", ""),
-                        device=x.device.type,
-                        dispatch=("weights dequantized from float8 on every call (no weight-only FP8 rows for this "
+            self.rewrite(match, spec, spec.replacement, [kwargs[n] for n in names], x, N, K,
+                         str(x.dtype).replace("torch.", ""),
+                         lambda: ("weights dequantized from float8 on every call (no weight-only FP8 rows for this "
                                   "device); " if dequantized else "")
-                        + _dispatch_for(x, N, K, spec.projection.bias, spec.op_activation),
-                    )
-                )
+                         + _dispatch_for(x, N, K, spec.projection.bias, spec.op_activation))
 
         return handler

@@ -1,8 +1,8 @@
 """The weight-only FP8 down projection rewrite: the GEMM of ``swiglu_fp8_weight``'s output with the
 dequantized down weight becomes ``torch.ops.inductor_swiglu.fp8_weight_linear`` (patterns in
-``patterns/fp8_weight_only_down.py``).
+``patterns/linear_fp8_weight.py``).
 
-Why its own pass, after ``fp8_weight_only_fusion``: it matches the down projection of the MLP that
+Why its own pass, after the weight-only gated rewrite (``fusion/swiglu_fp8_weight.py``): it matches the down projection of the MLP that
 pass rewrote, and only that one (h must come from ``swiglu_fp8_weight``, which exists on a GPU only
 where the weight-only rows were measured), so the model's other weight-only Linears are left to
 stock Inductor.  At decode sizes the op reads the fp8 weight once where stock writes and reads it
@@ -19,27 +19,24 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
 
-from ...ops.fp8_weight_linear_op import NOTE
-from ...ops.fp8_weight_swiglu_op import X_DTYPES
-from .. import pattern_registry
-from ..fx_utils import (
+from ....dispatch import forms
+from ....ops.fp8_weight_linear_op import NOTE
+from ....ops.fp8_weight_swiglu_op import X_DTYPES
+from ... import pattern_registry
+from ...fx_utils import (
     calls_in,
     is_call,
     meta_val,
     output_shape_reason,
     reads_rows,
     show_shape,
-    source_location,
+    static_rows,
 )
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
-from .fp8_weight_only_fusion import is_row_scale
-from .scaled_down_fusion import device_reason, dispatch_text, weight_reason
-from .swiglu_fusion import Declined, check_ignored_args
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from .checks import ignored_args_reason, is_row_scale, rewrite_reason, weight_reason
 
 aten = torch.ops.aten
 
@@ -54,10 +51,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "the input is not a weight-only FP8 gated MLP's product (only the down projection is rewritten)"
     if h.dtype not in X_DTYPES:
         return f"h is {h.dtype}, not bf16 or fp16"
-    try:
-        check_ignored_args(match, h.dtype, "silu")   # the transposes, and the weight dequantized to h's dtype
-    except Declined as e:
-        return str(e)
+    reason = ignored_args_reason(match, h.dtype, "silu")   # the transposes, and the weight dequantized to h's dtype
+    if reason:
+        return reason
     reason = weight_reason(h, w, ws)
     if reason:
         return reason
@@ -67,11 +63,11 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     (gemm,) = calls_in(match.nodes, aten.mm.default)
     if not reads_rows(gemm, math.prod(h.shape[:-1])):
         return "the GEMM does not read h flattened to [M, K]"
-    return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or device_reason(
-        h, config, "the dequantized GEMM")
+    return output_shape_reason(meta_val(match.output_node()), h.shape[:-1], N, "h") or rewrite_reason(
+        h, config, "linear_fp8_weight", "silu", static_rows(h.shape), N, h.shape[-1])
 
 
-class Fp8WeightOnlyDownFusion(PatternPass):
+class LinearFp8WeightFusion(PatternPass):
     """Post-grad pattern pass: weight-only FP8 down projection -> torch.ops.inductor_swiglu.fp8_weight_linear."""
 
     name = "fp8_weight_only_down_fusion"
@@ -88,18 +84,11 @@ class Fp8WeightOnlyDownFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
             h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
-            location = source_location(match.output_node())
-            match.replace_by_example(spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]])
-            counters["inductor"]["fp8_weight_only_down_fusion"] += 1
-            if rec is not None:
-                N, K = show_shape(w.shape)
-                dispatch = dispatch_text(h, "on the CPU: the weight dequantized, then one GEMM", NOTE)
-                rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location,
-                    x_shape=show_shape(h.shape), n=N, k=K,
-                    dtype=f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight", device=h.device.type,
-                    dispatch=dispatch))
+            N, K = show_shape(w.shape)
+            self.rewrite(match, spec, spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]], h, N, K,
+                         f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight",
+                         lambda: ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda"
+                                  else forms.rowwise_dispatch_text(static_rows(h.shape), NOTE)))
 
         return handler

@@ -27,7 +27,7 @@ breaks the graph on its data-dependent loop and runs the experts eagerly.
 
 Activations: SiLU, GELU (tanh) and GELU as the dense patterns spell them; either product order.
 As for the dense patterns, shapes, scalars and dtypes are ignored when matching, and the pass
-re-checks them (``compiler/passes/grouped_swiglu_fusion.py``): the split into two equal halves,
+re-checks them (``compiler/passes/fusion/swiglu_grouped.py``): the split into two equal halves,
 the 3-D weights, int32 offsets, the activation's constants.
 """
 

@@ -16,28 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import meta_val, statically_equal
-from ..inductor_pass import GraphPass
+from ...fx_utils import OPERANDS, RESPELLED_FROM, meta_val, replace_node, schema_names, statically_equal
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
-# the node's meta key that marks a respelled node, with what _scaled_mm has no place for (the
-# recipes, swizzles and whatever else the _scaled_mm_v2 call gave, by name) and how the call was
-# written; its tensor operands stay the node's own, which later passes may have replaced
-RESPELLED_FROM = "inductor_swiglu_scaled_mm_v2"
-# _scaled_mm_v2's arguments the respelling reads, by their schema names (positions are read from
-# the running torch's schema: they may move between versions)
-OPERANDS = ("self", "mat2", "scale_a", "scale_b", "bias", "out_dtype")
-NEEDED = (*OPERANDS, "recipe_a", "recipe_b", "swizzle_a", "swizzle_b")
-
-
-def schema_names() -> tuple[str, ...] | None:
-    """_scaled_mm_v2's argument names in order (torch >= 2.10), None where torch has no such op or
-    its schema lacks an argument the respelling reads."""
-    op = getattr(aten, "_scaled_mm_v2", None)
-    names = tuple(a.name for a in op.default._schema.arguments) if op is not None else ()
-    return names if all(n in names for n in NEEDED) else None
-
-
 def scaling_types() -> dict[str, int] | None:
     """F.scaled_mm's recipe numbers by lower-case name without "_" ("tensorwise", "rowwise", ...;
     torch has spelled them "Tensorwise" and "TensorWise"), None where torch has no such API."""
@@ -97,13 +79,9 @@ def respell(graph: torch.fx.Graph) -> int:
         # the argument list torch._scaled_mm(a, b, scale_a=, scale_b=, out_dtype=[, use_fast_accum=True])
         # traces to, which is what the patterns were traced from
         args = (v["self"], v["mat2"], sa, sb, v["bias"], None, v["out_dtype"], *((True,) if fast else ()))
-        with graph.inserting_before(node):
-            v1 = graph.call_function(aten._scaled_mm.default, args)
-        v1.meta = dict(node.meta)
-        v1.meta[RESPELLED_FROM] = {"others": {n: x for n, x in v.items() if n not in OPERANDS},
-                                   "positional": len(node.args), "keywords": tuple(node.kwargs)}
-        node.replace_all_uses_with(v1)
-        graph.erase_node(node)
+        written = {"others": {n: x for n, x in v.items() if n not in OPERANDS},
+                   "positional": len(node.args), "keywords": tuple(node.kwargs)}
+        replace_node(graph, node, aten._scaled_mm.default, args, meta={**node.meta, RESPELLED_FROM: written})
         changed += 1
     return changed
 
@@ -111,5 +89,4 @@ def respell(graph: torch.fx.Graph) -> int:
 class ScaledMmV2AsScaledMm(GraphPass):
     name = "scaled_mm_v2_as_scaled_mm"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return respell(graph)
+    run = staticmethod(respell)

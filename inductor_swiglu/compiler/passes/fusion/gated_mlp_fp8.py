@@ -5,7 +5,7 @@ Why: at decode sizes the down projection quantizes h per row, and its scales nee
 maximum |h|.  Between two ops that maximum takes a pass over h of its own; inside one op the
 gated kernel hands it over from its epilogue (``ops/fp8_gated_mlp_op.py``).  The merged op runs
 exactly what the two ops run otherwise, so the merge is done wherever it applies, CPU graphs
-included (they then exercise the graph a GPU gets).  It runs after ``scaled_down_fusion``, whose
+included (they then exercise the graph a GPU gets).  It runs after ``fusion/linear_fp8.py``, whose
 rewrites it merges; an h that something else reads too stays two ops.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 from torch._dynamo.utils import counters
 
-from ...ops import fp8_gated_mlp_op  # noqa: F401  (registers torch.ops.inductor_swiglu.fp8_gated_mlp)
-from ..fx_utils import is_call, node_arg
-from ..inductor_pass import GraphPass
-from ..records import RECORDS
+from ....ops import fp8_gated_mlp_op  # noqa: F401  (registers torch.ops.inductor_swiglu.fp8_gated_mlp)
+from ...fx_utils import is_call, node_arg
+from ...inductor_pass import GraphPass
+from ...records import RECORDS
 
 # swiglu_scaled's tensor arguments, in its schema's order (then activation and out_dtype)
 GATED_TENSORS = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
@@ -83,8 +83,7 @@ def _eager_input_vals(gated, down, args) -> tuple | None:
     return (*tensors, *args[8:]), {}
 
 
-class MergeFp8Mlp(GraphPass):
+class GatedMlpFp8Fusion(GraphPass):
     name = "merge_fp8_mlp"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return merge_fp8_mlp(graph)
+    run = staticmethod(merge_fp8_mlp)

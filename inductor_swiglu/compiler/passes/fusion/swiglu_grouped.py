@@ -1,15 +1,16 @@
 """The routed experts' rewrite: ``torch._grouped_mm`` (or transformers' gathered ``bmm``) of an
 MoE layer's rows and ``act(gate) * up`` become ``torch.ops.inductor_swiglu.grouped_swiglu``
-(patterns in ``patterns/grouped_swiglu.py``).
+(patterns in ``patterns/swiglu_grouped.py``).
 
 Why its own pass: the operands are the routed rows, 3-D expert weights and per-expert offsets,
 with checks of their own, and it must rewrite only where the fused grouped kernel serves the
 device.  Where a GPU's table has no routed-expert rows, or measured the unfused path faster at
 the number of routed rows known when compiling, the op would run what stock Inductor runs, so
 the rewrite is declined and recorded as a near miss with that reason (CPU graphs are rewritten,
-so that CI runs the path a GPU gets).  The routing and the down projection stay stock.
+so that CI runs the path a GPU gets); those rules, and the host time a call costs without CUDA
+graphs, are dispatch's (``dispatch.worth_it``).  The routing and the down projection stay stock.
 
-Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
+Safety before speed (``can_rewrite``), as in ``fusion/swiglu.py``: the arguments the patterns
 ignored are re-checked: the gate and up halves are the two equal halves of the last axis (and
 which of them the activation reads: the gate may be the second), the
 activation's constants and casts, the shapes and dtypes of rows, weights and offsets, and a mask
@@ -20,63 +21,25 @@ graphs save the GEMM's output for the backward, so their products do not match a
 from __future__ import annotations
 
 import torch
-from torch._dynamo.utils import counters
-from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match
 
-from ...dispatch import grouped_plans
-from ...dispatch.forced import forced_kernel
-from ...ops import cuda_impl
-from .. import pattern_registry
-from ..fx_utils import (
+from ....dispatch import forms
+from ....ops import cuda_impl
+from ... import pattern_registry
+from ...fx_utils import (
     equal_halves,
     gated_operands,
     is_call,
     meta_val,
-    show_shape,
-    source_location,
     statically_equal,
 )
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
-from .swiglu_fusion import Declined, check_ignored_args
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from .checks import Declined, ignored_args_reason, rewrite_reason
 
 aten = torch.ops.aten
 prims = torch.ops.prims
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-
-
-# The op's host time per call (Python: checks, the plan, the Triton launch) against stock's
-# (sweep_moe.py --op, H200, Qwen3-30B-A3B, 1 token).
-OP_HOST_US, STOCK_HOST_US = 86.4, 66.2
-
-
-def gpu_reason(x, N, K, E, activation: str) -> str:
-    """'' where the fused grouped kernel serves this GPU problem, else why the rewrite is declined.
-
-    Without CUDA graphs (default mode) a call also costs its host time: where stock's GPU time at
-    the measured point is below the op's host time, the layer waits on the host either way and the
-    op's longer launch would make it slower, so the rewrite is declined there."""
-    device = cuda_impl.device_kind(x.device)
-    dtype = str(x.dtype).removeprefix("torch.")
-    if forced_kernel() == "triton":
-        return ""   # the user asked for the fused kernel
-    if x.dtype not in (torch.bfloat16, torch.float16):
-        return f"routed experts in {x.dtype}: the fused grouped kernel takes bf16 or fp16"
-    if not grouped_plans.serves(device, dtype, activation):
-        return ("no fused grouped kernel serves this GPU and dtype (its dispatch table has no routed-expert rows): "
-                "left to stock Inductor")
-    S = x.shape[0]
-    if all(isinstance(d, int) for d in (S, N, K, E)) and S > 0:
-        plan = grouped_plans.grouped_plan(device, dtype, activation, S, N, K, E)
-        if not plan.fused:
-            return f"at {S} routed rows the unfused path is the plan ({plan.describe()}): left to stock Inductor"
-        if (not inductor_config.triton.cudagraphs and plan.stock_us is not None and plan.stock_us < OP_HOST_US):
-            return (f"not compiled for CUDA graphs, and at {S} routed rows stock's kernels take {plan.stock_us:.0f} us, "
-                    f"less than the op's {OP_HOST_US:.0f} us of host time per call (stock's: {STOCK_HOST_US:.0f} us): "
-                    "mode=\"reduce-overhead\" rewrites it")
-    return ""
 
 
 def _gemm(match: Match) -> torch.fx.Node | None:
@@ -160,8 +123,10 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     x = meta_val(match.kwargs["x"])
     if x is None:
         return "tensor metadata missing on the matched nodes"
+    reason = ignored_args_reason(match, x.dtype, spec.op_activation)
+    if reason:
+        return reason
     try:
-        check_ignored_args(match, x.dtype, spec.op_activation)
         x, E, K, N, w = _problem(match, spec)
     except Declined as e:
         return str(e)
@@ -202,15 +167,8 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return f"the product is not [S, {N}] of the rows' dtype"
     if len({t.device for t in (x, w)}) != 1:
         return "inputs on different devices"
-    if x.device.type == "cpu" and not config.fuse_on_cpu:
-        return "CPU graph and fuse_on_cpu=False"
-    if x.device.type == "cuda":
-        reason = gpu_reason(x, N, K, E, spec.op_activation)
-        if reason:
-            return reason
-    elif x.device.type != "cpu":
-        return f"device {x.device.type} is not supported"
-    return ""
+    return rewrite_reason(x, config, "swiglu_grouped", spec.op_activation, x.shape[0], N, K, E=E,
+                          dtype=str(x.dtype).removeprefix("torch."))
 
 
 def _dispatch_text(x, N, K, E, activation: str) -> str:
@@ -220,10 +178,10 @@ def _dispatch_text(x, N, K, E, activation: str) -> str:
     if not all(isinstance(d, int) for d in (S, N, K, E)):
         return "per call by the number of routed rows (dispatch table, routed-expert rows)"
     dtype = str(x.dtype).removeprefix("torch.")
-    return grouped_plans.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E).describe()
+    return forms.grouped_plan(cuda_impl.device_kind(x.device), dtype, activation, S, N, K, E).describe()
 
 
-class GroupedSwigluFusion(PatternPass):
+class SwigluGroupedFusion(PatternPass):
     """Post-grad pattern pass: MoE routed experts' gate/up + activation -> grouped_swiglu."""
 
     name = "grouped_swiglu_fusion"
@@ -241,19 +199,12 @@ class GroupedSwigluFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
             x, E, K, N, _ = _problem(match, spec)
-            location = source_location(match.output_node())
             names = {"grouped": ("x", "w", "offs", *(("mask",) if spec.masked else ())),
                      "grouped_pair": ("x", "w_gate", "w_up", "offs"), "batched": ("x", "w", "expert_ids")}[spec.form]
             replacement = spec.gate_second_replacement if _gate_second(match, spec) else spec.replacement
-            match.replace_by_example(replacement, [kwargs[n] for n in names])
-            counters["inductor"]["grouped_swiglu_fusion"] += 1
-            if rec is not None:
-                rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location, x_shape=show_shape(x.shape),
-                    n=int(N) if isinstance(N, int) else str(N), k=int(K) if isinstance(K, int) else str(K),
-                    dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
-                    dispatch=f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}"))
+            self.rewrite(match, spec, replacement, [kwargs[n] for n in names], x, N, K,
+                         str(x.dtype).replace("torch.", ""),
+                         lambda: f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}")
 
         return handler

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ..inductor_pass import GraphPass
-from .scaled_mm_v2_as_scaled_mm import RESPELLED_FROM, schema_names
+from ...fx_utils import RESPELLED_FROM, replace_node, schema_names
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 
@@ -30,11 +30,8 @@ def restore(graph: torch.fx.Graph) -> int:
         # as the call was written: Inductor's lowering compares the arguments it was given
         args = tuple(values[n] for n in names[:written["positional"]])
         kwargs = {n: values[n] for n in written["keywords"]}
-        with graph.inserting_before(node):
-            v2 = graph.call_function(aten._scaled_mm_v2.default, args, kwargs)
-        v2.meta = {k: v for k, v in node.meta.items() if k != RESPELLED_FROM}
-        node.replace_all_uses_with(v2)
-        graph.erase_node(node)
+        replace_node(graph, node, aten._scaled_mm_v2.default, args, kwargs,
+                     meta={k: v for k, v in node.meta.items() if k != RESPELLED_FROM})
         restored += 1
     return restored
 
@@ -42,5 +39,4 @@ def restore(graph: torch.fx.Graph) -> int:
 class RestoreScaledMmV2(GraphPass):
     name = "restore_scaled_mm_v2"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return restore(graph)
+    run = staticmethod(restore)

@@ -25,7 +25,7 @@ to ``[M, K]``, the product reshaped back to ``[..., N]`` or not):
 the same but for an all-zero row (scale 1 / 448 there, so zeros out, where torchao's gives NaN):
 the op's ``zero_max_as_one``.  Constants,
 dims and dtypes are ignored when matching; the pass re-checks them and that h comes from the
-FP8 gated projection (``compiler/passes/scaled_down_fusion.py``).
+FP8 gated projection (``compiler/passes/fusion/linear_fp8.py``).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import RESHAPES, as_projection, equal_halves, gated_operands, is_call, merged_output_elsewhere
-from ..inductor_pass import GraphPass
+from ...fx_utils import RESHAPES, as_projection, equal_halves, gated_operands, is_call, merged_output_elsewhere
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 
@@ -94,5 +94,4 @@ def _feed_one_product(first: torch.fx.Node, second: torch.fx.Node) -> bool:
 class SplitMergedProjections(GraphPass):
     name = "split_merged_projections"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return split_merged_projections(graph)
+    run = staticmethod(split_merged_projections)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import RESHAPES, is_call
-from ..inductor_pass import GraphPass
+from ...fx_utils import RESHAPES, is_call
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 
@@ -38,5 +38,4 @@ def unshare_input_reshapes(graph: torch.fx.Graph) -> int:
 class UnshareInputReshapes(GraphPass):
     name = "unshare_input_reshapes"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return unshare_input_reshapes(graph)
+    run = staticmethod(unshare_input_reshapes)

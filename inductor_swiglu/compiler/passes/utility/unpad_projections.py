@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..fx_utils import gated_operands, is_call, node_arg, operand_sources, slice_bounds, statically_equal
-from ..inductor_pass import GraphPass
+from ...fx_utils import gated_operands, is_call, node_arg, operand_sources, slice_bounds, statically_equal
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 
@@ -125,5 +125,4 @@ def unpad_projections(graph: torch.fx.Graph) -> int:
 class UnpadProjections(GraphPass):
     name = "unpad_projections"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return unpad_projections(graph)
+    run = staticmethod(unpad_projections)

@@ -19,10 +19,10 @@ What the search space covers, and why:
   quantized operand is already ``[M, K]``;
 * the activation (SiLU, GELU-tanh, GELU, as ``F.*`` spells them) and the product's order.
 
-torchao quantizes x once per Linear; ``compiler/passes/merge_equal_copies.py`` merges the two
+torchao quantizes x once per Linear; ``compiler/passes/utility/merge_equal_copies.py`` merges the two
 equal quantizations first, so the patterns see one float8 x and one scale.  As for the bf16
 patterns, shapes, scalars and dtypes are ignored when matching; the fusion pass re-checks them
-(``compiler/passes/scaled_swiglu_fusion.py``).
+(``compiler/passes/fusion/swiglu_fp8.py``).
 """
 
 from __future__ import annotations

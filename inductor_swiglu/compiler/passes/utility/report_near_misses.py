@@ -17,7 +17,7 @@ import operator
 
 import torch
 
-from ..fx_utils import (
+from ...fx_utils import (
     as_projection,
     as_scaled_gemm,
     equal_halves,
@@ -29,8 +29,8 @@ from ..fx_utils import (
     source_location,
     strip_reshape,
 )
-from ..inductor_pass import GraphPass
-from ..records import RECORDS, GraphRecord, NearMiss
+from ...inductor_pass import GraphPass
+from ...records import RECORDS, GraphRecord, NearMiss
 
 aten = torch.ops.aten
 

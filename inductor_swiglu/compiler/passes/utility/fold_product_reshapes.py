@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from ..fx_utils import RESHAPES, is_call, meta_val, statically_equal
-from ..inductor_pass import GraphPass
+from ...fx_utils import RESHAPES, is_call, meta_val, statically_equal
+from ...inductor_pass import GraphPass
 
 
 def _same_shape(a, b) -> bool:
@@ -38,5 +38,4 @@ def fold_product_reshapes(graph: torch.fx.Graph) -> int:
 class FoldProductReshapes(GraphPass):
     name = "fold_product_reshapes"
 
-    def __call__(self, graph: torch.fx.Graph) -> int:
-        return fold_product_reshapes(graph)
+    run = staticmethod(fold_product_reshapes)

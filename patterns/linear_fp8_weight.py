@@ -6,7 +6,7 @@ rewrote it) times the down weight dequantized the way torchao's ``Float8WeightOn
 
 What the search space covers: h of rank 2 or 3 (reshaped to ``[-1, K]`` for the GEMM and back).
 Dtypes are ignored when matching; the pass re-checks them and that h comes from the weight-only
-gated projection (``compiler/passes/fp8_weight_only_down_fusion.py``).
+gated projection (``compiler/passes/fusion/linear_fp8_weight.py``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The weight-only FP8 rewrite: two GEMMs of x against dequantized e4m3 weights and
 ``act(gate) * up`` become ``torch.ops.inductor_swiglu.swiglu_fp8_weight`` (patterns in
-``patterns/fp8_weight_only_swiglu.py``).
+``patterns/swiglu_fp8_weight.py``).
 
-Why its own pass, run before ``swiglu_fusion``: the bf16 rewrite would take the dequantized
+Why its own pass, run before the bf16 rewrite (``fusion/swiglu.py``): the bf16 rewrite would take the dequantized
 weights as ordinary ones, and its kernels would read them at two bytes per element after an
 Inductor kernel wrote them, every call; this op reads the fp8 weights themselves.  Where a GPU's
 dispatch table has no weight-only rows, or measured the unfused path faster at a size known when
 compiling, the rewrite is declined (so the bf16 rewrite takes the product, as it did before this
 pass existed); CPU graphs are rewritten, so that CI runs the path a GPU with such rows gets.  GPU
-graphs are rewritten only under CUDA graphs, for the reason ``scaled_swiglu_fusion`` gives.
+graphs are rewritten only under CUDA graphs, for the reason ``fusion/swiglu_fp8.py`` gives (the
+worth-it rules are dispatch's: ``dispatch.worth_it``).
 
 Safety before speed (``can_rewrite``): the dtypes the patterns ignored are re-checked (e4m3
 weights with fp32 scales, dequantized to x's dtype, the activation's casts), and so are the
@@ -20,58 +21,27 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
 
-from ...dispatch import scaled_plans
-from ...dispatch.forced import forced_kernel
-from ...ops import cuda_impl
-from ...ops.fp8_weight_swiglu_op import X_DTYPES
-from .. import pattern_registry
-from ..fx_utils import (
+from ....dispatch import forms
+from ....ops import cuda_impl
+from ....ops.fp8_weight_swiglu_op import X_DTYPES
+from ... import pattern_registry
+from ...fx_utils import (
     calls_in,
     meta_val,
     output_shape_reason,
     reads_rows,
     show_shape,
-    source_location,
     static_rows,
     statically_equal,
 )
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
-from .scaled_swiglu_fusion import python_launch_reason
-from .swiglu_fusion import Declined, check_ignored_args
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from .checks import FP8, ignored_args_reason, is_row_scale, rewrite_reason
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-FP8 = torch.float8_e4m3fn
-
-
-def gpu_reason(x, N: int, K: int, activation: str) -> str:
-    """'' where the fused kernel serves this GPU problem, else why the rewrite is declined."""
-    device = cuda_impl.device_kind(x.device)
-    if forced_kernel() == "triton":
-        return ""   # the user asked for the fused kernel
-    reason = python_launch_reason()
-    if reason:
-        return reason
-    if not scaled_plans.serves(device, activation, weight_only=True):
-        return ("no fused weight-only FP8 kernel was measured on this GPU (its dispatch table has no "
-                f"{scaled_plans.WEIGHT_ONLY_DTYPE} rows): left to the bf16 rewrite over the dequantized weights")
-    M = static_rows(x.shape)
-    if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
-        plan = scaled_plans.scaled_plan(device, activation, M, N, K, weight_only=True)
-        if not plan.fused:
-            return f"at M={M} the unfused path is the plan ({plan.describe()}): left to the bf16 rewrite"
-    return ""
-
-
-def is_row_scale(t, N) -> bool:
-    """t is one scale, or one per weight row as the search spells it ([N, 1], transposed with the weight)."""
-    return statically_equal(t.numel(), 1) or (t.dim() == 2 and statically_equal(t.shape[0], N)
-                                              and statically_equal(t.shape[1], 1))
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
@@ -83,10 +53,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return "tensor metadata missing on the matched nodes"
     if x.dtype not in X_DTYPES:
         return f"x is {x.dtype}, not bf16 or fp16"
-    try:
-        check_ignored_args(match, x.dtype, spec.op_activation)   # includes: the weights dequantized to x's dtype
-    except Declined as e:
-        return str(e)
+    reason = ignored_args_reason(match, x.dtype, spec.op_activation)   # includes: the weights dequantized to x's dtype
+    if reason:
+        return reason
     for name, t in (("w_gate", wg), ("w_up", wu)):
         if t.dtype != FP8:
             return f"{name} is {t.dtype}, not float8_e4m3fn"
@@ -111,15 +80,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return reason
     if out.dtype != x.dtype:
         return f"the product is {out.dtype}, not x's {x.dtype}"
-    if x.device.type == "cpu" and not config.fuse_on_cpu:
-        return "CPU graph and fuse_on_cpu=False"
-    if x.device.type == "cuda":
-        reason = gpu_reason(x, N, K, spec.op_activation)
-        if reason:
-            return reason
-    if x.device.type not in ("cpu", "cuda"):
-        return f"device {x.device.type} is not supported"
-    return ""
+    return rewrite_reason(x, config, "swiglu_fp8_weight", spec.op_activation, static_rows(x.shape), N, K)
 
 
 def _dispatch_text(x, N, K, activation: str) -> str:
@@ -127,11 +88,11 @@ def _dispatch_text(x, N, K, activation: str) -> str:
         return "unfused on the CPU: dequantized weights, two GEMMs, then act(gate) * up"
     M = static_rows(x.shape)
     if M is None or not isinstance(N, int) or not isinstance(K, int):
-        return f"per call by M (dispatch table, {scaled_plans.WEIGHT_ONLY_DTYPE} rows)"
-    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True).describe()
+        return f"per call by M (dispatch table, {forms.WEIGHT_ONLY_DTYPE} rows)"
+    return forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True).describe()
 
 
-class Fp8WeightOnlyFusion(PatternPass):
+class SwigluFp8WeightFusion(PatternPass):
     """Post-grad pattern pass: weight-only FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_fp8_weight."""
 
     name = "fp8_weight_only_fusion"
@@ -150,18 +111,11 @@ class Fp8WeightOnlyFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
-            out = match.output_node()
             x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
-            location = source_location(out)
             names = ("x", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-            match.replace_by_example(spec.replacement(), [kwargs[n] for n in names])
-            counters["inductor"]["fp8_weight_only_fusion"] += 1
-            if rec is not None:
-                N, K = show_shape(wg.shape)
-                rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location, x_shape=show_shape(x.shape), n=N, k=K,
-                    dtype=f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights", device=x.device.type,
-                    dispatch=_dispatch_text(x, N, K, spec.op_activation)))
+            N, K = show_shape(wg.shape)
+            self.rewrite(match, spec, spec.replacement(), [kwargs[n] for n in names], x, N, K,
+                         f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights",
+                         lambda: _dispatch_text(x, N, K, spec.op_activation))
 
         return handler

@@ -24,8 +24,8 @@ import operator
 
 import torch
 
-from ..fx_utils import RESHAPES, as_gate_activation, gated_operands, is_call, node_arg, strip_reshape
-from ..inductor_pass import GraphPass
+from ...fx_utils import RESHAPES, as_gate_activation, gated_operands, is_call, node_arg, strip_reshape
+from ...inductor_pass import GraphPass
 
 aten = torch.ops.aten
 

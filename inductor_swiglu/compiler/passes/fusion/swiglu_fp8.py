@@ -1,5 +1,5 @@
 """The FP8 rewrite: two ``torch._scaled_mm`` of one float8 x and ``act(gate) * up`` become
-``torch.ops.inductor_swiglu.swiglu_scaled`` (patterns in ``patterns/scaled_swiglu.py``).
+``torch.ops.inductor_swiglu.swiglu_scaled`` (patterns in ``patterns/swiglu_fp8.py``).
 
 Why its own pass: the FP8 form has its own operands (x and the weights in float8, a scale each)
 and its own checks, and it must rewrite only where the fused FP8 kernel serves the device.  Where
@@ -8,13 +8,14 @@ when compiling, the op would run the same two scaled GEMMs as stock Inductor, so
 is declined and recorded as a near miss with that reason (CPU graphs are rewritten, so that CI
 runs the path a GPU with an FP8 table gets).  GPU graphs are rewritten only when Inductor captures
 them in CUDA graphs (``mode="reduce-overhead"``): the op runs its plan from Python, which costs more
-host time per call than stock's launches, and only a graph replay does not pay it.
+host time per call than stock's launches, and only a graph replay does not pay it.  Those are
+dispatch's rules (``dispatch.worth_it``), asked once the match is known to be exact.
 
 The GEMMs' ``use_fast_accum`` reaches the op (``asks_fast_accum``): a graph that asks for the fp8
 MMA's own accumulation (torchao's default) may run the table's fast-accumulation rows, one that
 does not never does.
 
-Safety before speed (``can_rewrite``), as in ``swiglu_fusion``: the arguments the patterns
+Safety before speed (``can_rewrite``), as in ``fusion/swiglu.py``: the arguments the patterns
 ignored (reshape targets, output dtypes, transposes, the activation's constants and casts) are
 re-checked, and the operands' dtypes and scale shapes must be what the op takes.
 """
@@ -24,16 +25,13 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._dynamo.utils import counters
-from torch._inductor import config as inductor_config
 from torch._inductor.pattern_matcher import Match
 
-from ...dispatch import scaled_plans
-from ...dispatch.forced import forced_kernel
-from ...ops import cuda_impl
-from ...ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
-from .. import pattern_registry
-from ..fx_utils import (
+from ....dispatch import forms
+from ....ops import cuda_impl
+from ....ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
+from ... import pattern_registry
+from ...fx_utils import (
     calls_in,
     meta_val,
     node_arg,
@@ -41,51 +39,15 @@ from ..fx_utils import (
     reads_rows,
     reshape_target,
     show_shape,
-    source_location,
     split_rows_reason,
     static_rows,
     statically_equal,
 )
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, Rewrite
-from .swiglu_fusion import Declined, check_ignored_args
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from .checks import ignored_args_reason, rewrite_reason
 
 aten = torch.ops.aten
-
-
-# Why the rewrite waits for CUDA graphs (sweep_scaled.py --op, H200).
-HOST_NOTE = "133 us of host time per call against 84 us for stock's three launches (H200)"
-
-
-def python_launch_reason() -> str:
-    """'' under CUDA graphs, else why the FP8 rewrites (gated and down projections, per-row and
-    weight-only) are declined: their ops launch from Python, which only a graph replay does not pay."""
-    if inductor_config.triton.cudagraphs:
-        return ""
-    return (f"not compiled for CUDA graphs: the FP8 op launches from Python, {HOST_NOTE}; "
-            "mode=\"reduce-overhead\" rewrites it")
-
-
-def gpu_reason(x, N: int, K: int, activation: str, fast_accum: bool = False) -> str:
-    """'' where the fused FP8 kernel serves this GPU problem, else why the rewrite is declined: no
-    table rows for FP8 on this GPU, or (M known at compile time) the table measured the unfused
-    path faster, which is what stock Inductor runs anyway."""
-    device = cuda_impl.device_kind(x.device)
-    if forced_kernel() == "triton":
-        return ""   # the user asked for the fused kernel
-    reason = python_launch_reason()
-    if reason:
-        return reason
-    if not scaled_plans.serves(device, activation):
-        return ("no fused FP8 kernel serves this GPU (its dispatch table has no float8 rows): left to stock "
-                "Inductor, which runs the same two scaled GEMMs")
-    M = static_rows(x.shape)
-    if M is not None and isinstance(N, int) and isinstance(K, int) and M > 0:
-        plan = scaled_plans.scaled_plan(device, activation, M, N, K, fast_accum=fast_accum)
-        if not plan.fused:
-            return f"at M={M} the unfused path is the plan ({plan.describe()}): left to stock Inductor"
-    return ""
 
 
 def _scaled_gemms(match: Match) -> list[torch.fx.Node]:
@@ -112,10 +74,9 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     out_dtype = out_dtypes.pop()
     if out_dtype not in OUT_DTYPES:
         return f"the scaled GEMMs return {out_dtype}; the op returns bf16, fp16 or fp32"
-    try:
-        check_ignored_args(match, out_dtype, spec.op_activation)
-    except Declined as e:
-        return str(e)
+    reason = ignored_args_reason(match, out_dtype, spec.op_activation)
+    if reason:
+        return reason
     for name, t in (("x", x), ("w_gate", wg), ("w_up", wu)):
         if t.dtype not in FP8_DTYPES:
             return f"{name} is {t.dtype}, not float8_e4m3fn"
@@ -147,15 +108,8 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
         return reason
     if out.dtype != out_dtype:
         return f"the product is {out.dtype}, not the scaled GEMMs' {out_dtype}"
-    if x.device.type == "cpu" and not config.fuse_on_cpu:
-        return "CPU graph and fuse_on_cpu=False"
-    if x.device.type == "cuda":
-        reason = gpu_reason(x, N, K, spec.op_activation, asks_fast_accum(match))
-        if reason:
-            return reason
-    if x.device.type not in ("cpu", "cuda"):
-        return f"device {x.device.type} is not supported"
-    return ""
+    return rewrite_reason(x, config, "swiglu_fp8", spec.op_activation, static_rows(x.shape), N, K,
+                          fast_accum=asks_fast_accum(match))
 
 
 def _reshaped_products_reason(match: Match, out, M, N) -> str:
@@ -179,10 +133,10 @@ def _dispatch_text(x, N, K, activation: str, fast: bool) -> str:
     M = static_rows(x.shape)
     if M is None or not isinstance(N, int) or not isinstance(K, int):
         return "per call by M (dispatch table, float8 rows" + (", fast accumulation allowed)" if fast else ")")
-    return scaled_plans.scaled_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=fast).describe()
+    return forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=fast).describe()
 
 
-class ScaledSwigluFusion(PatternPass):
+class SwigluFp8Fusion(PatternPass):
     """Post-grad pattern pass: FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_scaled."""
 
     name = "scaled_swiglu_fusion"
@@ -199,12 +153,9 @@ class ScaledSwigluFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
-            out = match.output_node()
             x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
             gemm = _scaled_gemms(match)[0]
             out_dtype = node_arg(gemm, 6, "out_dtype")
-            location = source_location(out)
             fast = asks_fast_accum(match)
             names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
             operands = [kwargs[n] for n in names]
@@ -213,13 +164,8 @@ class ScaledSwigluFusion(PatternPass):
                 (view,) = (u for u in gemm.users if u in match.nodes)
                 out_shape, sizes = reshape_target(view)
                 operands += sizes
-            match.replace_by_example(spec.replacement(out_dtype, fast, out_shape), operands)
-            counters["inductor"]["scaled_swiglu_fusion"] += 1
-            if rec is not None:
-                N, K = show_shape(wg.shape)
-                rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location, x_shape=show_shape(x.shape), n=N, k=K,
-                    dtype=str(x.dtype).replace("torch.", ""), device=x.device.type,
-                    dispatch=_dispatch_text(x, N, K, spec.op_activation, fast)))
+            N, K = show_shape(wg.shape)
+            self.rewrite(match, spec, spec.replacement(out_dtype, fast, out_shape), operands, x, N, K,
+                         str(x.dtype).replace("torch.", ""), lambda: _dispatch_text(x, N, K, spec.op_activation, fast))
 
         return handler

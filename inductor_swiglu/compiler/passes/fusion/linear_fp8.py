@@ -1,12 +1,12 @@
 """The FP8 down projection rewrite: the dynamic quantization of ``swiglu_scaled``'s output (per row
 or per tensor) and the ``torch._scaled_mm`` after it become
-``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in ``patterns/scaled_down.py``).
+``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in ``patterns/linear_fp8.py``).
 
-Why its own pass, after ``scaled_swiglu_fusion``: it matches the down projection of the FP8 MLP
+Why its own pass, after the FP8 gated rewrite (``fusion/swiglu_fp8.py``): it matches the down projection of the FP8 MLP
 that pass rewrote, and only that one (h must come from ``swiglu_scaled``), so the model's other
 FP8 Linears are left to stock Inductor.  At decode sizes the op runs the quantization and the
 GEMM in one kernel where stock runs a reduction, a cast and cuBLAS's fp8 GEMM, which is slow for
-the down projection's shape (``dispatch.scaled_plans.ROWWISE_NOTE``); at other sizes it runs what
+the down projection's shape (``dispatch.forms.ROWWISE_NOTE``); at other sizes it runs what
 stock runs, so a GPU graph whose M is known and above the decode sizes is left alone, and, as for
 the gated projection, GPU graphs are rewritten only under CUDA graphs (the op launches from Python).
 
@@ -18,13 +18,12 @@ output dtype and the operands' dtypes and shapes.
 from __future__ import annotations
 
 import torch
-from torch._dynamo.utils import counters
 from torch._inductor.pattern_matcher import Match
 
-from ...dispatch import scaled_plans
-from ...ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
-from .. import pattern_registry
-from ..fx_utils import (
+from ....dispatch import forms
+from ....ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
+from ... import pattern_registry
+from ...fx_utils import (
     calls_in,
     is_call,
     meta_val,
@@ -37,10 +36,10 @@ from ..fx_utils import (
     static_rows,
     statically_equal,
 )
-from ..inductor_pass import PatternPass
-from ..pass_config import PassConfig
-from ..records import RECORDS, NearMiss, Rewrite
-from .scaled_swiglu_fusion import python_launch_reason
+from ...inductor_pass import PatternPass
+from ...pass_config import PassConfig
+from ...records import RECORDS, NearMiss
+from .checks import rewrite_reason, weight_reason
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -87,7 +86,7 @@ def cast_and_gemm_reason(match: Match, gemm: torch.fx.Node) -> str:
 
 def safe_max_reason(match: Match) -> str:
     """'' when the matched quantization is transformers' per-row one (a zero maximum taken as 1,
-    ``patterns/scaled_down.py``), else why not."""
+    ``patterns/linear_fp8.py``), else why not."""
     (amax,), (gemm,) = calls_in(match.nodes, aten.amax.default), calls_in(match.nodes, aten._scaled_mm.default)
     if list(node_arg(amax, 1, "dim")) not in ([-1], [1]) or node_arg(amax, 2, "keepdim", False):
         return "h's maximum is not taken per row (over its last dim)"
@@ -127,7 +126,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
     out = meta_val(match.output_node())
     shape_reason = (split_rows_reason(out, h.shape[0], N, "h") if spec.out_reshaped
                     else output_shape_reason(out, h.shape[:-1], N, "h"))
-    return shape_reason or device_reason(h, config, "cuBLAS's fp8 GEMM")
+    return shape_reason or rewrite_reason(h, config, "linear_fp8", "silu", static_rows(h.shape), N, h.shape[-1])
 
 
 UNMATCHED_NOTE = ("FP8 down projection after a rewritten gated MLP, but h is quantized in a form the patterns do not "
@@ -149,46 +148,7 @@ def unmatched_down_projections(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     return found
 
 
-def weight_reason(h, w, ws) -> str:
-    """The down projection passes' shared check of the weight ('' or why not): float8_e4m3fn
-    [N, K] taking h's K features, with an fp32 scale."""
-    if w.dtype != FP8 or w.dim() != 2:
-        return f"the weight is {w.dtype} {list(w.shape)}, not a float8_e4m3fn [N, K]"
-    if ws.dtype != torch.float32:
-        return f"the weight's scale is {ws.dtype}, not float32"
-    if not statically_equal(h.shape[-1], w.shape[1]):
-        return f"h has {h.shape[-1]} features, the weight expects {w.shape[1]}"
-    return ""
-
-
-def dispatch_text(h, on_cpu: str, decode_note: str) -> str:
-    """The down projection passes' rewrite record of what the op will run: `on_cpu` on the CPU; on
-    a GPU per call by M where M is symbolic, else `decode_note` (only decode sizes are rewritten)."""
-    if h.device.type != "cuda":
-        return on_cpu
-    if static_rows(h.shape) is None:
-        return f"per call by M (decode kernel up to {scaled_plans.ROWWISE_MAX_ROWS} rows)"
-    return decode_note
-
-
-def device_reason(h, config: PassConfig, elsewhere: str) -> str:
-    """The down projection passes' shared rule ('' or why not): CPU graphs as configured; GPU graphs
-    under CUDA graphs and, where M is known, only at the decode sizes the op's kernel serves
-    (elsewhere the op would run `elsewhere`, what stock runs)."""
-    if h.device.type == "cpu":
-        return "" if config.fuse_on_cpu else "CPU graph and fuse_on_cpu=False"
-    if h.device.type != "cuda":
-        return f"device {h.device.type} is not supported"
-    reason = python_launch_reason()
-    if reason:
-        return reason
-    M = static_rows(h.shape)
-    if M is not None and not scaled_plans.rowwise_linear_fused(M):
-        return f"at M={M} {elsewhere} runs the product either way: left to stock Inductor"
-    return ""
-
-
-class ScaledDownFusion(PatternPass):
+class LinearFp8Fusion(PatternPass):
     """Post-grad pattern pass: FP8 down projection -> torch.ops.inductor_swiglu.fp8_rowwise_linear."""
 
     name = "scaled_down_fusion"
@@ -215,35 +175,30 @@ class ScaledDownFusion(PatternPass):
 
     def handler(self, spec):
         def handler(match: Match, *args, **kwargs) -> None:
-            rec = RECORDS.current_graph()
             (gemm,) = calls_in(match.nodes, aten._scaled_mm.default)
             out_dtype = node_arg(gemm, 6, "out_dtype")
             fast = bool(node_arg(gemm, 7, "use_fast_accum"))
             h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
             per_tensor = not spec.zero_max_as_one and bool(per_tensor_scale(match, h.dim()))
-            location = source_location(match.output_node())
             operands, out_shape = [kwargs["h"], kwargs["w"], kwargs["w_scale"]], None
             if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
                 out_shape, sizes = reshape_target(match.output_node())
                 operands += sizes
             op = torch.ops.inductor_swiglu.fp8_rowwise_linear.default
             before = set(match.graph.find_nodes(op="call_function", target=op))
-            match.replace_by_example(spec.replacement(out_dtype, fast, per_tensor, out_shape), operands)
-            counters["inductor"]["scaled_down_fusion"] += 1
+            N, K = show_shape(w.shape)
+            record = self.rewrite(
+                match, spec, spec.replacement(out_dtype, fast, per_tensor, out_shape), operands, h, N, K,
+                str(h.dtype).replace("torch.", ""),
+                lambda: ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda"
+                         else forms.rowwise_dispatch_text(static_rows(h.shape), forms.ROWWISE_NOTE))
+                + f"; h quantized {'per tensor' if per_tensor else 'per row'}"
+                + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else ""))
             # the new op's node, by name: merge_fp8_mlp notes the merge on this record, and a source
             # location cannot find it (torch 2.11 gives the replacement the replacement's own)
             added = [n.name for n in match.graph.find_nodes(op="call_function", target=op) if n not in before]
-            if rec is not None:
-                N, K = show_shape(w.shape)
-                dispatch = dispatch_text(h, "on the CPU: the quantization, then torch._scaled_mm",
-                                         scaled_plans.ROWWISE_NOTE)
-                rec.rewrites.append(Rewrite(
-                    pattern=spec.name, location=location,
-                    x_shape=show_shape(h.shape), n=N, k=K,
-                    dtype=str(h.dtype).replace("torch.", ""), device=h.device.type,
-                    dispatch=f"{dispatch}; h quantized {'per tensor' if per_tensor else 'per row'}"
-                             + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else ""),
-                    node=added[0] if len(added) == 1 else ""))
+            if record is not None:
+                record.node = added[0] if len(added) == 1 else ""
 
         return handler
 
