@@ -36,7 +36,7 @@ from typing import Callable
 
 import torch
 
-from .scaled_swiglu import reshaped_to
+from .swiglu_fp8 import reshaped_to
 
 FP8 = torch.float8_e4m3fn
 

@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from .scaled_swiglu import ACTIVATIONS, PRODUCTS
+from .swiglu_fp8 import ACTIVATIONS, PRODUCTS
 
 # --------------------------------------------------------------------------- #
 # The replacement: one op, with the activation the search computed.            #
