@@ -47,8 +47,9 @@ from inductor_swiglu.dispatch import choice  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.kernels import configs  # noqa: E402
 from inductor_swiglu.kernels import library as kl  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu as triton_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
-from inductor_swiglu.ops import cuda_impl, triton_swiglu  # noqa: E402
+from inductor_swiglu.ops import cuda_impl  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 
 SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)

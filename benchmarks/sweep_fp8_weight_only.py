@@ -47,8 +47,9 @@ from weight_read import weight_read  # noqa: E402
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP  # noqa: E402
-from inductor_swiglu.ops import fp8_weight_swiglu_op, triton_scaled_swiglu  # noqa: E402
+from inductor_swiglu.ops import fp8_weight_swiglu_op  # noqa: E402
 from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64  # noqa: E402
 

@@ -11,7 +11,7 @@ a top-k over random logits (softmax, as the models' routers), drawn afresh for e
 At each point (MoE shapes x tokens; S = tokens x experts per token routed rows):
 
   candidates   every configuration of the fused grouped kernel that suits the rows per expert
-               (``ops/triton_grouped_swiglu.py``) and the op's unfused path (``torch._grouped_mm``
+               (``kernels/triton/swiglu_grouped.py``) and the op's unfused path (``torch._grouped_mm``
                + one elementwise kernel)
   grouped_mm   one ``torch._grouped_mm`` [S, 2N, K]: the bare grouped GEMM
   stock        torch.compile(backend="inductor") of act(gate) * up over ``torch._grouped_mm``
@@ -56,8 +56,9 @@ from timing import (  # noqa: E402
 
 from inductor_swiglu.dispatch import choice, devices, grouped_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_grouped as triton_grouped_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import MOE_SHAPES, MOE_TOKENS  # noqa: E402
-from inductor_swiglu.ops import grouped_swiglu_op, triton_grouped_swiglu  # noqa: E402
+from inductor_swiglu.ops import grouped_swiglu_op  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64  # noqa: E402
 
 KEY = grouped_plans.key("bfloat16", "silu")

@@ -54,11 +54,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import Interleaved, sets_needed  # noqa: E402
 from weight_read import weight_read  # noqa: E402
 
+from inductor_swiglu.kernels.triton import linear_fp8 as tfl  # noqa: E402
 from inductor_swiglu.ops import fp8_gated_mlp_op as mlp_op  # noqa: E402
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op  # noqa: E402
 from inductor_swiglu.ops import fp8_weight_linear_op as wo_op  # noqa: E402
 from inductor_swiglu.ops import scaled_swiglu_op  # noqa: E402
-from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
 from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 

@@ -11,7 +11,7 @@ them: x and the weights float8_e4m3fn, one fp32 scale per row of x and one per w
 out.  At each point (Qwen2.5 MLP shapes x M):
 
   candidates   every configuration of the fused Triton kernel that suits M
-               (``ops/triton_scaled_swiglu.py``), from --cutlass-from tokens on every
+               (``kernels/triton/swiglu_fp8.py``), from --cutlass-from tokens on every
                configuration of the scaled CUTLASS GEMM in the library (``ops/cutlass_scaled_swiglu.py``;
                build them with INDUCTOR_SWIGLU_KERNELS=all), and the op's unfused path (two
                ``_scaled_mm`` + one elementwise kernel)
@@ -85,14 +85,14 @@ import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import choice, devices, scaled_plans  # noqa: E402
 from inductor_swiglu.dispatch import table as tables  # noqa: E402
 from inductor_swiglu.kernels import configs as kernel_configs  # noqa: E402
+from inductor_swiglu.kernels.triton import quantize_fp8 as triton_fp8_quantize  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS  # noqa: E402
 from inductor_swiglu.ops import (  # noqa: E402
     block_fp8_swiglu_op,
     cuda_impl,
     cutlass_scaled_swiglu,
     scaled_swiglu_op,
-    triton_fp8_quantize,
-    triton_scaled_swiglu,
 )
 from inductor_swiglu.testing.inputs import quantize_e4m3  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64, scaled_reference_fp64  # noqa: E402
@@ -108,7 +108,7 @@ SWEEP_MS = tuple(rep for _, _, rep in tables.M_BUCKETS)
 def numerics_ok(name: str, err: dict) -> bool:
     """Whether a candidate's output may be chosen.  Widened to bf16 for the MMA: fp32 sums, no
     element may be off by 1%.  On fp8 MMAs (Hopper's narrower accumulator, MMA_NOTE in
-    ops/triton_scaled_swiglu.py; the scaled CUTLASS GEMM's rows too): no worse than cuBLAS's fp8
+    kernels/triton/swiglu_fp8.py; the scaled CUTLASS GEMM's rows too): no worse than cuBLAS's fp8
     GEMMs on the same operands.  The unfused paths (and transformers') round gate and up to bf16
     first: stock's norm-wise bound."""
     impl, _, config_name = name.partition(":")

@@ -11,7 +11,7 @@ import torch  # noqa: E402
 from cpu_support import triton_interpreter_reason  # noqa: E402
 from moe_models import grouped_operands, offsets, per_expert  # noqa: E402
 
-from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_grouped as tgs  # noqa: E402
 
 SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
 ROWS = tgs.GroupedConfig(16, 32, 32)

@@ -12,14 +12,14 @@ triton = pytest.importorskip("triton")
 import torch  # noqa: E402
 from cpu_support import triton_interpreter_reason  # noqa: E402
 
-from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
-from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
-from inductor_swiglu.ops.triton_fp8_quantize import (  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_fp8 as tss  # noqa: E402
+from inductor_swiglu.kernels.triton.quantize_fp8 import (  # noqa: E402
     quantize_blocks,
     quantize_blocks_reference,
     scale_buffer,
 )
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
+from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 FP8 = torch.float8_e4m3fn

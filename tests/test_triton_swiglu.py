@@ -29,7 +29,7 @@ import torch.nn.functional as F  # noqa: E402
 from cpu_support import triton_interpreter_reason  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
-from inductor_swiglu.ops import triton_swiglu as ts  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu as ts  # noqa: E402
 
 DECODE = ts.TritonConfig(16, 32, 64, 4, 4)
 LARGE_M = ts.TritonConfig(64, 64, 64, 4, 3)
@@ -204,21 +204,21 @@ def test_imports_and_reports_without_triton(monkeypatch):
     import importlib.util
     import sys
 
-    import inductor_swiglu.ops as ops
+    import inductor_swiglu.kernels.triton as package
 
     monkeypatch.setitem(sys.modules, "triton", None)     # makes `import triton` fail
     monkeypatch.setitem(sys.modules, "triton.language", None)
 
     def fresh(name: str, path: str):
         # a fresh copy of a module inside its package (its relative imports resolve there)
-        spec = importlib.util.spec_from_file_location(f"inductor_swiglu.ops.{name}", path)
+        spec = importlib.util.spec_from_file_location(f"inductor_swiglu.kernels.triton.{name}", path)
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, spec.name, module)
-        monkeypatch.setattr(ops, name, module, raising=False)
+        monkeypatch.setattr(package, name, module, raising=False)
         spec.loader.exec_module(module)
         return module
 
-    helpers = fresh("triton_helpers", ops.triton_helpers.__file__)   # where Triton is imported
+    helpers = fresh("common", package.common.__file__)   # where Triton is imported
     assert helpers.triton is None and helpers.IMPORT_ERROR == "triton is not installed"
     bare = fresh("triton_swiglu_bare", ts.__file__)
     assert bare.available() == (False, "triton is not installed")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..ops import triton_grouped_swiglu as tgs
+from ..kernels.triton import swiglu_grouped as tgs
 from . import triton_rules
 from .devices import DeviceKind
 from .forced import forced_kernel

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernels import library as kl
-from ..ops import triton_swiglu
+from ..kernels.triton import swiglu as triton_swiglu
 from .devices import DeviceKind
 from .forced import forced_kernel
 from .table import M_BUCKETS, Entry, Key, lookup, table_for

@@ -24,7 +24,7 @@ ABI_VERSION = 5
 # Implementation ids (the C ABI's isw_kernel, csrc/api/swiglu_api.h, for the three kernels) and
 # the names dispatch tables, counters and logs use for them.  0 is the unfused path (cuBLAS GEMMs,
 # then act(gate) * up); 4 the fused Triton kernel (not in this library: the C++ op launches it
-# through Python, see ops/triton_swiglu.py).
+# through Python, see kernels/triton/swiglu.py).
 UNFUSED = 0
 DUAL_GEMM = 1          # two accumulators (gate, up) fed by one x tile: large M
 INTERLEAVED_GEMM = 2   # one GEMM over gate/up interleaved by 8 rows, act(gate) * up in the epilogue

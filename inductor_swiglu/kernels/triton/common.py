@@ -1,7 +1,7 @@
 """Triton helpers the fused kernels share (the dense, FP8 and grouped kernels), and Triton's guarded
 import (``triton`` and ``tl`` are None where it does not import; ``IMPORT_ERROR`` says why):
 
-* ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``ops/activations.py``
+* ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``kernels/activations.py``
   (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
 * ``add``: the combine function of sums and prefix sums (``tl.reduce(v, 0, add)``,
   ``tl.associative_scan(v, 0, add)``); ``maximum``: of maxima (``tl.reduce(v, 0, maximum)``).

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers
-from .triton_helpers import activate, tl, triton
+from .. import activations
+from . import common
+from .common import activate, tl, triton
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -160,7 +161,7 @@ def available() -> tuple[bool, str]:
     GPU of compute capability 8.0 or newer (checked on the current device).
     """
     if triton is None:
-        return False, triton_helpers.IMPORT_ERROR
+        return False, common.IMPORT_ERROR
     if interpreting():
         return True, ""
     if not torch.cuda.is_available():
@@ -214,7 +215,7 @@ def _swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of ops/activations.py
+    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of kernels/activations.py
     act = activate(acc_g, ACTIVATION)
     y = act * acc_u
     out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
@@ -228,7 +229,7 @@ def _kernel(interpret: bool):
     # M is not specialised (Triton would compile one kernel for M == 1 and another for the rest):
     # the C++ op compiles a configuration with its first eager call and then launches it inside
     # CUDA-graph captures at any M of the bucket, where a compile must not happen.
-    return triton_helpers.jit_with_helpers(_swiglu_kernel, do_not_specialize=["M"])
+    return common.jit_with_helpers(_swiglu_kernel, do_not_specialize=["M"])
 
 
 @functools.cache
@@ -270,7 +271,7 @@ def swiglu_triton(
 ) -> torch.Tensor:                     # [..., N], x.dtype
     """act(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel, accumulated in fp32, rounded once.
 
-    ``activation``: "silu", "gelu_tanh" or "gelu" (see ``ops/activations.py``).
+    ``activation``: "silu", "gelu_tanh" or "gelu" (see ``kernels/activations.py``).
 
     ``x`` is used as a ``[M, K]`` view when it has one with unit stride along K
     (any row stride), else copied once to contiguous.  Weights with unit stride
@@ -294,7 +295,7 @@ def swiglu_triton(
         return out.view(*x.shape[:-1], N)
 
     if triton is None:
-        raise RuntimeError(f"swiglu_triton: {triton_helpers.IMPORT_ERROR}")
+        raise RuntimeError(f"swiglu_triton: {common.IMPORT_ERROR}")
     interpret = interpreting()
     if not interpret:
         if x.device.type != "cuda":

@@ -37,14 +37,15 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, add, tl, triton
+from .. import activations
+from . import common, swiglu
+from .common import activate, add, tl, triton
 
 DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class GroupedConfig(triton_swiglu.TileConfig):
+class GroupedConfig(swiglu.TileConfig):
     """One compile-time variant of the kernel (a point of the MoE sweep)."""
 
     swap_ab: bool = False
@@ -117,7 +118,7 @@ def default_config(S: int, E: int) -> GroupedConfig:
 
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not)."""
-    return triton_swiglu.available()
+    return swiglu.available()
 
 
 def _grouped_swiglu_kernel(
@@ -222,9 +223,9 @@ def _grouped_swiglu_kernel(
 
 @functools.cache
 def _kernel(interpret: bool):
-    # Keyed by the mode (see triton_swiglu._kernel).  S and the slot count are not specialised, so
+    # Keyed by the mode (see swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
-    return triton_helpers.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
+    return common.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
 
 
 def _descriptors(x, w_gate, w_up, config: GroupedConfig):
@@ -298,7 +299,7 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"grouped_swiglu_triton: {why}")
-    interpret = triton_swiglu.interpreting()
+    interpret = swiglu.interpreting()
     if not interpret and not x.is_cuda:
         raise ValueError(f"grouped_swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
                          "(CPU tensors only under TRITON_INTERPRET=1)")

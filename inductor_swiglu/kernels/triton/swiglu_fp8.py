@@ -12,7 +12,7 @@ larger share of the time than in bf16 since the GEMMs move half the bytes.
 
 Block-scaled operands (``swiglu_block_fp8_triton``: FP8 checkpoints such as DeepSeek-V3 and
 Qwen3-FP8, one scale per 128 x 128 weight block and per row and 128 elements of x, x quantized
-beforehand by ``triton_fp8_quantize``) take the same kernel with one K step per scale block: each
+beforehand by ``quantize_fp8``) take the same kernel with one K step per scale block: each
 step's products are summed in fp32 and carry their own scales (RESCALE_NOTE in the kernel).
 
 Weight-only FP8 (``swiglu_fp8_weight_triton``: torchao's ``Float8WeightOnlyConfig``, x stays in
@@ -30,7 +30,7 @@ Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
   the tokens its N (``BLOCK_M`` = 16-64 tokens), the way cuBLAS runs skinny GEMMs: an fp8 wgmma
   needs 64 rows in M, which a handful of tokens cannot fill.
 
-Triton is optional (``triton_swiglu.available()`` says why it cannot run); the kernel needs
+Triton is optional (``swiglu.available()`` says why it cannot run); the kernel needs
 fp8 tensor cores (compute capability 8.9 or newer).  Under ``TRITON_INTERPRET=1`` it runs on
 CPU tensors, which the tests use.  No workspace, no host synchronisation: CUDA graphs capture it.
 """
@@ -44,8 +44,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
+from .. import activations
+from . import common, swiglu
+from .common import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -78,7 +79,7 @@ SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True)
-class ScaledConfig(triton_swiglu.TileConfig):
+class ScaledConfig(swiglu.TileConfig):
     """One compile-time variant of the kernel (a point of the FP8 sweep)."""
 
     swap_ab: bool = False
@@ -162,8 +163,8 @@ def default_config(M: int, blockwise: bool = False) -> ScaledConfig:
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not): Triton, and fp8 tensor cores
     (compute capability 8.9+) unless the interpreter runs it on the CPU."""
-    ok, why = triton_swiglu.available()
-    if not ok or triton_swiglu.interpreting():
+    ok, why = swiglu.available()
+    if not ok or swiglu.interpreting():
         return ok, why
     index = device.index if device is not None and device.index is not None else torch.cuda.current_device()
     cap = torch.cuda.get_device_capability(index)
@@ -326,9 +327,9 @@ def _scaled_swiglu_kernel(
 @functools.cache
 def _kernel(interpret: bool):
     # Keyed by the mode: triton.jit picks compiled or interpreted when it wraps the function (see
-    # triton_swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
+    # swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
     # CUDA graph's bucket without a compile inside the capture.
-    return triton_helpers.jit_with_helpers(_scaled_swiglu_kernel, do_not_specialize=["M"])
+    return common.jit_with_helpers(_scaled_swiglu_kernel, do_not_specialize=["M"])
 
 
 def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, int]:
@@ -427,7 +428,7 @@ def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
 def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
     _check_operands("swiglu_block_fp8_triton", x, w_gate, w_up, out_dtype, out,
                     (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale),
-                    " (triton_fp8_quantize.quantize_blocks quantizes a bf16 x)")
+                    " (quantize_fp8.quantize_blocks quantizes a bf16 x)")
     N, K = w_gate.shape
     M = math.prod(x.shape[:-1])
     for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
@@ -534,7 +535,7 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"fused FP8 kernel: {why}")
-    interpret = triton_swiglu.interpreting()
+    interpret = swiglu.interpreting()
     if not interpret and not x.is_cuda:
         raise ValueError(f"fused FP8 kernel: x is on {x.device}; the kernel takes CUDA tensors "
                          "(CPU tensors only under TRITON_INTERPRET=1)")
