@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..kernels import library as kl
 from ..kernels.triton import swiglu as triton_swiglu
+from ..kernels.vocabulary import ACTIVATION_IDS, DTYPE_IDS
 from .devices import DeviceKind
 from .forced import forced_kernel
 from .table import M_BUCKETS, Entry, Key, lookup, table_for
@@ -54,10 +55,7 @@ REASONS = CHECK_REASONS + PLAN_REASONS
  FORCED_NOT_HOPPER, NO_LIBRARY) = range(len(CHECK_REASONS), len(REASONS))
 CHECK_DECLINED = CHECK_REASONS.index("the planned kernel declined the problem")
 
-# The dtypes and activations the op takes, by the C ABI's ids (isw_dtype, isw_activation); a
-# plan row's key is dtype id * 4 + activation id.
-DTYPE_IDS = {"bfloat16": 0, "float16": 1, "float32": 2}
-ACTIVATION_IDS = {"silu": 0, "gelu_tanh": 1, "gelu": 2}
+# A plan row's key is dtype id * 4 + activation id (DTYPE_IDS, ACTIVATION_IDS: the C ABI's ids).
 # where no decode kernel is tried as a fallback: it tiles tokens 8 at a time
 DECODE_MAX_M = 32
 
