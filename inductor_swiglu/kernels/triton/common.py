@@ -1,5 +1,8 @@
-"""Triton helpers the fused kernels share (the dense, FP8 and grouped kernels), and Triton's guarded
-import (``triton`` and ``tl`` are None where it does not import; ``IMPORT_ERROR`` says why):
+"""What the Triton kernels share (the dense, FP8 and grouped kernels, the FP8 down projection and
+quantization): Triton's guarded import (``triton`` and ``tl`` are None where it does not import;
+``IMPORT_ERROR`` says why), whether a kernel can run here (``available``, ``interpreting``), the
+tile every gated kernel's configuration has (``TileConfig``), the host side of a launch
+(``require_cuda``, ``launch``), and the device functions:
 
 * ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``kernels/activations.py``
   (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
@@ -16,7 +19,11 @@ the tests do.)
 
 from __future__ import annotations
 
+import functools
 import types
+from dataclasses import dataclass
+
+import torch
 
 try:
     import triton
@@ -27,6 +34,94 @@ except Exception as exc:  # noqa: BLE001 - a broken install must not break the p
                     else f"triton failed to import: {exc}")
 else:
     IMPORT_ERROR = ""
+
+
+def importable() -> bool:
+    """Whether Triton imported (``available()`` also checks the GPU, which starts CUDA)."""
+    return triton is not None
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return bool(triton.knobs.runtime.interpret)
+
+
+@functools.cache
+def capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") if the kernels can run here, else (False, why not) in user words.
+
+    Under ``TRITON_INTERPRET=1`` they run on CPU tensors; otherwise they need a CUDA
+    GPU of compute capability 8.0 or newer (checked on the current device).
+    """
+    if triton is None:
+        return False, IMPORT_ERROR
+    if interpreting():
+        return True, ""
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU (and TRITON_INTERPRET is not set)"
+    major, minor = capability(torch.cuda.current_device())
+    if major < 8:
+        return False, f"GPU compute capability {major}.{minor} is older than 8.0"
+    return True, ""
+
+
+def require_cuda(who: str, x: torch.Tensor) -> bool:
+    """Whether the interpreter runs the kernel; ValueError where it does not and x is not on a GPU."""
+    interpret = interpreting()
+    if not interpret and not x.is_cuda:
+        raise ValueError(f"{who}: x is on {x.device}; the kernel takes CUDA tensors "
+                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    return interpret
+
+
+def launch(kernel, grid, x: torch.Tensor, args: tuple, meta: dict) -> None:
+    """``kernel[grid](*args, **meta)`` on x's device: Triton launches on the current device, which
+    need not be x's."""
+    if x.is_cuda:
+        with torch.cuda.device(x.device):
+            kernel[grid](*args, **meta)
+    else:
+        kernel[grid](*args, **meta)
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """What every fused Triton kernel's compile-time variant has: its tile of x rows x weight rows x
+    K, warps and pipeline stages (the dense, FP8 and grouped kernels each add their own fields)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def __post_init__(self):
+        for field in ("block_m", "block_n", "block_k"):
+            v = getattr(self, field)
+            # tl.arange needs powers of two; tl.dot needs every dimension >= 16.
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{type(self).__name__}.{field}={v}: must be a power of two >= 16")
+
+    def tile_name(self, prefix: str, swap_ab: bool = False, suffix: str = "") -> str:
+        """The name the dispatch tables know the variant by."""
+        return (f"{prefix}{'swap_' if swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}{suffix}")
+
+    def smem_bytes(self, element_size: int) -> int:
+        """Shared memory of the pipelined tiles (x and both weights): an upper bound.
+
+        Hopper's wgmma pipeline (block_m >= 64, 16-bit inputs) keeps ``num_stages``
+        sets of tiles, the other code paths ``num_stages - 1``.  A config over the device's
+        limit fails at its first launch (Triton's OutOfResources), so a sweep
+        should skip configs this bound puts over
+        ``torch.cuda.get_device_properties(d).shared_memory_per_block_optin``.
+        """
+        per_stage = (self.block_m + 2 * self.block_n) * self.block_k * element_size
+        return self.num_stages * per_stage
 
 
 def activate(g, ACTIVATION: tl.constexpr):

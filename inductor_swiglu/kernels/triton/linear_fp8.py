@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import common, swiglu
+from . import common
 from .common import maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernels)
 
 FP8 = torch.float8_e4m3fn
@@ -248,7 +248,7 @@ def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
         s = torch.empty(M, device=h.device, dtype=torch.float32)
     if M:
         chunk = _chunk(K)
-        _kernels(swiglu.interpreting())[0][(M,)](
+        _kernels(common.interpreting())[0][(M,)](
             h, s, s if q is None else q, K, h.stride(0), 0 if q is None else q.stride(0), CHUNK=chunk,
             WRITE_Q=q is not None, OUT=out, ZERO_AS_ONE=zero_max_as_one, num_warps=16 if chunk >= 8192 else 4)
     return s
@@ -315,7 +315,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     out = torch.empty((M, N), device=h.device, dtype=out_dtype)
     if M == 0 or N == 0:
         return out
-    _, linear, reduce = _kernels(swiglu.interpreting())
+    _, linear, reduce = _kernels(common.interpreting())
     if weight_only:
         s = w_scale   # not read
     else:
@@ -333,7 +333,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     linear[grid](h, s, w, ws, part, out, s if amax_parts is None else amax_parts, M, N, K, k_per_split, h.stride(0),
                  w.stride(0), stride_ws, out.stride(0), T,
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
-                 FP32_DOT=swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
+                 FP32_DOT=common.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
                  PER_TENSOR=per_tensor, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
                  ZERO_AS_ONE=zero_max_as_one,
                  num_warps=config.warps, num_stages=config.stages)

@@ -30,7 +30,7 @@ Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
   the tokens its N (``BLOCK_M`` = 16-64 tokens), the way cuBLAS runs skinny GEMMs: an fp8 wgmma
   needs 64 rows in M, which a handful of tokens cannot fill.
 
-Triton is optional (``swiglu.available()`` says why it cannot run); the kernel needs
+Triton is optional (``available()`` says why it cannot run); the kernel needs
 fp8 tensor cores (compute capability 8.9 or newer).  Under ``TRITON_INTERPRET=1`` it runs on
 CPU tensors, which the tests use.  No workspace, no host synchronisation: CUDA graphs capture it.
 """
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import activations
-from . import common, swiglu
+from . import common
 from .common import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
 
 FP8 = torch.float8_e4m3fn
@@ -79,7 +79,7 @@ SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True)
-class ScaledConfig(swiglu.TileConfig):
+class ScaledConfig(common.TileConfig):
     """One compile-time variant of the kernel (a point of the FP8 sweep)."""
 
     swap_ab: bool = False
@@ -163,8 +163,8 @@ def default_config(M: int, blockwise: bool = False) -> ScaledConfig:
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not): Triton, and fp8 tensor cores
     (compute capability 8.9+) unless the interpreter runs it on the CPU."""
-    ok, why = swiglu.available()
-    if not ok or swiglu.interpreting():
+    ok, why = common.available()
+    if not ok or common.interpreting():
         return ok, why
     index = device.index if device is not None and device.index is not None else torch.cuda.current_device()
     cap = torch.cuda.get_device_capability(index)
@@ -266,20 +266,14 @@ def _scaled_swiglu_kernel(
             x = x.to(tl.bfloat16)
             wg = wg.to(tl.bfloat16)
             wu = wu.to(tl.bfloat16)
+        # PROMOTE_K: fp8 MMAs' sums promoted to fp32 every PROMOTE_K elements of K (MMA_NOTE); None
+        # (tl.dot's default) for bf16 and fp16 MMAs, whose sums are fp32
         if SWAP_AB:
-            if BF16_MMA or WEIGHT_ONLY:
-                acc_g = tl.dot(wg, x, acc_g)
-                acc_u = tl.dot(wu, x, acc_u)
-            else:
-                acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
-                acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
         else:
-            if BF16_MMA or WEIGHT_ONLY:
-                acc_g = tl.dot(x, wg, acc_g)
-                acc_u = tl.dot(x, wu, acc_u)
-            else:
-                acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
-                acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
         x_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
@@ -535,10 +529,7 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"fused FP8 kernel: {why}")
-    interpret = swiglu.interpreting()
-    if not interpret and not x.is_cuda:
-        raise ValueError(f"fused FP8 kernel: x is on {x.device}; the kernel takes CUDA tensors "
-                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    interpret = common.require_cuda("fused FP8 kernel", x)
     x2 = x2 if x2.stride(1) == 1 else x2.contiguous()
     w_gate = w_gate if w_gate.stride(1) == 1 else w_gate.contiguous()
     w_up = w_up if w_up.stride(1) == 1 else w_up.contiguous()
@@ -549,13 +540,9 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
             xs[2], wgs[2], wus[2])
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
-                PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
+                PROMOTE_K=None if config.bf16_mma or weight_only else min(config.block_k, PROMOTE_EVERY_K),
+                BF16_MMA=config.bf16_mma,
                 BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only, ROW_AMAX=amax is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
-    launch = _kernel(interpret)[grid]
-    if x.is_cuda:
-        with torch.cuda.device(x.device):   # Triton launches on the current device
-            launch(*args, **meta)
-    else:
-        launch(*args, **meta)
+    common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)

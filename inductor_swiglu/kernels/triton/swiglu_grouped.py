@@ -38,14 +38,14 @@ from dataclasses import dataclass
 import torch
 
 from .. import activations
-from . import common, swiglu
+from . import common
 from .common import activate, add, tl, triton
 
 DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class GroupedConfig(swiglu.TileConfig):
+class GroupedConfig(common.TileConfig):
     """One compile-time variant of the kernel (a point of the MoE sweep)."""
 
     swap_ab: bool = False
@@ -118,7 +118,7 @@ def default_config(S: int, E: int) -> GroupedConfig:
 
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not)."""
-    return swiglu.available()
+    return common.available()
 
 
 def _grouped_swiglu_kernel(
@@ -299,10 +299,7 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"grouped_swiglu_triton: {why}")
-    interpret = swiglu.interpreting()
-    if not interpret and not x.is_cuda:
-        raise ValueError(f"grouped_swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
-                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    interpret = common.require_cuda("grouped_swiglu_triton", x)
     x = x if x.stride(1) == 1 else x.contiguous()
     config = config or default_config(S, E)
     tile_slots = S // config.block_m + min(E, S)
@@ -315,10 +312,5 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
                 BLOCK_K=config.block_k, GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
                 EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
-    launch = _kernel(interpret)[grid]
-    if x.is_cuda:
-        with torch.cuda.device(x.device):   # Triton launches on the current device
-            launch(*args, **meta)
-    else:
-        launch(*args, **meta)
+    common.launch(_kernel(interpret), grid, x, args, meta)
     return out
