@@ -7,7 +7,9 @@ tile every gated kernel's configuration has (``TileConfig``), the host side of a
 * ``activate(g, ACTIVATION)``: the gate activations, the ids and formulas of ``kernels/activations.py``
   (0 SiLU, 1 GELU tanh, 2 GELU erf), computed in fp32;
 * ``add``: the combine function of sums and prefix sums (``tl.reduce(v, 0, add)``,
-  ``tl.associative_scan(v, 0, add)``); ``maximum``: of maxima (``tl.reduce(v, 0, maximum)``).
+  ``tl.associative_scan(v, 0, add)``); ``maximum``: of maxima (``tl.reduce(v, 0, maximum)``);
+* ``grouped_tile``: a program's (row tile, weight tile) when programs walk GROUP_M row tiles per
+  weight tile; ``out_tile``: the pointers and mask of an output tile, as laid out in either tiling.
 
 ``jit_with_helpers`` wraps a kernel that calls them: Triton resolves the names in the kernel's
 globals at compile time, and they must then be JIT functions of the same mode (compiled or
@@ -154,11 +156,28 @@ def maximum(a, b):
     return tl.maximum(a, b)
 
 
+def grouped_tile(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    # Groups of GROUP_M row tiles walk the weight tiles together (L2 reuse at large M); with one
+    # row tile (decode) consecutive programs stream consecutive weight rows.
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    return first_m + (pid % per_group) % group_rows, (pid % per_group) // group_rows
+
+
+def out_tile(out_ptr, rows_m, cols_n, stride_om, mask_m, mask_n, SWAP_AB: tl.constexpr):
+    # SWAP_AB: the tile is out^T [BLOCK_N, BLOCK_M], weight rows along its first axis
+    if SWAP_AB:
+        return out_ptr + rows_m[None, :] * stride_om + cols_n[:, None], mask_n[:, None] & mask_m[None, :]
+    else:
+        return out_ptr + rows_m[:, None] * stride_om + cols_n[None, :], mask_m[:, None] & mask_n[None, :]
+
+
 def jit_with_helpers(kernel_fn, extra: dict | None = None, **jit_kwargs):
     """``triton.jit(kernel_fn)`` with the helpers, and the module's own device functions named in
     `extra`, resolved to JIT functions of the current mode."""
     namespace = dict(kernel_fn.__globals__, activate=triton.jit(activate), add=triton.jit(add),
-                     maximum=triton.jit(maximum))
+                     maximum=triton.jit(maximum), grouped_tile=triton.jit(grouped_tile), out_tile=triton.jit(out_tile))
     namespace.update({name: triton.jit(fn) for name, fn in (extra or {}).items()})
     kernel = types.FunctionType(kernel_fn.__code__, namespace, kernel_fn.__name__)
     kernel.__annotations__ = dict(kernel_fn.__annotations__)   # the tl.constexpr marks

@@ -46,7 +46,7 @@ import torch
 
 from .. import activations
 from . import common
-from .common import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
+from .common import activate, grouped_tile, maximum, out_tile, tl, triton  # noqa: F401  (resolved by name in the kernel)
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -188,13 +188,7 @@ def _scaled_swiglu_kernel(
     pid = tl.program_id(0)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    # Groups of GROUP_M row tiles walk the weight tiles together (L2 reuse at large M); with one
-    # row tile (decode) consecutive programs stream consecutive weight rows.
-    per_group = GROUP_M * tiles_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = grouped_tile(pid, tiles_m, tiles_n, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -278,12 +272,7 @@ def _scaled_swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    if SWAP_AB:
-        out_ptrs = out_ptr + rows_m[None, :] * stride_om + rows_n[:, None]
-        mask = mask_n[:, None] & mask_m[None, :]
-    else:
-        out_ptrs = out_ptr + rows_m[:, None] * stride_om + rows_n[None, :]
-        mask = mask_m[:, None] & mask_n[None, :]
+    out_ptrs, mask = out_tile(out_ptr, rows_m, rows_n, stride_om, mask_m, mask_n, SWAP_AB)
     if BLOCKWISE:
         if SWAP_AB:
             gate = acc_g * prev_g[None, :]

@@ -39,7 +39,7 @@ import torch
 
 from .. import activations
 from . import common
-from .common import activate, add, tl, triton
+from .common import activate, add, grouped_tile, out_tile, tl, triton  # noqa: F401  (resolved by name in the kernel)
 
 DTYPES = (torch.bfloat16, torch.float16)
 
@@ -131,11 +131,7 @@ def _grouped_swiglu_kernel(
 ):
     pid = tl.program_id(0)
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    per_group = GROUP_M * tiles_n
-    first_slot = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(tile_slots - first_slot, GROUP_M)
-    slot = first_slot + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    slot, pid_n = grouped_tile(pid, tile_slots, tiles_n, GROUP_M)
 
     # The routing's schedule, from offs: expert e owns ceil(count_e / BLOCK_M) consecutive slots.
     # Ends are clamped to S and counts to >= 0, so offsets that are not a valid routing can make
@@ -212,12 +208,7 @@ def _grouped_swiglu_kernel(
             wu_ptrs += BLOCK_K * stride_uk
 
     y = activate(acc_g, ACTIVATION) * acc_u
-    if SWAP_AB:
-        out_ptrs = out_ptr + rows_m[None, :] * stride_om + offs_n[:, None]
-        mask = mask_n[:, None] & mask_m[None, :]
-    else:
-        out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
-        mask = mask_m[:, None] & mask_n[None, :]
+    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, SWAP_AB)
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
