@@ -10,9 +10,8 @@ which is what torchao's graph runs as an Inductor reduction, a cast and a ``torc
 (``per_tensor``: one scale for all of h, s = max |h| / 448, torchao's ``PerTensor``;
 ``zero_max_as_one``: a maximum of 0 counts as 1, so an all-zero row quantizes to zeros, as
 transformers' ``CompressedTensorsFP8Linear`` quantizes, where torchao's gives NaN).
-At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
-(measured on the H200, weights from HBM: 1.7x-3.7x a pure read of the down weight
-at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
+At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large,
+and the reduction is a launch of its own, so here:
 
 * ``row_maxima``: one program per row of h computes max |h| (the whole row in one load where K
   fits), unless the caller hands the rows' maxima in parts (``h_amax_parts``: the FP8 gated kernel
@@ -23,8 +22,8 @@ at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here
   quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
   MMAs whose sums are promoted to fp32 every K step of 128 (cuBLAS's default accumulation; stock's
   GEMM accumulates fast), and writes fp32 partial sums.  Widening both operands to bf16 instead
-  (exact sums) measured 1.5-2x slower (H200: the weight tile then passes through
-  registers); that variant stays a configuration (``fp8_mma=False``).  Under Triton 3.6's
+  (exact sums) is slower, the weight tile then passing through registers; that variant stays a
+  configuration (``fp8_mma=False``).  Under Triton 3.6's
   interpreter, which gets bf16 and fp8 ``tl.dot`` wrong, the same products are summed as fp32 dots;
 * ``_reduce_kernel``: adds the K splits' partial sums and applies the scales.
 
@@ -59,8 +58,8 @@ PARTS_BLOCK_MAX = 512      # row-maximum parts (h_amax_parts) a GEMV program loa
 class RowwiseLinearConfig:
     """One compile-time variant of the GEMV: `block_n` weight rows, `block_k` elements per K
     step, up to `block_m` tokens (the MMA's N), `warps`, `stages`; K split until about
-    `programs` programs run.  The default measured fastest of twelve at every point of
-    benchmarks/sweep_rowwise_linear.py --configs but one (q32B, where 6 stages were 2% faster)."""
+    `programs` programs run.  The default is what ``benchmarks/sweep_rowwise_linear.py --configs``
+    chose."""
 
     block_n: int = 64
     block_k: int = 128

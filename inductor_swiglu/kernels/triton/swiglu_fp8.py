@@ -54,25 +54,21 @@ WEIGHT_ONLY_X_DTYPES = (torch.bfloat16, torch.float16)
 HOPPER_SMEM_PER_BLOCK = 232448   # shared_memory_per_block_optin of an H100/H200
 
 # MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
-# fp32.  Measured on an H200 (M = 16, N = 896, K = 1024, against the fp32 sums of the
-# dequantized operands): with Triton's default (that accumulator for the whole K loop) 2.9% of the
-# outputs were off by more than 1%, with the partial sums added into fp32 every 128 elements of K
-# (what CUTLASS's and DeepSeek's fp8 GEMMs do) 1.35%: the elements whose gate or up nearly cancels.
-# fp8 converts exactly to bf16, whose MMAs accumulate in fp32, so configurations with `bf16_mma`
-# give fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
+# fp32, which loses the outputs whose gate or up nearly cancels; the partial sums are added into
+# fp32 every PROMOTE_EVERY_K elements of K (what CUTLASS's and DeepSeek's fp8 GEMMs do).  fp8
+# converts exactly to bf16, whose MMAs accumulate in fp32, so configurations with `bf16_mma` give
+# fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
 PROMOTE_EVERY_K = 128
 # What the fp8-MMA configurations are held to: the share of outputs (above the fp32 accumulation
-# noise) off by more than 1%.  Measured on the 42 Qwen2.5 points (H200): 0.9-1.7%, and
-# 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
-# promotion above, which this bound catches.
+# noise) off by more than 1%, which cuBLAS's fp8 GEMMs (the unfused path) stay within and the
+# fp8 accumulator without the promotion above does not.
 FP8_MMA_OVER_1PCT_BOUND = 0.02
 # ROW_AMAX_NOTE: the down projection after this kernel quantizes h per row with max |h[m, :]| / 448
 # (torchao's dynamic per-row scaling).  A pass of its own for that maximum is a launch and a
-# reduction along a whole row by one program: torch.compile's quantization of h alone took 2.4-11 us
-# over the Qwen2.5 shapes at M = 1-16, beside 10-73 us for the whole decode down projection (H200,
-# benchmarks/sweep_rowwise_linear.py).  Each program here already holds its tile of h in
-# registers, so with ROW_AMAX it also writes that tile's maximum per row, of the values as rounded
-# for storing; the maximum of a row's tile maxima is the row's maximum exactly.
+# reduction along a whole row by one program, a large share of a decode down projection's time.
+# Each program here already holds its tile of h in registers, so with ROW_AMAX it also writes that
+# tile's maximum per row, of the values as rounded for storing; the maximum of a row's tile maxima
+# is the row's maximum exactly.
 # The block of FP8 checkpoints' scales (DeepSeek-V3, Qwen3-FP8): 128 x 128 weight elements, 1 x 128
 # activation elements.  Block-scaled runs take one K step per block (BLOCK_K == SCALE_BLOCK).
 SCALE_BLOCK = 128
@@ -138,8 +134,8 @@ CONFIGS: tuple[ScaledConfig, ...] = (
     # Added for block scales (one K step of 128 per scale block): more row-tile shapes at 8 warps,
     # a 32-token swapped tile ...
     ScaledConfig(32, 128, 128, 8, 4, swap_ab=True),
-    # ... and for decode on fp8 MMAs, one K step per scale block (the per-row sweep's fastest decode
-    # configuration, fp8_swap_m16_n64_k256_w4_s4, steps 256; widening to bf16 measured 1.8x slower)
+    # ... and for decode on fp8 MMAs, one K step per scale block (the per-row decode configurations
+    # step 256, and widening to bf16 is slower there)
     ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
     ScaledConfig(16, 64, 128, 4, 6, swap_ab=True),
     ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
@@ -235,10 +231,8 @@ def _scaled_swiglu_kernel(
             # scale of the row times the tile's weight scale) is kept as acc / S_k, so each step's
             # MMA accumulates in place: acc <- dot(x, w, acc * S_{k-1} / S_k), and the epilogue
             # multiplies by the last S.  (Adding S_k * dot(x, w) to the accumulators instead holds
-            # a third register tile per accumulator, 1.1-1.8 KB of spills at 128 x 128 per ptxas;
-            # that first version, x also quantized in this kernel, measured 1.6-3.2x slower at
-            # M = 128 on the H200.)  S is floored so that an all-zero block of x
-            # cannot make the ratio 0 / 0.
+            # a third register tile per accumulator, which spills at 128 x 128.)  S is floored so
+            # that an all-zero block of x cannot make the ratio 0 / 0.
             s_x = tl.load(xs_ptr + rows_m * stride_xs + k0 * stride_xsk, mask=mask_m, other=0.0)
             s_g = tl.load(wgs_ptr + blk * stride_wgs + k0 * stride_wgsk)
             s_u = tl.load(wus_ptr + blk * stride_wus + k0 * stride_wusk)
