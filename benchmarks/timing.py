@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from inductor_swiglu.ops import activations
+from inductor_swiglu.kernels import activations
 
 L2_BYTES = 60 << 20
 ROTATE_BYTES = 4 * L2_BYTES

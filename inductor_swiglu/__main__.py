@@ -21,7 +21,7 @@ def _status() -> int:
     import inductor_swiglu
     from inductor_swiglu import dispatch
     from inductor_swiglu.dispatch import table as tables
-    from inductor_swiglu.ops import triton_swiglu
+    from inductor_swiglu.kernels.triton import swiglu as triton_swiglu
 
     kind = dispatch.device_kind(torch.cuda.current_device()) if torch.cuda.is_available() else None
     table = tables.table_for(kind.table) if kind is not None else None

@@ -31,6 +31,17 @@ def interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
+@pytest.fixture(scope="module")
+def interpreter_for_module():
+    """Triton's interpreter for a whole module of interpreted kernels (``pytestmark =
+    pytest.mark.usefixtures("interpreter_for_module")``): see test_triton_swiglu.py for why per module."""
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
 @pytest.fixture
 def rowwise_scaled_mm():
     """For tests whose CPU path runs torch._scaled_mm with per-row scales (torch 2.11's CPU has none)."""

@@ -91,7 +91,7 @@ def grouped_operands(counts, K, N, dtype=torch.bfloat16, extra_rows=2, seed=0, d
 
 def per_expert(x, w, offs, activation="silu"):
     """act(gate) * up of each expert's rows in fp64, written out with a loop (rows before offs[-1])."""
-    from inductor_swiglu.ops import activations
+    from inductor_swiglu.kernels import activations
 
     n = w.shape[-1] // 2
     out, start = [], 0

@@ -13,7 +13,7 @@ from inductor_swiglu.dispatch import forced, forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.kernels import library as kl
-from inductor_swiglu.ops import triton_swiglu
+from inductor_swiglu.kernels.triton import swiglu as triton_swiglu
 
 H200 = dispatch.kind_of("NVIDIA H200", (9, 0))
 BF16_SILU = tables.Key("bfloat16", "silu")

@@ -320,7 +320,7 @@ def test_gpu_rewrites_follow_the_plan(monkeypatch):
 def test_shipped_float8_rows_name_kernel_configurations():
     from inductor_swiglu.dispatch.table import shipped
     from inductor_swiglu.kernels import configs as kernel_configs
-    from inductor_swiglu.ops import triton_scaled_swiglu
+    from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 
     for table in shipped().values():
         for key in table.serves:

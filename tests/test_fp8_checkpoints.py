@@ -47,7 +47,7 @@ def test_the_op_is_the_dequantized_computation(activation, dtype):
     xd = xq.double() * xs.double().repeat_interleave(128, 1)[:, :200]
     wgd = wg.double() * sg.double().repeat_interleave(128, 0)[:160].repeat_interleave(128, 1)[:, :200]
     wud = wu.double() * su.double().repeat_interleave(128, 0)[:160].repeat_interleave(128, 1)[:, :200]
-    from inductor_swiglu.ops.activations import apply
+    from inductor_swiglu.kernels.activations import apply
     want = apply(activation, xd @ wgd.T) * (xd @ wud.T)
     err = (got.reshape(6, 160).double() - want).norm() / want.norm()
     assert err < 1e-2, err   # gate and up rounded to the dtype first (the unfused CPU path)
@@ -183,7 +183,7 @@ def test_gpu_plans_follow_the_block_scaled_rows():
     ones: the shipped H200 rows run the fused kernel at decode, cuBLAS's block-scaled GEMMs (the
     unfused path) at prefill where K allows, and only configurations that take block scales."""
     from inductor_swiglu.dispatch import devices, forms, plans
-    from inductor_swiglu.ops import triton_scaled_swiglu as tss
+    from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
     forms.clear_cache()
     h200 = devices.kind_of("NVIDIA H200", (9, 0))
     assert forms.fp8_serves(h200, "silu", blockwise=True) and forms.fp8_serves(h200, "gelu_tanh", blockwise=True)

@@ -165,7 +165,7 @@ def test_a_changed_quantization_constant_is_declined(rowwise_scaled_mm):
 @pytest.mark.parametrize("M,N,K", [(1, 96, 1000), (5, 200, 640), (16, 64, 4096), (3, 130, 384)])
 @pytest.mark.parametrize("per_row", [True, False])
 def test_the_decode_kernel_matches_the_reference(interpreter, M, N, K, per_row):
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     h = grid_h(M, K, seed=M + N)
     w, ws = weights(N, K, seed=N, per_row=per_row)
@@ -179,7 +179,7 @@ def test_the_decode_kernel_matches_the_reference(interpreter, M, N, K, per_row):
 
 @pytest.mark.parametrize("M,N,K", [(1, 96, 1000), (5, 200, 640), (16, 64, 4096)])
 def test_the_decode_kernel_quantizes_per_tensor(interpreter, M, N, K):
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     # e4m3 values times one power of two, 448 in one row only: h / s lands on e4m3's grid (see
     # grid_h), and the other rows' own scales would differ
@@ -197,7 +197,7 @@ def test_the_decode_kernel_quantizes_per_tensor(interpreter, M, N, K):
 
 
 def test_the_decode_kernel_splits_k_to_fill_the_gpu(interpreter):
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     # Qwen2.5-7B's and 72B's down projections (56 and 128 tiles of 64 rows) and a one-tile problem
     assert tfl.splits_for(3584, 18944) == 5 and tfl.splits_for(8192, 29568) == 3 and tfl.splits_for(64, 256) == 1
@@ -231,7 +231,7 @@ def test_zero_max_as_one_quantizes_an_all_zero_row_to_zeros(rowwise_scaled_mm):
 
 @pytest.mark.parametrize("per_tensor", [False, True])
 def test_the_decode_kernel_takes_a_zero_max_as_one(interpreter, per_tensor):
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     M, N, K = 4, 96, 640
     h = grid_h(M, K, seed=7)
@@ -258,7 +258,7 @@ def test_the_decode_kernel_takes_a_zero_max_as_one(interpreter, per_tensor):
 def test_the_decode_kernel_takes_row_maxima_in_any_number_of_parts(interpreter, T, zero_max_as_one):
     # the merged MLP hands over one part per N tile of the gated kernel (hundreds at 7B); the kernel
     # reads them up to 512 a step (PARTS_BLOCK_MAX), so 600 takes two steps
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     M, N, K = 4, 96, 640
     h = grid_h(M, K, seed=T)

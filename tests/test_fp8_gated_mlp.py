@@ -115,7 +115,7 @@ def test_an_h_read_elsewhere_stays_two_ops(rowwise_scaled_mm):
 @pytest.mark.parametrize("swap", [True, False], ids=["swapped", "row_tiles"])
 @pytest.mark.parametrize("M,N,K", [(1, 24, 64), (5, 40, 96), (17, 33, 128)])
 def test_the_gated_kernel_writes_each_rows_maximum_in_parts(interpreter, swap, M, N, K):
-    from inductor_swiglu.ops import triton_scaled_swiglu as tss
+    from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 
     config = tss.ScaledConfig(16, 32, 32, 4, 2, swap_ab=True) if swap else tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
     x, xs, wg, sg, wu, su, _, _ = operands(M, K, N, seed=M + N)
@@ -132,7 +132,7 @@ def test_the_gated_kernel_writes_each_rows_maximum_in_parts(interpreter, swap, M
 def test_the_down_kernel_takes_the_row_maxima_from_parts(interpreter, M, N, K, T):
     from test_fp8_down_projection import grid_h, weights
 
-    from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
+    from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 
     h = grid_h(M, K, seed=M + N)
     w, ws = weights(N, K, seed=N)

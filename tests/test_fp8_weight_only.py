@@ -20,11 +20,11 @@ from inductor_swiglu.compiler.passes.fusion import swiglu_fp8_weight as fp8_weig
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
+from inductor_swiglu.kernels.triton import linear_fp8 as tfl
+from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import fp8_weight_linear_op as down_op
 from inductor_swiglu.ops import fp8_weight_swiglu_op as op
-from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
-from inductor_swiglu.ops import triton_scaled_swiglu as tss
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats

@@ -31,9 +31,9 @@ from inductor_swiglu import dispatch
 from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
+from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
 from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.ops import grouped_swiglu_op as op
-from inductor_swiglu.ops import triton_grouped_swiglu as tgs
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 
 

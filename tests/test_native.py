@@ -19,9 +19,9 @@ from inductor_swiglu import dispatch
 from inductor_swiglu.compiler.passes.utility import use_native_op
 from inductor_swiglu.dispatch import plans
 from inductor_swiglu.dispatch import table as tables
-from inductor_swiglu.kernels import build
+from inductor_swiglu.kernels import activations, build
 from inductor_swiglu.kernels import library as kl
-from inductor_swiglu.ops import activations, native
+from inductor_swiglu.ops import native
 
 built = pytest.mark.skipif(not native.enabled(), reason=f"C++ op library not available: {native.status()['reason']}")
 H200 = dispatch.kind_of("NVIDIA H200", (9, 0))

@@ -68,6 +68,7 @@ def test_the_wheel_holds_every_module_and_table(wheel):
     expected = _source_files()
     assert "inductor_swiglu/integrations/transformers_fp8.py" in expected
     assert "inductor_swiglu/patterns/swiglu.py" in expected
+    assert "inductor_swiglu/kernels/triton/swiglu_fp8.py" in expected
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         missing = sorted(set(expected) - names)

@@ -8,10 +8,9 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
-from cpu_support import triton_interpreter_reason  # noqa: E402
 from moe_models import grouped_operands, offsets, per_expert  # noqa: E402
 
-from inductor_swiglu.ops import triton_grouped_swiglu as tgs  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_grouped as tgs  # noqa: E402
 
 SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
 ROWS = tgs.GroupedConfig(16, 32, 32)
@@ -19,13 +18,7 @@ ROWS_32 = tgs.GroupedConfig(32, 16, 64, group_m=2)
 TMA = tgs.GroupedConfig(16, 16, 32, tma=True)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _interpreter():
-    if triton_interpreter_reason():
-        pytest.skip(triton_interpreter_reason())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
+pytestmark = pytest.mark.usefixtures("interpreter_for_module")
 
 
 def operands(counts, K, N, extra_rows=3, seed=0):

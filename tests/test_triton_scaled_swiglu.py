@@ -10,16 +10,15 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
-from cpu_support import triton_interpreter_reason  # noqa: E402
 
-from inductor_swiglu.ops import triton_scaled_swiglu as tss  # noqa: E402
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
-from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
-from inductor_swiglu.ops.triton_fp8_quantize import (  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu_fp8 as tss  # noqa: E402
+from inductor_swiglu.kernels.triton.quantize_fp8 import (  # noqa: E402
     quantize_blocks,
     quantize_blocks_reference,
     scale_buffer,
 )
+from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
+from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -27,13 +26,7 @@ SWAP = tss.ScaledConfig(16, 32, 32, 4, 2, swap_ab=True)
 ROWS = tss.ScaledConfig(16, 16, 64, 4, 2, group_m=2)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _interpreter():
-    if triton_interpreter_reason():
-        pytest.skip(triton_interpreter_reason())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
+pytestmark = pytest.mark.usefixtures("interpreter_for_module")
 
 
 def operands(M, N, K, seed, per_row=True):

@@ -19,7 +19,7 @@ triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl  # noqa: E402
+from inductor_swiglu.kernels.triton import linear_fp8 as tfl  # noqa: E402
 
 ROW_PASS_ARGS = {"h_ptr": "*bf16", "s_ptr": "*fp32", "q_ptr": "*fp8e4nv", "K": "i32", "stride_h": "i32",
                  "stride_q": "i32"}

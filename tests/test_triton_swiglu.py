@@ -5,7 +5,7 @@ tiling, the masks of the M/N/K tails, the strides and the numerics contract
 without a GPU; they do not check GPU lowering or speed.
 
 Triton picks compiled or interpreted when ``triton.jit`` wraps a function, and
-``triton_swiglu`` wraps its kernel at the first launch (once per mode), so
+``kernels/triton/swiglu.py`` wraps its kernel at the first launch (once per mode), so
 ``TRITON_INTERPRET=1`` only has to be set before the first launch.  (Setting it
 before ``import triton`` would not be possible here anyway: conftest imports
 ``inductor_swiglu``, which imports triton through Inductor; the kernel avoids
@@ -26,23 +26,16 @@ triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from cpu_support import triton_interpreter_reason  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
-from inductor_swiglu.ops import triton_swiglu as ts  # noqa: E402
+from inductor_swiglu.kernels.triton import swiglu as ts  # noqa: E402
 
 DECODE = ts.TritonConfig(16, 32, 64, 4, 4)
 LARGE_M = ts.TritonConfig(64, 64, 64, 4, 3)
 SHAPES = [(1, 24, 40), (3, 40, 72), (16, 64, 128), (17, 48, 200), (33, 16, 64)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _interpreter():
-    if triton_interpreter_reason():
-        pytest.skip(triton_interpreter_reason())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
+pytestmark = pytest.mark.usefixtures("interpreter_for_module")
 
 
 def _randn(*shape, dtype, gen, scale=1.0):
@@ -204,21 +197,21 @@ def test_imports_and_reports_without_triton(monkeypatch):
     import importlib.util
     import sys
 
-    import inductor_swiglu.ops as ops
+    import inductor_swiglu.kernels.triton as package
 
     monkeypatch.setitem(sys.modules, "triton", None)     # makes `import triton` fail
     monkeypatch.setitem(sys.modules, "triton.language", None)
 
     def fresh(name: str, path: str):
         # a fresh copy of a module inside its package (its relative imports resolve there)
-        spec = importlib.util.spec_from_file_location(f"inductor_swiglu.ops.{name}", path)
+        spec = importlib.util.spec_from_file_location(f"inductor_swiglu.kernels.triton.{name}", path)
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, spec.name, module)
-        monkeypatch.setattr(ops, name, module, raising=False)
+        monkeypatch.setattr(package, name, module, raising=False)
         spec.loader.exec_module(module)
         return module
 
-    helpers = fresh("triton_helpers", ops.triton_helpers.__file__)   # where Triton is imported
+    helpers = fresh("common", package.common.__file__)   # where Triton is imported
     assert helpers.triton is None and helpers.IMPORT_ERROR == "triton is not installed"
     bare = fresh("triton_swiglu_bare", ts.__file__)
     assert bare.available() == (False, "triton is not installed")

@@ -32,11 +32,11 @@ import torch
 from timing import Interleaved, sets_needed
 from weight_read import weight_read
 
+from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 from inductor_swiglu.ops import fp8_gated_mlp_op as mlp_op
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op
 from inductor_swiglu.ops import fp8_weight_linear_op as wo_op
 from inductor_swiglu.ops import scaled_swiglu_op
-from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats
 

@@ -9,9 +9,7 @@
     per row per lane pair (pair_mul_quads), so a 32-byte sector of `out` reaches L2 in four
     pieces from four instructions.  Staged first, a warp instruction writes 256 contiguous bytes of
     the tile (rows follow each other), so every sector but the two at a row's ends is written whole
-    by one instruction; those two are shared with the neighbouring tiles.  Measured with ncu on the
-    H200 (Qwen2.5-14B M = 512, 128 x 168): 3.2x fewer global store sectors and L2
-    write sectors than the register stores, 185.8 against 192.0 us.
+    by one instruction; those two are shared with the neighbouring tiles.
 
     Layout: rows of Cols elements back to back (no padding, no swizzle): 8-byte unit u of the tile
     is at byte 8 u, so the copy reads shared memory contiguously.  The accumulator writes of one

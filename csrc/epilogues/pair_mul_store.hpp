@@ -160,7 +160,7 @@ CUTE_HOST_DEVICE constexpr int largest_divisor_up_to(int n, int cap) {
 ///   tCc_sub    this thread's relative coordinates of the current epilogue subtile
 ///   epi_v      index of the fragment within the subtile
 ///   up_first   block h = 0 holds `up` (two selects per output; compiling both orders separately
-///              measured no faster on the H200, and doubled the epilogue's code)
+///              was no faster, and doubled the epilogue's code)
 ///   scale      NoScale, or the FP8 GEMM's RowColScale (relative to the same first coordinate)
 template <class ElementOut, int FragmentSize, int Activation, class CoordTensor, class Sink, class Scale = NoScale>
 CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> const& frg,
@@ -308,8 +308,7 @@ CUTE_HOST_DEVICE void pair_mul_store_fragment(cutlass::Array<float, FragmentSize
 /// the fp32 [M, 2N] values) with ElementC = void and ElementD = void.  A: the activation fixed at
 /// compile time, or ISW_ACT_ANY to take Arguments::activation at run time.  The collective calls
 /// visit() once per fragment inside its unrolled loops, so a run-time activation is a branch per
-/// fragment, which splits the epilogue into small blocks the compiler cannot schedule across
-/// (measured on the H200: 6-8% of the whole kernel at Qwen2.5-0.5B, M >= 512).
+/// fragment, which splits the epilogue into small blocks the compiler cannot schedule across.
 template <class ElementOut_, int Activation_ = ISW_ACT_ANY>
 struct PairMulStore {
   static constexpr int kActivation = Activation_;

@@ -85,38 +85,16 @@ static void emulate(int T, int N, int K, bool up_lower, int64_t gap) {
   const int m_tiles = int(size<2>(gA)), k_tiles = int(size<3>(gA));
   const int n_tiles = (T + TN - 1) / TN;
   const int KP = k_tiles * TK;
-  std::vector<float> Av(size_t(m_tiles) * TM * KP, 0.f);
   int bad_addr = 0, bad_box = 0;
-  for (int m = 0; m < m_tiles; ++m)
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      auto c0 = gA(0, 0, m, kt, 0);
-      for (int v = 0; v < TM; ++v)
-        for (int k = 0; k < TK; ++k) {
-          auto c = gA(v, k, m, kt, 0);
-          int64_t crd[5] = {get<0>(c), get<1>(c), get<2>(c), get<3>(c), get<4>(c)};
-          int64_t org[5] = {get<0>(c0), get<1>(c0), get<2>(c0), get<3>(c0), get<4>(c0)};
-          // the box's row dims (8, 2, blocks) must enumerate virtual rows in order; K may span
-          // several boxes (a 128-byte swizzled box holds 64 elements of K)
-          int64_t row = 0, mul = 1;
-          for (int i = 1; i < 5; ++i) { row += (crd[i] - org[i]) * mul; mul *= dA.box[i]; }
-          if (row != v || crd[0] - org[0] != k) ++bad_box;
-          bool inb = true;
-          char* a = dA.addr;
-          for (int i = 0; i < 5; ++i) {
-            if (crd[i] < 0 || uint64_t(crd[i]) >= dA.dim[i]) inb = false;
-            a += crd[i] * int64_t(dA.stride[i]);
-          }
-          int vg = m * TM + v, kg = kt * TK + k;
-          bool exp_in = vg < M2 && kg < K;
-          Element const* expect = nullptr;
-          if (exp_in) {
-            int h = (vg / 8) % 2, r = 8 * (vg / 16) + vg % 8;
-            expect = (h == 0 ? lo : hi) + int64_t(r) * ld_w + kg;
-          }
-          if (inb != exp_in || (inb && reinterpret_cast<Element const*>(a) != expect)) ++bad_addr;
-          Av[(size_t(m) * TM + v) * KP + kg] = inb ? float(*reinterpret_cast<Element const*>(a)) : 0.f;
-        }
-    }
+  // the box's row dims (8, 2, blocks) must enumerate virtual rows in order; K may span several
+  // boxes (a 128-byte swizzled box holds 64 elements of K)
+  auto in_box = [&](const int64_t* crd, const int64_t* org, int v, int k) {
+    int64_t row = 0, mul = 1;
+    for (int i = 1; i < 5; ++i) { row += (crd[i] - org[i]) * mul; mul *= dA.box[i]; }
+    return row == v && crd[0] - org[0] == k;
+  };
+  std::vector<float> Av = read_back_gate_up<Element>(gA, dA, TM, TK, int64_t(dA.stride[0]), lo, hi, ld_w, 8, M2, K,
+                                                     in_box, bad_box, bad_addr);
   CHECK(bad_box == 0, "%d A elements off their virtual row in the box", bad_box);
   CHECK(bad_addr == 0, "%d A elements at the wrong gate/up address", bad_addr);
 

@@ -17,10 +17,11 @@
          <= 3% tiles;
       4. can_implement accept/reject cases through the C API (isw_can_implement / last_error).
 
-    Build and run from the repository root (about 1.5 minutes, it compiles all 8 kernels):
+    Build and run from the repository root (it compiles all 8 kernels), once a kernel build has
+    written build/generated/ (the configuration lists and the C ABI's enums):
       CUTLASS=$(python -c 'import cutlass_library; print(cutlass_library.source_path)')
       nvcc -std=c++17 -O1 -DNDEBUG --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
-           -DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL -Icsrc -I$CUTLASS/include \
+           -DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL -Icsrc -Ibuild/generated -I$CUTLASS/include \
            -I$CUTLASS/tools/util/include csrc/host_checks/dual_gemm_check.cu -o /tmp/dual_check && /tmp/dual_check
 */
 #include <cassert>

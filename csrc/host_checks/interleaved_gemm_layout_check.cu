@@ -324,38 +324,15 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   const int m_tiles = (M + TM - 1) / TM;
   CHECK(n_tiles == (N2 + TN - 1) / TN, "n tiles %d", n_tiles);
   CHECK(k_tiles == (K + TK - 1) / TK, "k tiles %d", k_tiles);
-  std::vector<float> Bv(size_t(n_tiles) * TN * k_tiles * TK, 0.f);
   int bad_addr = 0, bad_box = 0;
-  for (int n = 0; n < n_tiles; ++n)
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      auto c0 = gB(0, 0, n, kt, 0);
-      for (int v = 0; v < TN; ++v)
-        for (int k = 0; k < TK; ++k) {
-          auto c = gB(v, k, n, kt, 0);
-          int64_t crd[5] = {get<0>(c), get<1>(c), get<2>(c), get<3>(c), get<4>(c)};
-          int64_t org[5] = {get<0>(c0), get<1>(c0), get<2>(c0), get<3>(c0), get<4>(c0)};
-          // TMA fills the box dimension 0 fastest: the smem row of this element
-          int64_t lin = 0, mul = 1;
-          for (int i = 0; i < 5; ++i) { lin += (crd[i] - org[i]) * mul; mul *= dB.box[i]; }
-          if (lin != int64_t(v) * TK + k) ++bad_box;
-          bool inb = true;
-          char* a = dB.addr;
-          for (int i = 0; i < 5; ++i) {
-            if (crd[i] < 0 || uint64_t(crd[i]) >= dB.dim[i]) inb = false;
-            a += crd[i] * (i == 0 ? fmt_bytes : int64_t(dB.stride[i]));
-          }
-          int vg = n * TN + v, kg = kt * TK + k;
-          bool exp_in = vg < N2 && kg < K;
-          ElementIn const* expect = nullptr;
-          if (exp_in) {
-            int h = (vg / G) % 2, r = G * (vg / (2 * G)) + vg % G;
-            ElementIn const* w = (h == 0) ? lo : hi;
-            expect = w + int64_t(r) * ld_w + kg;
-          }
-          if (inb != exp_in || (inb && reinterpret_cast<ElementIn const*>(a) != expect)) ++bad_addr;
-          Bv[(size_t(n) * TN + v) * (k_tiles * TK) + kg] = inb ? float(*reinterpret_cast<ElementIn const*>(a)) : 0.f;
-        }
-    }
+  // TMA fills the box dimension 0 fastest: the smem row of this element
+  auto in_box = [&](const int64_t* crd, const int64_t* org, int v, int k) {
+    int64_t lin = 0, mul = 1;
+    for (int i = 0; i < 5; ++i) { lin += (crd[i] - org[i]) * mul; mul *= dB.box[i]; }
+    return lin == int64_t(v) * TK + k;
+  };
+  std::vector<float> Bv = read_back_gate_up<ElementIn>(gB, dB, TN, TK, fmt_bytes, lo, hi, ld_w, G, N2, K, in_box,
+                                                       bad_box, bad_addr);
   CHECK(bad_box == 0, "%d elements land off their virtual row in the TMA box", bad_box);
   CHECK(bad_addr == 0, "%d virtual B elements map to the wrong gate/up address (or OOB state)", bad_addr);
 

@@ -1,7 +1,7 @@
 // tma_recorder.hpp -- what the host-only layout checks of the interleaved GEMM and the decode GEMM's wgmma rows
 // share: a recorder in place of the driver's cuTensorMapEncodeTiled (the checks read back every
-// descriptor CUTLASS encodes), the CHECK macro that counts failures, aligned host buffers, and the
-// reference value of one output.
+// descriptor CUTLASS encodes), the CHECK macro that counts failures, aligned host buffers, the
+// read-back of a gate/up operand through its descriptor, and the reference value of one output.
 // Include it after the kernel translation unit (which brings cuda.h and CuTe).
 #pragma once
 #include <cmath>
@@ -57,6 +57,51 @@ static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
   storage.assign(elems * sizeof(T) + 256, 0);
   uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
   return reinterpret_cast<T*>(p);
+}
+
+// The gate/up operand a kernel loads by TMA from two weights, read back through its descriptor `d`:
+// `g` is CuTe's (BLK, BLK_K, tiles, k_tiles, l) tensor of the tiles' TMA coordinates.  Virtual row vg
+// of the operand is row G * (vg / 2G) + vg % G of `lo` (vg / G even) or `hi` (odd), K unit-stride.
+// Returns the operand as floats, [tiles * rows, k_tiles * tile_k] (0 where TMA reads out of bounds);
+// counts in `bad_addr` the elements read from another address (or in/out of bounds wrongly), and in
+// `bad_box` those `in_box(crd, org, v, k)` says are not where the box must hold element (v, k) of its
+// tile (crd: its coordinates, org: its tile's first element's).  `elem_bytes`: the stride of
+// dimension 0.  rows_in / K: the operand's rows and columns.
+template <class Element, class GTensor, class InBox>
+static std::vector<float> read_back_gate_up(GTensor const& g, Desc const& d, int rows, int tile_k, int64_t elem_bytes,
+                                            Element const* lo, Element const* hi, int64_t ld_w, int G, int rows_in,
+                                            int K, InBox&& in_box, int& bad_box, int& bad_addr) {
+  using namespace cute;
+  const int tiles = int(size<2>(g)), k_tiles = int(size<3>(g));
+  const int KP = k_tiles * tile_k;
+  std::vector<float> operand(size_t(tiles) * rows * KP, 0.f);
+  for (int t = 0; t < tiles; ++t)
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      auto c0 = g(0, 0, t, kt, 0);
+      for (int v = 0; v < rows; ++v)
+        for (int k = 0; k < tile_k; ++k) {
+          auto c = g(v, k, t, kt, 0);
+          int64_t crd[5] = {get<0>(c), get<1>(c), get<2>(c), get<3>(c), get<4>(c)};
+          int64_t org[5] = {get<0>(c0), get<1>(c0), get<2>(c0), get<3>(c0), get<4>(c0)};
+          if (!in_box(crd, org, v, k)) ++bad_box;
+          bool inb = true;
+          char* a = d.addr;
+          for (int i = 0; i < 5; ++i) {
+            if (crd[i] < 0 || uint64_t(crd[i]) >= d.dim[i]) inb = false;
+            a += crd[i] * (i == 0 ? elem_bytes : int64_t(d.stride[i]));
+          }
+          int vg = t * rows + v, kg = kt * tile_k + k;
+          bool exp_in = vg < rows_in && kg < K;
+          Element const* expect = nullptr;
+          if (exp_in) {
+            int h = (vg / G) % 2, r = G * (vg / (2 * G)) + vg % G;
+            expect = (h == 0 ? lo : hi) + int64_t(r) * ld_w + kg;
+          }
+          if (inb != exp_in || (inb && reinterpret_cast<Element const*>(a) != expect)) ++bad_addr;
+          operand[(size_t(t) * rows + v) * KP + kg] = inb ? float(*reinterpret_cast<Element const*>(a)) : 0.f;
+        }
+    }
+  return operand;
 }
 
 // silu(x[r] . w_gate[o]) * (x[r] . w_up[o]) in double from the stored (bf16 / fp16) inputs: the value

@@ -457,13 +457,10 @@ static int can_implement(const isw_problem* p) {
 static size_t workspace_bytes(const isw_problem*) { return 0; }
 
 // PDL is opt-in (INDUCTOR_SWIGLU_PDL=1), read per launch (a few tens of ns) so a benchmark can
-// compare both in one process.  Why off by default: under tensor parallelism (two H200s, NCCL
-// all-reduces in the same CUDA graph) a Qwen2.5-7B decode step ran at 0.57x of stock
-// with PDL and 1.07x without, both timed one variant after the other (a method that later gave
-// 0.69x and 1.07x a few commits apart; interleaved, PDL off: 1.00x).  On one GPU, back-to-back op
-// calls run 5.8 us with it and 8.1 without (q0.5B, M = 1), but there each call's predecessor is
-// our own kernel, which triggers early; in a model it is not.  Undecided until measured in a
-// whole model, interleaved.
+// compare both in one process.  Why off by default: under tensor parallelism (NCCL all-reduces in
+// the same CUDA graph) a decode step was slower than stock with PDL and not without.  Back-to-back
+// op calls on one GPU gain from it, but there each call's predecessor is our own kernel, which
+// triggers early; in a model it is not.
 static bool pdl_enabled() {
   const char* v = getenv("INDUCTOR_SWIGLU_PDL");
   return v && v[0] == '1';

@@ -87,8 +87,7 @@
 
 // wgmma N of 80, 112, 144, 160 or 176 (tile widths fitted to the SM count) exist only as CuTe's
 // "extended" GMMA atoms.  Without this, CUTLASS's builder tiles such a width with 64x16 or 64x32 atoms
-// and every atom re-reads the x tile from shared memory (measured on the H200: 128 x 112
-// ran 2.5x slower than 128 x 128).  PairMulGemm asserts that one atom spans the whole tile width.
+// and every atom re-reads the x tile from shared memory.  PairMulGemm asserts that one atom spans the whole tile width.
 #ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1
 #endif

@@ -26,7 +26,7 @@
 // Every outcome is counted by (implementation, reason) (isw_op_stats), so the diagnostics say
 // which kernel ran and why.
 //
-// The fused Triton kernel (ops/triton_swiglu.py) runs where a row says so: forced, or for calls
+// The fused Triton kernel (kernels/triton/swiglu.py) runs where a row says so: forced, or for calls
 // captured into a CUDA graph.  Its launch goes through Python (the op
 // inductor_swiglu::swiglu_triton_out, reached through the dispatcher), tens of microseconds of host
 // time that a graph replay never pays but an eager decode step would.  Triton compiles a kernel at
@@ -337,12 +337,13 @@ void check_gated_mul(int st) {
   STD_TORCH_CHECK(st == ISW_OK, "inductor_swiglu: gated_mul failed: ", isw_last_error());
 }
 
-// The op's activation names (ops/activations.py) as isw_activation values.
+// The op's activation names (kernels/vocabulary.py) as isw_activation values.
 int activation_id(const std::string& name) {
-  if (name == "silu") return ISW_ACT_SILU;
-  if (name == "gelu_tanh") return ISW_ACT_GELU_TANH;
-  if (name == "gelu") return ISW_ACT_GELU_ERF;
-  STD_TORCH_CHECK(false, "inductor_swiglu.swiglu: unknown activation '", name, "'; expected 'silu', 'gelu_tanh' or 'gelu'");
+#define ISW_ACTIVATION_ID(text, id) \
+  if (name == text) return id;
+  ISW_ACTIVATIONS(ISW_ACTIVATION_ID)
+#undef ISW_ACTIVATION_ID
+  STD_TORCH_CHECK(false, "inductor_swiglu.swiglu: unknown activation '", name, "'; expected " ISW_ACTIVATION_CHOICES);
   return -1;
 }
 

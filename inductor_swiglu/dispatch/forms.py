@@ -38,9 +38,9 @@ import functools
 from dataclasses import dataclass
 
 from ..kernels import configs as kernel_configs
-from ..ops import triton_fp8_rowwise_linear as tfl
-from ..ops import triton_grouped_swiglu as tgs
-from ..ops import triton_scaled_swiglu as tss
+from ..kernels.triton import linear_fp8 as tfl
+from ..kernels.triton import swiglu_fp8 as tss
+from ..kernels.triton import swiglu_grouped as tgs
 from .devices import DeviceKind
 from .forced import forced_kernel
 from .plans import (

@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernels import library as kl
-from ..ops import triton_grouped_swiglu as tgs
-from ..ops import triton_scaled_swiglu as tss
-from ..ops import triton_swiglu
+from ..kernels.triton import swiglu as triton_swiglu
+from ..kernels.triton import swiglu_fp8 as tss
+from ..kernels.triton import swiglu_grouped as tgs
+from ..kernels.vocabulary import ACTIVATION_IDS, DTYPE_IDS
 from .devices import DeviceKind
 from .forced import forced_kernel
 from .table import M_BUCKETS, Entry, Key, lookup, table_for
@@ -69,10 +70,7 @@ REASONS = CHECK_REASONS + PLAN_REASONS + FORM_REASONS
     len(CHECK_REASONS) + len(PLAN_REASONS), len(REASONS))
 CHECK_DECLINED = CHECK_REASONS.index("the planned kernel declined the problem")
 
-# The dtypes and activations the op takes, by the C ABI's ids (isw_dtype, isw_activation); a
-# plan row's key is dtype id * 4 + activation id.
-DTYPE_IDS = {"bfloat16": 0, "float16": 1, "float32": 2}
-ACTIVATION_IDS = {"silu": 0, "gelu_tanh": 1, "gelu": 2}
+# A plan row's key is dtype id * 4 + activation id (DTYPE_IDS, ACTIVATION_IDS: the C ABI's ids).
 # The implementations of the Triton-kernel forms, as the tables name them (table.IMPLS).
 SCALED_TRITON = "scaled_triton"      # the FP8 forms' fused Triton kernel
 SCALED_CUTLASS = "scaled_gemm"       # the FP8 forms' scaled CUTLASS GEMM

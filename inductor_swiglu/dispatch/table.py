@@ -28,11 +28,11 @@ FORMAT = 2
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 
 # The implementations a table may name (the C ABI's ids are in kernels/library.py; scaled_triton is
-# the FP8 Triton kernel, ops/triton_scaled_swiglu.py, which the kernel build does not compile, as
+# the FP8 Triton kernel, kernels/triton/swiglu_fp8.py, which the kernel build does not compile, as
 # it does not grouped_triton).
 IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton", "scaled_gemm", "grouped_triton")
 # Problem forms besides the dense MLP (Key.form); grouped_triton is the routed experts' Triton kernel
-# (ops/triton_grouped_swiglu.py).
+# (kernels/triton/swiglu_grouped.py).
 FORMS = ("grouped",)
 
 # (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets

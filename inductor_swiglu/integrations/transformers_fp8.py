@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx, nn
 
-from ..ops import activations, block_fp8_swiglu_op  # noqa: F401  (registers the op)
+from ..kernels import activations
+from ..ops import block_fp8_swiglu_op  # noqa: F401  (registers the op)
 
 log = logging.getLogger("inductor_swiglu.fp8")
 

@@ -23,7 +23,9 @@ This module imports nothing from torch (``setup.py`` loads it by path).  Each ``
 translation unit; units run in parallel, as many as the cores and the available memory hold
 (nvcc's front end takes 2-13 GB per CUTLASS unit, growing with its instantiations), longest
 first.  Objects are cached under ``build/kernels/`` by a hash of the sources, generated
-configuration lists and flags, so a rebuild compiles only what changed.
+configuration lists and flags, so a rebuild compiles only what changed.  Generated into
+``build/generated/``: the configuration lists (``kernels/configs.py``) and the C ABI's dtype and
+activation enums (``kernels/vocabulary.py``, the ids Python reads).
 
 Command line::
 
@@ -112,7 +114,6 @@ SHARDED_ENTRIES = {
 }
 SHARDS_INCLUDE = "kernel_shards.inc"
 
-DTYPE_BITS = {"bfloat16": 1 << 0, "float16": 1 << 1}   # 1 << isw_dtype (csrc/api/swiglu_api.h)
 KERNEL_SETS = ("shipped", "all")
 
 
@@ -151,6 +152,14 @@ def configs_module():
 
 def table_module():
     return _load_by_path("_isw_dispatch_table", PACKAGE / "dispatch" / "table.py")
+
+
+def vocabulary_module():
+    return _load_by_path("_isw_kernel_vocabulary", PACKAGE / "kernels" / "vocabulary.py")
+
+
+# The GEMM kernels' element types, as bits of ISW_BUILD_DTYPES: 1 << isw_dtype
+DTYPE_BITS = {name: 1 << vocabulary_module().ALL_DTYPE_IDS[name] for name in vocabulary_module().GEMM_DTYPES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -385,16 +394,24 @@ def shards_include(units: list[Unit]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_generated(path: Path, text: str) -> Path:
+    """Write a generated file only when its text changes, so objects stay cached."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def generate_vocabulary(out_dir: Path = GEN_DIR) -> Path:
+    """The C ABI's enums (isw_dtype, isw_activation) from kernels/vocabulary.py."""
+    vocabulary = vocabulary_module()
+    return write_generated(out_dir / vocabulary.HEADER, vocabulary.header())
+
+
 def generate(selection: Selection, out_dir: Path = GEN_DIR) -> list[Path]:
-    """Write the generated configuration lists (only when their text changes, so objects stay cached)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in configs_module().includes(selection.rows).items():
-        path = out_dir / name
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        written.append(path)
-    return written
+    """Write the generated configuration lists and the vocabulary header."""
+    written = [write_generated(out_dir / name, text) for name, text in configs_module().includes(selection.rows).items()]
+    return [*written, generate_vocabulary(out_dir)]
 
 
 def sources() -> list[Path]:
@@ -405,7 +422,8 @@ def sources() -> list[Path]:
 def headers() -> list[Path]:
     # csrc/host_checks/ holds the host-only checks and their helpers, which no library unit includes
     checks = CSRC / "host_checks"
-    return sorted(p for ext in ("*.h", "*.hpp", "*.cuh") for p in CSRC.rglob(ext) if checks not in p.parents)
+    own = sorted(p for ext in ("*.h", "*.hpp", "*.cuh") for p in CSRC.rglob(ext) if checks not in p.parents)
+    return [*own, GEN_DIR / vocabulary_module().HEADER]   # swiglu_api.h includes it
 
 
 def included_sources(src: Path) -> list[Path]:
@@ -477,10 +495,7 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     flags = NVCC_FLAGS + includes + [f"-DISW_BUILD_DTYPES={selection.dtype_mask}", "-DISW_SHARDED_BUILD"]
     cores = max(1, jobs or usable_cores())
     units = plan_units(selection, cores)
-    text = shards_include(units)
-    path = GEN_DIR / SHARDS_INCLUDE
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+    write_generated(GEN_DIR / SHARDS_INCLUDE, shards_include(units))
 
     def flags_of(unit: Unit) -> list[str]:
         return flags + unit.flags() + ARCH_FLAGS.get(unit.src.name, SM90A)
@@ -577,7 +592,8 @@ def build_op(out_dir: Path | None = None, verbose: bool = True) -> Path:
     if cxx is None:
         raise BuildError("no C++ compiler (set CXX)")
     src = CSRC / "op" / "swiglu_forward.cpp"
-    flags = CXX_FLAGS + [f"-I{CSRC}", f"-I{torch_dir / 'include'}"]
+    generate_vocabulary()
+    flags = CXX_FLAGS + [f"-I{CSRC}", f"-I{GEN_DIR}", f"-I{torch_dir / 'include'}"]
     version = (torch_dir / "include" / "torch" / "headeronly" / "version.h")
     h = hashlib.sha256()
     for part in (" ".join(flags), subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout):

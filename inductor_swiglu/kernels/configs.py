@@ -435,47 +435,12 @@ DECODE_WGMMA: tuple[DecodeWgmmaConfig, ...] = (
     DecodeWgmmaConfig(64, 32, schedule="ws", stages=3),
 )
 
-# The scaled GEMM (FP8 models, prefill: the fused Triton kernel serves decode).  "promote" rows
-# hold up to 64 x 192 per consumer warpgroup (two accumulators: 128 x 256 spilled 852 bytes, ptxas
-# for sm_90a), "overlap" rows 64 x 128 (three); the one "fast" row is measured for the record: on the
-# H200 (K = 896-8192) 2.3-8.6% of its outputs above the accumulation noise were off by
-# over 1%, against 0.01-0.97% for the promoted sums, 0.07-1.08% for cuBLAS's default fp8 GEMMs and
-# the 2% bound of the sweep's numerics rule, which therefore never chooses it.  Measured and
-# dropped (H200, benchmarks/data/sweeps/h200/, the sweep_scaled_fp8_sliced run):
-# promoted tiles of 128 x 256 and 64 x 256 through a consumer that issued each k-tile's wgmmas in 2
-# or 4 slices of the tile's width into a one-slice partial accumulator (128 + 64 registers), added
-# after each slice: the best of them was 1-24% slower than the best "promote" row at 23 of 28
-# prefill points and within 1% at the rest (each slice's wait stalls the warpgroup).  Adding one
-# slice's partial while the next slice's wgmmas run (two partials) made ptxas serialize every
-# wgmma (C7514), as did two unrolled slices over one partial in one basic block.  Nor did the
-# cooperative warpgroups' drain-and-add at each promotion, which both reach together, turn out to
-# be what the promoted rows lose to cuBLAS: a consumer in which the two promoted half a k-tile apart
-# (same sums, same registers) measured 1.04x-1.14x slower than the promote rows at 6 points
-# (M = 2048, 8192; ..._sweep_scaled_fp8_staggered.json).  Profiled (ncu, H200, q7B
-# M = 8192, one launch each, benchmarks/profile_scaled.py): the 128 x 128 promote row took 3.94 M
-# cycles where cuBLAS's fp8 kernel of the same tile (128 x 128 x 128, cooperative, default
-# accumulation) took 2.43 M; tensor pipe 52% against 85%, 763 M instructions against 539 M,
-# long-scoreboard stalls 2.6 against 1.2 per issued instruction, and 31% of its global-load sectors
-# in excess (the epilogue's per-element scale loads, RowColScale).  Promoting every 256 of K instead of 128 (CUTLASS's promotion
-# interval; 9 points, M = 512-8192, ..._sweep_scaled_fp8_promote256.json): 11% slower to 23%
-# faster than the same tile promoted every 128, the best row of each kind 7% slower to 8% faster,
-# but 3.5-15x more outputs over 1% off (0.94% at q7B, 1.55% at q1.5B: worse than cuBLAS), and the
-# unfused path still faster at 6 of 9: dropped.  So neither the drain at each promotion nor
-# its adds explain the gap; the instruction count and the stalls point at the consumer's per-k-tile
-# code and the epilogue's scale loads, which are where the next attempt should start.
-# Both measured and kept (H200, benchmarks/data/sweeps/h200/, the sweep_scaled_fp8_overlap run,
-# 28 points M = 128-8192): the epilogue loads each tile's scales before it computes (34 global loads
-# a thread per 128 x 128 tile instead of 80, pair_mul_store.hpp), and the "overlap" rows add each
-# k-tile's sum while the next k-tile's wgmmas run (collectives/fp8_overlapped_promotion.hpp; same
-# sums, same numerics).  The best overlap row was 0.98x-1.23x the speed of the best promote row
-# (both with the new epilogue); every one of the table's 15 fused prefill entries is an overlap row.
-# ncu (same day, q7B M = 8192, 128 x 128 cooperative tiles, --clock-control none): promote 3.28 M
-# cycles (3.94 M before the epilogue change), overlap 2.73 M, cuBLAS's fp8 kernel of that tile 2.44 M
-# with its default accumulation and 2.11 M with its fast one; SM throughput 76% against 85%.
-# Dropped after that sweep: the promote rows that no point chose and that trailed the best row by
-# 4-23% at their best (128 x 128 cooperative, clusters and stream-K; 64 x 128; 64 x 192 and its
-# cluster).  The 128 x 192 promote rows stay (the fastest at Qwen2.5-7B and 14B M = 8192, where
-# stock is faster still); so does the fast row, for the record.  The first row is the default.
+# The scaled GEMM (FP8 models, prefill: the fused Triton kernel serves decode).  "promote" rows add
+# each k-tile's fp8 sums into fp32 (up to 64 x 192 per consumer warpgroup: two accumulators, wider
+# tiles spill), "overlap" rows add them while the next k-tile's wgmmas run (64 x 128: three
+# accumulators).  The one "fast" row never promotes: its outputs are off by more than the sweep's
+# numerics bound allows, so the sweep never chooses it; it stays for the record.  The first row is
+# the default.
 SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", accumulate="overlap"),
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="overlap"),
@@ -492,46 +457,26 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 192, "cooperative", cluster_m=2, swizzle=4, accumulate="promote"),
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2),
     # Fast accumulation serves graphs that ask for it (use_fast_accum=True, torchao's default) and
-    # only them (dispatch/forms.py).  Swept against stock's fast-accumulating cuBLAS (H200,
-    # 28 points M = 128-8192, ..._sweep_scaled_fp8_fast_accum.json): the best of these
-    # 1.19x stock (geomean; 0.98x-1.83x), 0.93x one fast cuBLAS GEMM [M, 2N, K], numerics no worse
-    # than stock's (the activation in fp32 before one rounding).  Of the table's 28 entries: 64 x 256
-    # 10, 64 x 128 with TMA stores 8, 128 x 256 4, an exact (overlap) row 1, stock 5 (M = 8192, within
-    # 2% of the best fused row or ahead in one regime).  Tried and dropped: 128 x 192 and 128 x 128
-    # cooperative with 2-CTA clusters (never the best), 128 x 128 pingpong (spills to local memory).
+    # only them (dispatch/forms.py), held to stock's numerics.
     ScaledGemmConfig(128, 256, "cooperative"),
     ScaledGemmConfig(128, 256, "cooperative", cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256),
     ScaledGemmConfig(64, 128, store="tma"),
-    # Not yet swept: where the rows above trail one fast cuBLAS GEMM [M, 2N, K] most (0.76x-0.87x
-    # at K = 896-2048, M >= 2048), a cooperative tile's epilogue (the SiLU's two MUFU operations
-    # per output) stops both warpgroups' MMAs, and the 64 x 256 pingpong overlaps it at a lower
-    # arithmetic intensity.  A 128 x 128 pingpong tile overlaps it at 128 rows, with TMA stores
-    # (its register-stored twin spills); a 2-CTA cluster halves each CTA's weight loads.  128 x 160
-    # and 128 x 192 pingpong tiles spill 8 bytes with the fp8 scales' registers (nvcc 13.0).
+    # Pingpong tiles overlap one warpgroup's epilogue (the SiLU's two MUFU operations per output) with
+    # the other's MMAs, where a cooperative tile's epilogue stops both: 128 x 128 stores through TMA
+    # (its register-stored twin spills, as do 128 x 160 and 128 x 192 with the scales' registers); a
+    # 2-CTA cluster halves each CTA's weight loads.
     ScaledGemmConfig(128, 128, store="tma"),
     ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256, cluster_m=2),
     # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on (the Triton
-    # kernel serves decode).  Swept on the H200 (14 points: Qwen2.5 shapes x M = 2048,
-    # 8192, ..._sweep_block_fp8_cutlass.json): 1.27x-1.50x the fused Triton kernel everywhere; where
-    # K <= 2048 ahead of the unfused path (two block-scaled cuBLAS GEMMs) by 1.04x-1.14x (q0.5B's
-    # K = 896, which cuBLAS's block-scaled GEMM refuses: 18.6x its fp32 fallback), behind it by
-    # 10-20% where K >= 3584; 0.79x-0.82x one block-scaled cuBLAS GEMM [M, 2N, K].  The first row is
-    # the default (forced runs) and the fastest block row at every point a block row won; on the
-    # same 128 x 128 tile the overlapped consumer led the stock one by 6-11%, except at q32B and
-    # q72B, M = 8192, where the stock consumer's 128 x 192 tile was the fastest block row.
-    # Dropped after that sweep: 64 x 128 pingpong (last at every point), and the stock consumer's
-    # 128 x 128 cluster and TMA-store twins (never the fastest; the latter second once, 3% behind).
+    # kernel serves decode).  The first of them is the block op's default (forced runs).
     ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", accumulate="block128"),
     ScaledGemmConfig(128, 192, "cooperative", accumulate="block128"),
-    # Not yet swept: the scheduler's swizzle of 4 on two overlapped rows (a run-time argument, no new
-    # kernel); the per-row twin of the second was the fastest per-row candidate at 4 of the 14 points
-    # at M >= 2048 (..._sweep_scaled_fp8_overlap.json), where the block op's best took 1.03x-1.19x
-    # the per-row kernel's time (x's quantization included; runs a day apart).
+    # The scheduler's swizzle of 4 on two overlapped rows (a run-time argument: no new kernel).
     ScaledGemmConfig(128, 128, "cooperative", store="tma", swizzle=4, accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, swizzle=4, accumulate="block128_overlap"),
 )

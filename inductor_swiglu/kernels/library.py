@@ -18,13 +18,17 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+# isw_dtype (its bits in isw_build_dtypes()); ISW_FP8_E4M3: the scaled GEMM's x and weights (out: bf16)
+from .vocabulary import DTYPE_IDS as ISW_DTYPES
+from .vocabulary import FP8_E4M3 as ISW_FP8_E4M3  # noqa: F401  (the scaled GEMM's callers read it here)
+
 LIB_NAME = "libinductor_swiglu_sm90.so"
 ABI_VERSION = 5
 
 # Implementation ids (the C ABI's isw_kernel, csrc/api/swiglu_api.h, for the three kernels) and
 # the names dispatch tables, counters and logs use for them.  0 is the unfused path (cuBLAS GEMMs,
 # then act(gate) * up); 4 the fused Triton kernel (not in this library: the C++ op launches it
-# through Python, see ops/triton_swiglu.py).
+# through Python, see kernels/triton/swiglu.py).
 UNFUSED = 0
 DUAL_GEMM = 1          # two accumulators (gate, up) fed by one x tile: large M
 INTERLEAVED_GEMM = 2   # one GEMM over gate/up interleaved by 8 rows, act(gate) * up in the epilogue
@@ -35,10 +39,6 @@ KERNELS = (DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM)   # the bf16/fp16 op's
 NAMES = {UNFUSED: "unfused", DUAL_GEMM: "dual_gemm", INTERLEAVED_GEMM: "interleaved_gemm",
          DECODE_GEMM: "decode_gemm", TRITON: "triton", SCALED_GEMM: "scaled_gemm"}
 IDS = {name: kid for kid, name in NAMES.items()}
-
-# isw_dtype and its bits in isw_build_dtypes()
-ISW_DTYPES = {"bfloat16": 0, "float16": 1, "float32": 2}
-ISW_FP8_E4M3 = 3       # the scaled GEMM's x and weights (out: bf16)
 
 ISW_OK = 0
 ISW_ERR_UNSUPPORTED = 1

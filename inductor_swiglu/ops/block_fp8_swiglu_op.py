@@ -35,8 +35,12 @@ import functools
 import torch
 
 from ..dispatch import forms, plans
+from ..kernels import activations
 from ..kernels import library as kl
-from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_fp8_quantize, triton_scaled_swiglu, triton_swiglu
+from ..kernels.triton import quantize_fp8 as triton_fp8_quantize
+from ..kernels.triton import swiglu as triton_swiglu
+from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
+from . import cuda_impl, cutlass_scaled_swiglu, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_block_fp8"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"

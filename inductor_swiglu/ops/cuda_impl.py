@@ -31,11 +31,13 @@ import torch.nn.functional as F
 
 from .. import dispatch
 from ..dispatch import plans
+from ..kernels import activations, vocabulary
 from ..kernels import library as kl
-from . import activations, impl_stats, triton_swiglu
+from ..kernels.triton import swiglu as triton_swiglu
+from . import impl_stats
 
-# The C ABI's element types (isw_dtype in csrc/api/swiglu_api.h).
-ISW_DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
+# The C ABI's element types (isw_dtype) by torch dtype.
+ISW_DTYPES = {getattr(torch, name): i for name, i in vocabulary.DTYPE_IDS.items()}
 
 
 def unfused_gemms(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor,

@@ -20,9 +20,9 @@ import functools
 
 import torch
 
+from ..kernels import activations
 from ..kernels import configs as kernel_configs
 from ..kernels import library as kl
-from . import activations
 from .cuda_impl import launch
 
 IMPL = kl.NAMES[kl.SCALED_GEMM]

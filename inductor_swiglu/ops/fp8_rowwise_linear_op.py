@@ -35,7 +35,9 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import forms
-from . import impl_stats, scaled_swiglu_op, triton_fp8_rowwise_linear, triton_scaled_swiglu
+from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
+from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
+from . import impl_stats, scaled_swiglu_op
 
 QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
 SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False, "

@@ -26,7 +26,9 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import forms
-from . import impl_stats, triton_fp8_rowwise_linear, triton_scaled_swiglu
+from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
+from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
+from . import impl_stats
 from .fp8_weight_swiglu_op import X_DTYPES, dequantize
 
 QUALNAME = "inductor_swiglu::fp8_weight_linear"

@@ -32,8 +32,10 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import forms, plans
+from ..kernels import activations
 from ..kernels import library as kl
-from . import activations, cuda_impl, impl_stats, triton_grouped_swiglu
+from ..kernels.triton import swiglu_grouped as triton_grouped_swiglu
+from . import cuda_impl, impl_stats
 
 QUALNAME = "inductor_swiglu::grouped_swiglu"
 SCHEMA = "(Tensor x, Tensor w, Tensor? w_up, Tensor offs, str activation) -> Tensor"

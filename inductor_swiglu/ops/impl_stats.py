@@ -23,7 +23,8 @@ import torch
 
 from ..dispatch.plans import REASONS
 from ..kernels import library as kl
-from . import native, triton_swiglu
+from ..kernels.triton import swiglu as triton_swiglu
+from . import native
 
 log = logging.getLogger("inductor_swiglu.op")
 
@@ -35,9 +36,9 @@ INTERLEAVED_GEMM = kl.NAMES[kl.INTERLEAVED_GEMM]
 DECODE_GEMM = kl.NAMES[kl.DECODE_GEMM]
 FALLBACK_CUDA = kl.NAMES[kl.UNFUSED]
 TRITON = kl.NAMES[kl.TRITON]
-SCALED_TRITON = "scaled_triton"      # the fused FP8 kernel (ops/triton_scaled_swiglu.py)
+SCALED_TRITON = "scaled_triton"      # the fused FP8 kernel (kernels/triton/swiglu_fp8.py)
 SCALED_CUTLASS = kl.NAMES[kl.SCALED_GEMM]   # the scaled CUTLASS GEMM (ops/cutlass_scaled_swiglu.py)
-GROUPED_TRITON = "grouped_triton"    # the fused routed-experts kernel (ops/triton_grouped_swiglu.py)
+GROUPED_TRITON = "grouped_triton"    # the fused routed-experts kernel (kernels/triton/swiglu_grouped.py)
 ROWWISE_TRITON = "rowwise_triton"    # the FP8 down projection at decode sizes (fp8_rowwise_linear_op)
 BLOCK_FP8_TRITON = "block_fp8_triton"  # the fused kernel on 128 x 128 block-scaled FP8 (block_fp8_swiglu_op)
 FP8_WEIGHT_TRITON = "fp8_weight_triton"  # the fused kernel on weight-only FP8 (fp8_weight_swiglu_op)

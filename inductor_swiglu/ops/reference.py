@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import activations
+from ..kernels import activations
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -41,8 +41,10 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import forms, plans
+from ..kernels import activations
 from ..kernels import library as kl
-from . import activations, cuda_impl, cutlass_scaled_swiglu, impl_stats, triton_scaled_swiglu
+from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
+from . import cuda_impl, cutlass_scaled_swiglu, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_scaled"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "

@@ -50,7 +50,9 @@ import torch
 
 from .. import dispatch
 from ..dispatch import forced as forcing
-from . import activations, impl_stats, native, triton_swiglu
+from ..kernels import activations
+from ..kernels.triton import swiglu as triton_swiglu
+from . import impl_stats, native
 from .reference import compute_dtype, swiglu_reference
 
 OP_NAMESPACE = "inductor_swiglu"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..ops import activations
+from ..kernels import activations
 
 _NOISE_MARGIN = 100.0
 

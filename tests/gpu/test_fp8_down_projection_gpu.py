@@ -15,10 +15,11 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import forms
-from inductor_swiglu.ops import cuda_impl, fp8_gated_mlp_op, impl_stats, triton_scaled_swiglu
+from inductor_swiglu.kernels.triton import linear_fp8 as tfl
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
+from inductor_swiglu.kernels.triton.swiglu_fp8 import FP8_MMA_OVER_1PCT_BOUND
+from inductor_swiglu.ops import cuda_impl, fp8_gated_mlp_op, impl_stats
 from inductor_swiglu.ops import fp8_rowwise_linear_op as op
-from inductor_swiglu.ops import triton_fp8_rowwise_linear as tfl
-from inductor_swiglu.ops.triton_scaled_swiglu import FP8_MMA_OVER_1PCT_BOUND
 from inductor_swiglu.testing.numerics import error_stats
 
 pytestmark = [pytest.mark.gpu]

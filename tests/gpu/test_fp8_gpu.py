@@ -9,9 +9,9 @@ from mlp_models import GatedMLP
 
 import inductor_swiglu
 from inductor_swiglu.dispatch import forms
+from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
 from inductor_swiglu.ops import scaled_swiglu_op as op
-from inductor_swiglu.ops import triton_scaled_swiglu as tss
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
@@ -33,7 +33,7 @@ def check(got, ops, activation="silu", config=None):
     accumulation noise (``testing.numerics``).  Triton configurations that widen to bf16 for the
     MMA sum in fp32: none of those elements off by 1%.  Those on fp8 MMAs, and the scaled CUTLASS
     GEMM (config None), sum with the narrower accumulator of Hopper's fp8 tensor cores (MMA_NOTE in
-    ops/triton_scaled_swiglu.py): at most FP8_MMA_OVER_1PCT_BOUND of them (what cuBLAS's fp8 GEMMs
+    kernels/triton/swiglu_fp8.py): at most FP8_MMA_OVER_1PCT_BOUND of them (what cuBLAS's fp8 GEMMs
     measured on the same operands)."""
     ref = scaled_reference_fp64(*ops, with_noise=True, activation=activation)
     err = error_stats(got.reshape(ref.value.shape), ref)   # in its own dtype: fp16 subnormals are unresolvable

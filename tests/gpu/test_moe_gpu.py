@@ -8,9 +8,9 @@ import torch
 from moe_models import MergedExperts, grouped_operands, tiny_mixtral, tiny_qwen3_moe
 
 import inductor_swiglu
+from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
 from inductor_swiglu.ops import grouped_swiglu_op as op
 from inductor_swiglu.ops import impl_stats
-from inductor_swiglu.ops import triton_grouped_swiglu as tgs
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 

@@ -18,8 +18,9 @@ from inductor_swiglu.dispatch import plans
 from inductor_swiglu.kernels import configs
 from inductor_swiglu.kernels import library as kl
 from inductor_swiglu.kernels.configs import DecodeMmaConfig, DecodeWgmmaConfig
+from inductor_swiglu.kernels.triton import swiglu as triton_swiglu
 from inductor_swiglu.models.shapes import QWEN25_MLP
-from inductor_swiglu.ops import cuda_impl, impl_stats, native, triton_swiglu
+from inductor_swiglu.ops import cuda_impl, impl_stats, native
 from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 

@@ -14,8 +14,9 @@ import inductor_swiglu
 from inductor_swiglu import dispatch
 from inductor_swiglu.dispatch import plans
 from inductor_swiglu.kernels import library as kl
+from inductor_swiglu.kernels.triton import swiglu as triton_swiglu
 from inductor_swiglu.models.shapes import QWEN25_MLP
-from inductor_swiglu.ops import impl_stats, native, triton_swiglu
+from inductor_swiglu.ops import impl_stats, native
 from inductor_swiglu.testing.inputs import swiglu_inputs
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 

@@ -37,14 +37,15 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, add, tl, triton
+from .. import activations
+from . import common
+from .common import activate, add, grouped_tile, out_tile, tl, triton  # noqa: F401  (resolved by name in the kernel)
 
 DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class GroupedConfig(triton_swiglu.TileConfig):
+class GroupedConfig(common.TileConfig):
     """One compile-time variant of the kernel (a point of the MoE sweep)."""
 
     swap_ab: bool = False
@@ -117,7 +118,7 @@ def default_config(S: int, E: int) -> GroupedConfig:
 
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not)."""
-    return triton_swiglu.available()
+    return common.available()
 
 
 def _grouped_swiglu_kernel(
@@ -130,11 +131,7 @@ def _grouped_swiglu_kernel(
 ):
     pid = tl.program_id(0)
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    per_group = GROUP_M * tiles_n
-    first_slot = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(tile_slots - first_slot, GROUP_M)
-    slot = first_slot + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    slot, pid_n = grouped_tile(pid, tile_slots, tiles_n, GROUP_M)
 
     # The routing's schedule, from offs: expert e owns ceil(count_e / BLOCK_M) consecutive slots.
     # Ends are clamped to S and counts to >= 0, so offsets that are not a valid routing can make
@@ -211,20 +208,15 @@ def _grouped_swiglu_kernel(
             wu_ptrs += BLOCK_K * stride_uk
 
     y = activate(acc_g, ACTIVATION) * acc_u
-    if SWAP_AB:
-        out_ptrs = out_ptr + rows_m[None, :] * stride_om + offs_n[:, None]
-        mask = mask_n[:, None] & mask_m[None, :]
-    else:
-        out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
-        mask = mask_m[:, None] & mask_n[None, :]
+    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, SWAP_AB)
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @functools.cache
 def _kernel(interpret: bool):
-    # Keyed by the mode (see triton_swiglu._kernel).  S and the slot count are not specialised, so
+    # Keyed by the mode (see swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
-    return triton_helpers.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
+    return common.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
 
 
 def _descriptors(x, w_gate, w_up, config: GroupedConfig):
@@ -298,10 +290,7 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"grouped_swiglu_triton: {why}")
-    interpret = triton_swiglu.interpreting()
-    if not interpret and not x.is_cuda:
-        raise ValueError(f"grouped_swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
-                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    interpret = common.require_cuda("grouped_swiglu_triton", x)
     x = x if x.stride(1) == 1 else x.contiguous()
     config = config or default_config(S, E)
     tile_slots = S // config.block_m + min(E, S)
@@ -314,10 +303,5 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
                 BLOCK_K=config.block_k, GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
                 EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
-    launch = _kernel(interpret)[grid]
-    if x.is_cuda:
-        with torch.cuda.device(x.device):   # Triton launches on the current device
-            launch(*args, **meta)
-    else:
-        launch(*args, **meta)
+    common.launch(_kernel(interpret), grid, x, args, meta)
     return out

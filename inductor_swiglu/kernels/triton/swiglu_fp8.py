@@ -12,7 +12,7 @@ larger share of the time than in bf16 since the GEMMs move half the bytes.
 
 Block-scaled operands (``swiglu_block_fp8_triton``: FP8 checkpoints such as DeepSeek-V3 and
 Qwen3-FP8, one scale per 128 x 128 weight block and per row and 128 elements of x, x quantized
-beforehand by ``triton_fp8_quantize``) take the same kernel with one K step per scale block: each
+beforehand by ``quantize_fp8``) take the same kernel with one K step per scale block: each
 step's products are summed in fp32 and carry their own scales (RESCALE_NOTE in the kernel).
 
 Weight-only FP8 (``swiglu_fp8_weight_triton``: torchao's ``Float8WeightOnlyConfig``, x stays in
@@ -30,7 +30,7 @@ Two tilings, chosen per configuration (``ScaledConfig.swap_ab``):
   the tokens its N (``BLOCK_M`` = 16-64 tokens), the way cuBLAS runs skinny GEMMs: an fp8 wgmma
   needs 64 rows in M, which a handful of tokens cannot fill.
 
-Triton is optional (``triton_swiglu.available()`` says why it cannot run); the kernel needs
+Triton is optional (``available()`` says why it cannot run); the kernel needs
 fp8 tensor cores (compute capability 8.9 or newer).  Under ``TRITON_INTERPRET=1`` it runs on
 CPU tensors, which the tests use.  No workspace, no host synchronisation: CUDA graphs capture it.
 """
@@ -44,8 +44,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers, triton_swiglu
-from .triton_helpers import activate, maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernel)
+from .. import activations
+from . import common
+from .common import activate, grouped_tile, maximum, out_tile, tl, triton  # noqa: F401  (resolved by name in the kernel)
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -53,32 +54,28 @@ WEIGHT_ONLY_X_DTYPES = (torch.bfloat16, torch.float16)
 HOPPER_SMEM_PER_BLOCK = 232448   # shared_memory_per_block_optin of an H100/H200
 
 # MMA_NOTE: Hopper's fp8 MMAs add the products into an accumulator with a narrower significand than
-# fp32.  Measured on an H200 (M = 16, N = 896, K = 1024, against the fp32 sums of the
-# dequantized operands): with Triton's default (that accumulator for the whole K loop) 2.9% of the
-# outputs were off by more than 1%, with the partial sums added into fp32 every 128 elements of K
-# (what CUTLASS's and DeepSeek's fp8 GEMMs do) 1.35%: the elements whose gate or up nearly cancels.
-# fp8 converts exactly to bf16, whose MMAs accumulate in fp32, so configurations with `bf16_mma`
-# give fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
+# fp32, which loses the outputs whose gate or up nearly cancels; the partial sums are added into
+# fp32 every PROMOTE_EVERY_K elements of K (what CUTLASS's and DeepSeek's fp8 GEMMs do).  fp8
+# converts exactly to bf16, whose MMAs accumulate in fp32, so configurations with `bf16_mma` give
+# fp32-exact sums at half the MMA rate: free where the weights' bytes bound the time (decode).
 PROMOTE_EVERY_K = 128
 # What the fp8-MMA configurations are held to: the share of outputs (above the fp32 accumulation
-# noise) off by more than 1%.  Measured on the 42 Qwen2.5 points (H200): 0.9-1.7%, and
-# 1.5-1.8% for cuBLAS's fp8 GEMMs (the unfused path) on the same operands; 2.9% without the
-# promotion above, which this bound catches.
+# noise) off by more than 1%, which cuBLAS's fp8 GEMMs (the unfused path) stay within and the
+# fp8 accumulator without the promotion above does not.
 FP8_MMA_OVER_1PCT_BOUND = 0.02
 # ROW_AMAX_NOTE: the down projection after this kernel quantizes h per row with max |h[m, :]| / 448
 # (torchao's dynamic per-row scaling).  A pass of its own for that maximum is a launch and a
-# reduction along a whole row by one program: torch.compile's quantization of h alone took 2.4-11 us
-# over the Qwen2.5 shapes at M = 1-16, beside 10-73 us for the whole decode down projection (H200,
-# benchmarks/sweep_rowwise_linear.py).  Each program here already holds its tile of h in
-# registers, so with ROW_AMAX it also writes that tile's maximum per row, of the values as rounded
-# for storing; the maximum of a row's tile maxima is the row's maximum exactly.
+# reduction along a whole row by one program, a large share of a decode down projection's time.
+# Each program here already holds its tile of h in registers, so with ROW_AMAX it also writes that
+# tile's maximum per row, of the values as rounded for storing; the maximum of a row's tile maxima
+# is the row's maximum exactly.
 # The block of FP8 checkpoints' scales (DeepSeek-V3, Qwen3-FP8): 128 x 128 weight elements, 1 x 128
 # activation elements.  Block-scaled runs take one K step per block (BLOCK_K == SCALE_BLOCK).
 SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True)
-class ScaledConfig(triton_swiglu.TileConfig):
+class ScaledConfig(common.TileConfig):
     """One compile-time variant of the kernel (a point of the FP8 sweep)."""
 
     swap_ab: bool = False
@@ -137,8 +134,8 @@ CONFIGS: tuple[ScaledConfig, ...] = (
     # Added for block scales (one K step of 128 per scale block): more row-tile shapes at 8 warps,
     # a 32-token swapped tile ...
     ScaledConfig(32, 128, 128, 8, 4, swap_ab=True),
-    # ... and for decode on fp8 MMAs, one K step per scale block (the per-row sweep's fastest decode
-    # configuration, fp8_swap_m16_n64_k256_w4_s4, steps 256; widening to bf16 measured 1.8x slower)
+    # ... and for decode on fp8 MMAs, one K step per scale block (the per-row decode configurations
+    # step 256, and widening to bf16 is slower there)
     ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
     ScaledConfig(16, 64, 128, 4, 6, swap_ab=True),
     ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
@@ -162,8 +159,8 @@ def default_config(M: int, blockwise: bool = False) -> ScaledConfig:
 def available(device: torch.device | None = None) -> tuple[bool, str]:
     """(True, "") if the kernel can run here, else (False, why not): Triton, and fp8 tensor cores
     (compute capability 8.9+) unless the interpreter runs it on the CPU."""
-    ok, why = triton_swiglu.available()
-    if not ok or triton_swiglu.interpreting():
+    ok, why = common.available()
+    if not ok or common.interpreting():
         return ok, why
     index = device.index if device is not None and device.index is not None else torch.cuda.current_device()
     cap = torch.cuda.get_device_capability(index)
@@ -187,13 +184,7 @@ def _scaled_swiglu_kernel(
     pid = tl.program_id(0)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    # Groups of GROUP_M row tiles walk the weight tiles together (L2 reuse at large M); with one
-    # row tile (decode) consecutive programs stream consecutive weight rows.
-    per_group = GROUP_M * tiles_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = grouped_tile(pid, tiles_m, tiles_n, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -240,10 +231,8 @@ def _scaled_swiglu_kernel(
             # scale of the row times the tile's weight scale) is kept as acc / S_k, so each step's
             # MMA accumulates in place: acc <- dot(x, w, acc * S_{k-1} / S_k), and the epilogue
             # multiplies by the last S.  (Adding S_k * dot(x, w) to the accumulators instead holds
-            # a third register tile per accumulator, 1.1-1.8 KB of spills at 128 x 128 per ptxas;
-            # that first version, x also quantized in this kernel, measured 1.6-3.2x slower at
-            # M = 128 on the H200.)  S is floored so that an all-zero block of x
-            # cannot make the ratio 0 / 0.
+            # a third register tile per accumulator, which spills at 128 x 128.)  S is floored so
+            # that an all-zero block of x cannot make the ratio 0 / 0.
             s_x = tl.load(xs_ptr + rows_m * stride_xs + k0 * stride_xsk, mask=mask_m, other=0.0)
             s_g = tl.load(wgs_ptr + blk * stride_wgs + k0 * stride_wgsk)
             s_u = tl.load(wus_ptr + blk * stride_wus + k0 * stride_wusk)
@@ -265,30 +254,19 @@ def _scaled_swiglu_kernel(
             x = x.to(tl.bfloat16)
             wg = wg.to(tl.bfloat16)
             wu = wu.to(tl.bfloat16)
+        # PROMOTE_K: fp8 MMAs' sums promoted to fp32 every PROMOTE_K elements of K (MMA_NOTE); None
+        # (tl.dot's default) for bf16 and fp16 MMAs, whose sums are fp32
         if SWAP_AB:
-            if BF16_MMA or WEIGHT_ONLY:
-                acc_g = tl.dot(wg, x, acc_g)
-                acc_u = tl.dot(wu, x, acc_u)
-            else:
-                acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
-                acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            acc_g = tl.dot(wg, x, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(wu, x, acc_u, max_num_imprecise_acc=PROMOTE_K)
         else:
-            if BF16_MMA or WEIGHT_ONLY:
-                acc_g = tl.dot(x, wg, acc_g)
-                acc_u = tl.dot(x, wu, acc_u)
-            else:
-                acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
-                acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
+            acc_g = tl.dot(x, wg, acc_g, max_num_imprecise_acc=PROMOTE_K)
+            acc_u = tl.dot(x, wu, acc_u, max_num_imprecise_acc=PROMOTE_K)
         x_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    if SWAP_AB:
-        out_ptrs = out_ptr + rows_m[None, :] * stride_om + rows_n[:, None]
-        mask = mask_n[:, None] & mask_m[None, :]
-    else:
-        out_ptrs = out_ptr + rows_m[:, None] * stride_om + rows_n[None, :]
-        mask = mask_m[:, None] & mask_n[None, :]
+    out_ptrs, mask = out_tile(out_ptr, rows_m, rows_n, stride_om, mask_m, mask_n, SWAP_AB)
     if BLOCKWISE:
         if SWAP_AB:
             gate = acc_g * prev_g[None, :]
@@ -326,9 +304,9 @@ def _scaled_swiglu_kernel(
 @functools.cache
 def _kernel(interpret: bool):
     # Keyed by the mode: triton.jit picks compiled or interpreted when it wraps the function (see
-    # triton_swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
+    # swiglu._kernel).  M is not specialised, so one compiled kernel serves every M of a
     # CUDA graph's bucket without a compile inside the capture.
-    return triton_helpers.jit_with_helpers(_scaled_swiglu_kernel, do_not_specialize=["M"])
+    return common.jit_with_helpers(_scaled_swiglu_kernel, do_not_specialize=["M"])
 
 
 def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, int]:
@@ -427,7 +405,7 @@ def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
 def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
     _check_operands("swiglu_block_fp8_triton", x, w_gate, w_up, out_dtype, out,
                     (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale),
-                    " (triton_fp8_quantize.quantize_blocks quantizes a bf16 x)")
+                    " (quantize_fp8.quantize_blocks quantizes a bf16 x)")
     N, K = w_gate.shape
     M = math.prod(x.shape[:-1])
     for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
@@ -534,10 +512,7 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
         raise RuntimeError(f"fused FP8 kernel: {why}")
-    interpret = triton_swiglu.interpreting()
-    if not interpret and not x.is_cuda:
-        raise ValueError(f"fused FP8 kernel: x is on {x.device}; the kernel takes CUDA tensors "
-                         "(CPU tensors only under TRITON_INTERPRET=1)")
+    interpret = common.require_cuda("fused FP8 kernel", x)
     x2 = x2 if x2.stride(1) == 1 else x2.contiguous()
     w_gate = w_gate if w_gate.stride(1) == 1 else w_gate.contiguous()
     w_up = w_up if w_up.stride(1) == 1 else w_up.contiguous()
@@ -548,13 +523,9 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
             xs[2], wgs[2], wus[2])
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
-                PROMOTE_K=min(config.block_k, PROMOTE_EVERY_K), BF16_MMA=config.bf16_mma,
+                PROMOTE_K=None if config.bf16_mma or weight_only else min(config.block_k, PROMOTE_EVERY_K),
+                BF16_MMA=config.bf16_mma,
                 BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only, ROW_AMAX=amax is not None,
                 num_warps=config.num_warps, num_stages=config.num_stages)
-    launch = _kernel(interpret)[grid]
-    if x.is_cuda:
-        with torch.cuda.device(x.device):   # Triton launches on the current device
-            launch(*args, **meta)
-    else:
-        launch(*args, **meta)
+    common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)

@@ -10,21 +10,20 @@ which is what torchao's graph runs as an Inductor reduction, a cast and a ``torc
 (``per_tensor``: one scale for all of h, s = max |h| / 448, torchao's ``PerTensor``;
 ``zero_max_as_one``: a maximum of 0 counts as 1, so an all-zero row quantizes to zeros, as
 transformers' ``CompressedTensorsFP8Linear`` quantizes, where torchao's gives NaN).
-At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large
-(measured on the H200, weights from HBM: 1.7x-3.7x a pure read of the down weight
-at M = 1-16 over the Qwen2.5 shapes, and the reduction another 2-11 us), so here:
+At decode sizes cuBLAS's fp8 GEMM is far from the weights' read time when N is small and K large,
+and the reduction is a launch of its own, so here:
 
 * ``row_maxima``: one program per row of h computes max |h| (the whole row in one load where K
   fits), unless the caller hands the rows' maxima in parts (``h_amax_parts``: the FP8 gated kernel
-  writes them beside h, ROW_AMAX_NOTE in ``triton_scaled_swiglu``): this launch and its pass over h
+  writes them beside h, ROW_AMAX_NOTE in ``swiglu_fp8``): this launch and its pass over h
   are then saved.  The GEMV reduces the parts (per tensor, over all rows too) to s;
 * ``_rowwise_linear_kernel``: swap-AB GEMV tiles (the weight rows are the MMA's M operand, the
   tokens its N), K split across programs so that small-N shapes still fill the GPU; each program
   quantizes its slice of h in registers with s (no quantized copy of h reaches memory), runs fp8
   MMAs whose sums are promoted to fp32 every K step of 128 (cuBLAS's default accumulation; stock's
   GEMM accumulates fast), and writes fp32 partial sums.  Widening both operands to bf16 instead
-  (exact sums) measured 1.5-2x slower (H200: the weight tile then passes through
-  registers); that variant stays a configuration (``fp8_mma=False``).  Under Triton 3.6's
+  (exact sums) is slower, the weight tile then passing through registers; that variant stays a
+  configuration (``fp8_mma=False``).  Under Triton 3.6's
   interpreter, which gets bf16 and fp8 ``tl.dot`` wrong, the same products are summed as fp32 dots;
 * ``_reduce_kernel``: adds the K splits' partial sums and applies the scales.
 
@@ -45,8 +44,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import triton_helpers, triton_swiglu
-from .triton_helpers import maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernels)
+from . import common
+from .common import maximum, tl, triton  # noqa: F401  (maximum: resolved by name in the kernels)
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0            # torch.finfo(torch.float8_e4m3fn).max: what torchao divides amax by
@@ -59,8 +58,8 @@ PARTS_BLOCK_MAX = 512      # row-maximum parts (h_amax_parts) a GEMV program loa
 class RowwiseLinearConfig:
     """One compile-time variant of the GEMV: `block_n` weight rows, `block_k` elements per K
     step, up to `block_m` tokens (the MMA's N), `warps`, `stages`; K split until about
-    `programs` programs run.  The default measured fastest of twelve at every point of
-    benchmarks/sweep_rowwise_linear.py --configs but one (q32B, where 6 stages were 2% faster)."""
+    `programs` programs run.  The default is what ``benchmarks/sweep_rowwise_linear.py --configs``
+    chose."""
 
     block_n: int = 64
     block_k: int = 128
@@ -139,7 +138,7 @@ def _rowwise_linear_kernel(h_ptr, s_ptr, w_ptr, ws_ptr, part_ptr, out_ptr, amax_
         s = tl.full((BLOCK_M,), 1.0, tl.float32)
     else:
         # the row maxima from their T parts ([M, T]: the gated kernel's, ROW_AMAX_NOTE of
-        # triton_scaled_swiglu, or one per row from the row pass); per tensor, the maximum of all
+        # swiglu_fp8, or one per row from the row pass); per tensor, the maximum of all
         # rows.  The programs of the first K split and weight tile also store the scales for the
         # reduction kernel.  The parts are maxed elementwise in the loop and reduced once after it: a
         # reduction carried by the loop is rewritten by Triton's OptimizeThreadLocality, which
@@ -216,9 +215,9 @@ def _reduce_kernel(part_ptr, s_ptr, ws_ptr, out_ptr, M, N, SPLIT, stride_ws, str
 
 @functools.cache
 def _kernels(interpret: bool):
-    # keyed by the mode, as triton_scaled_swiglu._kernel: triton.jit fixes compiled or interpreted
+    # keyed by the mode, as swiglu_fp8._kernel: triton.jit fixes compiled or interpreted
     # when it wraps a function, and the helpers must be of the same mode
-    jit = triton_helpers.jit_with_helpers
+    jit = common.jit_with_helpers
     helpers = {"_quantize": _quantize, "_scale_of": _scale_of}
     return (jit(_row_scale_kernel, extra=helpers, do_not_specialize=["K"]),
             jit(_rowwise_linear_kernel, extra=helpers, do_not_specialize=["M"]),
@@ -248,7 +247,7 @@ def _row_pass(h: torch.Tensor, q: torch.Tensor | None, out: int = ROW_SCALE,
         s = torch.empty(M, device=h.device, dtype=torch.float32)
     if M:
         chunk = _chunk(K)
-        _kernels(triton_swiglu.interpreting())[0][(M,)](
+        _kernels(common.interpreting())[0][(M,)](
             h, s, s if q is None else q, K, h.stride(0), 0 if q is None else q.stride(0), CHUNK=chunk,
             WRITE_Q=q is not None, OUT=out, ZERO_AS_ONE=zero_max_as_one, num_warps=16 if chunk >= 8192 else 4)
     return s
@@ -289,7 +288,7 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
     contiguous, w_scale fp32 with one element or one per row of w; h quantized per row, or with one
     scale for all of it (``per_tensor``).  ``h_amax_parts`` (fp32 [M, T], contiguous): the rows'
-    maxima of |h| in T parts (``triton_scaled_swiglu.swiglu_scaled_triton_row_amax`` writes them),
+    maxima of |h| in T parts (``swiglu_fp8.swiglu_scaled_triton_row_amax`` writes them),
     taken instead of a pass over h; the result is the same."""
     if h_amax_parts is not None and (h_amax_parts.dim() != 2 or h_amax_parts.shape[0] != h.shape[0]
                                      or h_amax_parts.dtype != torch.float32 or not h_amax_parts.is_contiguous()):
@@ -315,7 +314,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     out = torch.empty((M, N), device=h.device, dtype=out_dtype)
     if M == 0 or N == 0:
         return out
-    _, linear, reduce = _kernels(triton_swiglu.interpreting())
+    _, linear, reduce = _kernels(common.interpreting())
     if weight_only:
         s = w_scale   # not read
     else:
@@ -333,7 +332,7 @@ def _linear(h, w, w_scale, out_dtype, config: RowwiseLinearConfig, weight_only: 
     linear[grid](h, s, w, ws, part, out, s if amax_parts is None else amax_parts, M, N, K, k_per_split, h.stride(0),
                  w.stride(0), stride_ws, out.stride(0), T,
                  BLOCK_N=config.block_n, BLOCK_K=config.block_k, BLOCK_M=config.block_m, EVEN_K=K % config.block_k == 0, DIRECT=split == 1,
-                 FP32_DOT=triton_swiglu.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
+                 FP32_DOT=common.interpreting(), FP8_MMA=config.fp8_mma, WEIGHT_ONLY=weight_only,
                  PER_TENSOR=per_tensor, BLOCK_T=min(triton.next_power_of_2(max(T, 16)), PARTS_BLOCK_MAX),
                  ZERO_AS_ONE=zero_max_as_one,
                  num_warps=config.warps, num_stages=config.stages)

@@ -15,8 +15,8 @@ import functools
 
 import torch
 
-from . import triton_helpers, triton_swiglu
-from .triton_helpers import maximum, tl, triton
+from . import common
+from .common import maximum, tl, triton
 
 FP8 = torch.float8_e4m3fn
 BLOCK = 128
@@ -40,8 +40,8 @@ def _quantize_kernel(x_ptr, q_ptr, s_ptr, M, R, K, stride_xm, stride_qm, stride_
 
 @functools.cache
 def _kernel(interpret: bool):
-    # keyed by the mode, as triton_scaled_swiglu._kernel; M is not specialised (one kernel per bucket)
-    return triton_helpers.jit_with_helpers(_quantize_kernel, do_not_specialize=["M", "R"])
+    # keyed by the mode, as swiglu_fp8._kernel; M is not specialised (one kernel per bucket)
+    return common.jit_with_helpers(_quantize_kernel, do_not_specialize=["M", "R"])
 
 
 def scale_buffer(rows: int, kb: int, device) -> torch.Tensor:
@@ -63,16 +63,11 @@ def quantize_blocks(x: torch.Tensor, pad_rows: int = 1) -> tuple[torch.Tensor, t
     if rows == 0 or K == 0:
         return q, s.zero_() if s.numel() else s
     x = x if x.stride(1) == 1 else x.contiguous()
-    interpret = triton_swiglu.interpreting()
+    interpret = common.interpreting()
     if not interpret and not x.is_cuda:
         raise ValueError("quantize_blocks: takes CUDA tensors (CPU tensors only under TRITON_INTERPRET=1)")
-    launch = _kernel(interpret)[(triton.cdiv(rows, ROWS), kb)]
     args = (x, q, s, M, rows, K, x.stride(0), q.stride(0), s.stride(0), s.stride(1))
-    if x.is_cuda:
-        with torch.cuda.device(x.device):
-            launch(*args, BLOCK=BLOCK, ROWS=ROWS, num_warps=4)
-    else:
-        launch(*args, BLOCK=BLOCK, ROWS=ROWS, num_warps=4)
+    common.launch(_kernel(interpret), (triton.cdiv(rows, ROWS), kb), x, args, dict(BLOCK=BLOCK, ROWS=ROWS, num_warps=4))
     return q, s
 
 

@@ -41,8 +41,11 @@ from dataclasses import dataclass
 
 import torch
 
-from . import activations, triton_helpers
-from .triton_helpers import activate, tl, triton
+from .. import activations
+from . import common
+
+# available, importable, interpreting: asked of the dense kernel by its callers
+from .common import TileConfig, activate, available, importable, interpreting, tl, triton  # noqa: F401
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -52,42 +55,6 @@ _DEFAULT_SMEM_BUDGET = 96 * 1024
 
 # CUDA caps the second grid dimension (row tiles here) at 65535.
 _MAX_GRID_Y = 65535
-
-
-@dataclass(frozen=True)
-class TileConfig:
-    """What every fused Triton kernel's compile-time variant has: its tile of x rows x weight rows x
-    K, warps and pipeline stages (the dense, FP8 and grouped kernels each add their own fields)."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    num_warps: int = 4
-    num_stages: int = 3
-
-    def __post_init__(self):
-        for field in ("block_m", "block_n", "block_k"):
-            v = getattr(self, field)
-            # tl.arange needs powers of two; tl.dot needs every dimension >= 16.
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"{type(self).__name__}.{field}={v}: must be a power of two >= 16")
-
-    def tile_name(self, prefix: str, swap_ab: bool = False, suffix: str = "") -> str:
-        """The name the dispatch tables know the variant by."""
-        return (f"{prefix}{'swap_' if swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}{suffix}")
-
-    def smem_bytes(self, element_size: int) -> int:
-        """Shared memory of the pipelined tiles (x and both weights): an upper bound.
-
-        Hopper's wgmma pipeline (block_m >= 64, 16-bit inputs) keeps ``num_stages``
-        sets of tiles, the other code paths ``num_stages - 1``.  A config over the device's
-        limit fails at its first launch (Triton's OutOfResources), so a sweep
-        should skip configs this bound puts over
-        ``torch.cuda.get_device_properties(d).shared_memory_per_block_optin``.
-        """
-        per_stage = (self.block_m + 2 * self.block_n) * self.block_k * element_size
-        return self.num_stages * per_stage
 
 
 @dataclass(frozen=True)
@@ -138,39 +105,6 @@ def default_indices() -> tuple[int, int, int]:
     return tuple(CONFIGS.index(c) for c in _DEFAULTS)
 
 
-def importable() -> bool:
-    """Whether Triton imported (``available()`` also checks the GPU, which starts CUDA)."""
-    return triton is not None
-
-
-def interpreting() -> bool:
-    """Whether Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
-    return bool(triton.knobs.runtime.interpret)
-
-
-@functools.cache
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
-
-
-def available() -> tuple[bool, str]:
-    """(True, "") if the kernel can run here, else (False, why not) in user words.
-
-    Under ``TRITON_INTERPRET=1`` it runs on CPU tensors; otherwise it needs a CUDA
-    GPU of compute capability 8.0 or newer (checked on the current device).
-    """
-    if triton is None:
-        return False, triton_helpers.IMPORT_ERROR
-    if interpreting():
-        return True, ""
-    if not torch.cuda.is_available():
-        return False, "no CUDA GPU (and TRITON_INTERPRET is not set)"
-    major, minor = _capability(torch.cuda.current_device())
-    if major < 8:
-        return False, f"GPU compute capability {major}.{minor} is older than 8.0"
-    return True, ""
-
-
 def _swiglu_kernel(
     x_ptr, wg_ptr, wu_ptr, out_ptr,
     M, N, K,
@@ -214,7 +148,7 @@ def _swiglu_kernel(
         wg_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
 
-    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of ops/activations.py
+    # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of kernels/activations.py
     act = activate(acc_g, ACTIVATION)
     y = act * acc_u
     out_ptrs = out_ptr + rows_m[:, None] * stride_om + offs_n[None, :]
@@ -228,7 +162,7 @@ def _kernel(interpret: bool):
     # M is not specialised (Triton would compile one kernel for M == 1 and another for the rest):
     # the C++ op compiles a configuration with its first eager call and then launches it inside
     # CUDA-graph captures at any M of the bucket, where a compile must not happen.
-    return triton_helpers.jit_with_helpers(_swiglu_kernel, do_not_specialize=["M"])
+    return common.jit_with_helpers(_swiglu_kernel, do_not_specialize=["M"])
 
 
 @functools.cache
@@ -270,7 +204,7 @@ def swiglu_triton(
 ) -> torch.Tensor:                     # [..., N], x.dtype
     """act(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel, accumulated in fp32, rounded once.
 
-    ``activation``: "silu", "gelu_tanh" or "gelu" (see ``ops/activations.py``).
+    ``activation``: "silu", "gelu_tanh" or "gelu" (see ``kernels/activations.py``).
 
     ``x`` is used as a ``[M, K]`` view when it has one with unit stride along K
     (any row stride), else copied once to contiguous.  Weights with unit stride
@@ -294,15 +228,11 @@ def swiglu_triton(
         return out.view(*x.shape[:-1], N)
 
     if triton is None:
-        raise RuntimeError(f"swiglu_triton: {triton_helpers.IMPORT_ERROR}")
-    interpret = interpreting()
-    if not interpret:
-        if x.device.type != "cuda":
-            raise ValueError(f"swiglu_triton: x is on {x.device}; the kernel takes CUDA tensors "
-                             "(CPU tensors only under TRITON_INTERPRET=1)")
-        if _capability(x.device.index) < (8, 0):
-            major, minor = _capability(x.device.index)
-            raise RuntimeError(f"swiglu_triton: GPU compute capability {major}.{minor} is older than 8.0")
+        raise RuntimeError(f"swiglu_triton: {common.IMPORT_ERROR}")
+    interpret = common.require_cuda("swiglu_triton", x)
+    if not interpret and common.capability(x.device.index) < (8, 0):
+        major, minor = common.capability(x.device.index)
+        raise RuntimeError(f"swiglu_triton: GPU compute capability {major}.{minor} is older than 8.0")
 
     if x2.stride(1) != 1:
         x2 = x2.contiguous()
@@ -317,17 +247,11 @@ def swiglu_triton(
     if grid[1] > _MAX_GRID_Y:
         raise ValueError(f"swiglu_triton: M={M} needs {grid[1]} row tiles of {config.block_m}, "
                          f"more than the grid allows ({_MAX_GRID_Y}); use a larger block_m")
-    launch = _kernel(interpret)[grid]
     args = (x2, w_gate, w_up, out, M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0))
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
                 # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
                 # either mode, and "tf32" is Triton's own default for them.
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id,
                 num_warps=config.num_warps, num_stages=config.num_stages)
-    if x.device.type == "cuda":
-        # Triton launches on the current device, which need not be x's.
-        with torch.cuda.device(x.device):
-            launch(*args, **meta)
-    else:
-        launch(*args, **meta)
+    common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)

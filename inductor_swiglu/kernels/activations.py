@@ -4,8 +4,8 @@
     gelu_tanh   GELU, tanh approximation               GeGLU: Gemma 1-3 (gelu_pytorch_tanh)
     gelu        GELU, exact (erf)                      GeGLU: T5 v1.1, ...
 
-The ids are the C ABI's ``isw_activation`` (csrc/swiglu_api.h); the kernels compute each in fp32
-exactly as the functions below do (csrc/activation.hpp).
+The ids are ``vocabulary.ACTIVATION_IDS`` (the C ABI's ``isw_activation`` is generated from them);
+the kernels compute each in fp32 exactly as the functions below do (csrc/epilogues/activation.hpp).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .vocabulary import ACTIVATION_IDS as IDS
+
 SILU, GELU_TANH, GELU = "silu", "gelu_tanh", "gelu"
-NAMES = (SILU, GELU_TANH, GELU)
-IDS = {SILU: 0, GELU_TANH: 1, GELU: 2}
+NAMES = tuple(IDS)
 
 
 def check(name: str) -> None:
