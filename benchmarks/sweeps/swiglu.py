@@ -29,8 +29,9 @@ from inductor_swiglu.dispatch import choice
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels import configs
 from inductor_swiglu.kernels import library as kl
+from inductor_swiglu.kernels.triton import swiglu as triton_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS
-from inductor_swiglu.ops import cuda_impl, triton_swiglu
+from inductor_swiglu.ops import cuda_impl
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 STEM = "sweep"

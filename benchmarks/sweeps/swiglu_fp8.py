@@ -44,8 +44,9 @@ from weight_read import weight_read
 from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels import configs as kernel_configs
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS
-from inductor_swiglu.ops import cutlass_scaled_swiglu, scaled_swiglu_op, triton_scaled_swiglu
+from inductor_swiglu.ops import cutlass_scaled_swiglu, scaled_swiglu_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 from sweeps import base

@@ -26,8 +26,10 @@ from weight_read import weight_read
 
 from inductor_swiglu.dispatch import forms, plans
 from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.kernels.triton import quantize_fp8 as triton_fp8_quantize
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES
-from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, cutlass_scaled_swiglu, triton_fp8_quantize, triton_scaled_swiglu
+from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, cutlass_scaled_swiglu
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 from sweeps import base
 from sweeps.swiglu_fp8 import DEFAULTS, chosen_entry, describe, markdown, numerics_ok

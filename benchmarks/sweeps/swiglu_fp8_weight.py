@@ -30,8 +30,9 @@ from weight_read import weight_read
 import inductor_swiglu
 from inductor_swiglu.dispatch import forms, plans
 from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP
-from inductor_swiglu.ops import fp8_weight_swiglu_op, triton_scaled_swiglu
+from inductor_swiglu.ops import fp8_weight_swiglu_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 from sweeps import base

@@ -29,8 +29,9 @@ from timing import Interleaved, admit, host_us_per_call, sets_needed, time_point
 
 from inductor_swiglu.dispatch import choice, forms, plans
 from inductor_swiglu.dispatch import table as tables
+from inductor_swiglu.kernels.triton import swiglu_grouped as triton_grouped_swiglu
 from inductor_swiglu.models.shapes import MOE_SHAPES, MOE_TOKENS
-from inductor_swiglu.ops import grouped_swiglu_op, triton_grouped_swiglu
+from inductor_swiglu.ops import grouped_swiglu_op
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 from sweeps import base
 
