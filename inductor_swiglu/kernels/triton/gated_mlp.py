@@ -54,6 +54,7 @@ computes); compiled kernels always feed bf16 to the tensor cores.
 from __future__ import annotations
 
 import functools
+import types
 from dataclasses import dataclass
 
 import torch
@@ -83,10 +84,26 @@ class DgatedConfig(TileConfig):
     """One compile-time variant of the backward dgated kernel: one accumulator, a wider epilogue."""
 
     group_m: int = 8
+    epi_chunks: int = 0      # column chunks of the epilogue (1, 2 or 4); 0: from the tile
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.epi_chunks not in (0, 1, 2, 4) or self.block_n // max(self.epi_chunks, 1) < 16:
+            raise ValueError(f"DgatedConfig.epi_chunks={self.epi_chunks}: must be 0, 1, 2 or 4, chunks >= 16 wide")
 
     @property
     def name(self) -> str:
-        return self.tile_name("gmd_", suffix=f"_g{self.group_m}")
+        chunks = f"_e{self.epi_chunks}" if self.epi_chunks else ""
+        return self.tile_name("gmd_", suffix=f"_g{self.group_m}{chunks}")
+
+    @property
+    def epilogue_chunks(self) -> int:
+        """Column chunks the epilogue runs in: by default at most 32 elements of the tile per thread
+        at a time, which ptxas fits in registers beside the accumulator (twice that spills)."""
+        if self.epi_chunks:
+            return self.epi_chunks
+        per_thread = self.block_m * self.block_n // (32 * self.num_warps)
+        return min(4, max(1, per_thread // 32), self.block_n // 16)
 
     def smem_bytes(self, element_size: int) -> int:
         # dy and one weight tile per stage (TileConfig's bound counts two weight tiles)
@@ -98,7 +115,7 @@ FORWARD_CONFIGS: tuple[GatedForwardConfig, ...] = (
     GatedForwardConfig(16, 64, 128, 4, 4),
     GatedForwardConfig(64, 64, 64, 4, 4),
     # Prefill: compute bound; two 128-wide accumulators are a 128x256 tile of the MMA.
-    GatedForwardConfig(128, 64, 64, 4, 4),
+    GatedForwardConfig(128, 64, 64, 8, 4),
     GatedForwardConfig(128, 128, 64, 8, 3),
     GatedForwardConfig(128, 128, 64, 8, 4),
     GatedForwardConfig(64, 128, 64, 4, 4),
@@ -106,6 +123,7 @@ FORWARD_CONFIGS: tuple[GatedForwardConfig, ...] = (
 )
 
 DGATED_CONFIGS: tuple[DgatedConfig, ...] = (
+    # One accumulator, so the prefill tiles can be twice as wide as the forward's.
     DgatedConfig(16, 64, 128, 4, 4),
     DgatedConfig(64, 128, 64, 4, 4),
     DgatedConfig(128, 128, 64, 8, 4),
@@ -114,7 +132,8 @@ DGATED_CONFIGS: tuple[DgatedConfig, ...] = (
     DgatedConfig(256, 128, 64, 8, 3),
 )
 
-# Below this many rows a launch cannot fill the GPU with row tiles of 128.
+# Up to _DECODE_M rows the weights' bytes bound the kernels; up to _MEDIUM_M, 128-row tiles would
+# leave most SMs without a tile.
 _DECODE_M = 16
 _MEDIUM_M = 256
 
@@ -244,7 +263,7 @@ def _dgated_kernel(
     M, N, H,
     stride_dym, stride_w, stride_gum, stride_dgum, stride_hm,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    ACTIVATION: tl.constexpr, WIDEN: tl.constexpr,
+    ACTIVATION: tl.constexpr, WIDEN: tl.constexpr, EPI_CHUNKS: tl.constexpr,
 ):
     pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -270,15 +289,50 @@ def _dgated_kernel(
         dy_ptrs += BLOCK_K
         w_ptrs += BLOCK_K * stride_w
 
-    mask = mask_m[:, None] & mask_n[None, :]
+    # The epilogue runs on column chunks of the tile: each chunk's g, u, act(g), act'(g) and three
+    # outputs then fit in registers beside the accumulator (a whole 128x128 tile spills).
+    n0 = pid_n * BLOCK_N
+    if EPI_CHUNKS == 1:
+        _dgated_epilogue(acc, rows_m, mask_m, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum, stride_hm,
+                         BLOCK_N, ACTIVATION)
+    else:
+        lo, hi = _halves(acc, BLOCK_M, BLOCK_N)
+        if EPI_CHUNKS == 2:
+            _dgated_epilogue(lo, rows_m, mask_m, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum,
+                             stride_hm, BLOCK_N // 2, ACTIVATION)
+            _dgated_epilogue(hi, rows_m, mask_m, n0 + BLOCK_N // 2, N, gu_ptr, dgu_ptr, h_ptr, stride_gum,
+                             stride_dgum, stride_hm, BLOCK_N // 2, ACTIVATION)
+        else:
+            lo0, lo1 = _halves(lo, BLOCK_M, BLOCK_N // 2)
+            hi0, hi1 = _halves(hi, BLOCK_M, BLOCK_N // 2)
+            _dgated_epilogue(lo0, rows_m, mask_m, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum,
+                             stride_hm, BLOCK_N // 4, ACTIVATION)
+            _dgated_epilogue(lo1, rows_m, mask_m, n0 + BLOCK_N // 4, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum,
+                             stride_hm, BLOCK_N // 4, ACTIVATION)
+            _dgated_epilogue(hi0, rows_m, mask_m, n0 + BLOCK_N // 2, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum,
+                             stride_hm, BLOCK_N // 4, ACTIVATION)
+            _dgated_epilogue(hi1, rows_m, mask_m, n0 + 3 * (BLOCK_N // 4), N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum,
+                             stride_hm, BLOCK_N // 4, ACTIVATION)
+
+
+def _halves(t, ROWS: tl.constexpr, COLS: tl.constexpr):
+    # columns [0, COLS/2) and [COLS/2, COLS) of a [ROWS, COLS] tile (tl.split takes a last axis of 2)
+    return tl.split(tl.permute(tl.reshape(t, (ROWS, 2, COLS // 2)), (0, 2, 1)))
+
+
+def _dgated_epilogue(dh, rows_m, mask_m, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_gum, stride_dgum, stride_hm,
+                     WIDTH: tl.constexpr, ACTIVATION: tl.constexpr):
+    # dh: the fp32 [rows, WIDTH] chunk of dy @ w_down for columns [n0, n0 + WIDTH)
+    offs_n = n0 + tl.arange(0, WIDTH)
+    mask = mask_m[:, None] & (offs_n < N)[None, :]
     g_ptrs = gu_ptr + rows_m[:, None] * stride_gum + offs_n[None, :]
     g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
     u = tl.load(g_ptrs + N, mask=mask, other=0.0).to(tl.float32)
     a, da = _act_and_grad(g, ACTIVATION)
     dg_ptrs = dgu_ptr + rows_m[:, None] * stride_dgum + offs_n[None, :]
     out_ty = dgu_ptr.dtype.element_ty
-    tl.store(dg_ptrs, (acc * u * da).to(out_ty), mask=mask)
-    tl.store(dg_ptrs + N, (acc * a).to(out_ty), mask=mask)
+    tl.store(dg_ptrs, (dh * u * da).to(out_ty), mask=mask)
+    tl.store(dg_ptrs + N, (dh * a).to(out_ty), mask=mask)
     h_ptrs = h_ptr + rows_m[:, None] * stride_hm + offs_n[None, :]
     tl.store(h_ptrs, (a * u).to(h_ptr.dtype.element_ty), mask=mask)
 
@@ -288,10 +342,19 @@ def _kernels(interpret: bool):
     # Keyed by the mode because triton.jit picks compiled or interpreted when it wraps.  M is not
     # specialised: one compiled kernel serves every token count, so a CUDA graph captured at one M
     # never waits for a compile at another (M == 1 would otherwise get its own).
-    extra = {"_tile_ids": _tile_ids, "_act_and_grad": _act_and_grad}
-    forward = triton_helpers.jit_with_helpers(_forward_kernel, extra, do_not_specialize=["M"])
-    dgated = triton_helpers.jit_with_helpers(_dgated_kernel, extra, do_not_specialize=["M"])
-    return forward, dgated
+    # Like triton_helpers.jit_with_helpers, with one namespace for the kernels and their device
+    # functions: the epilogue calls _act_and_grad, so helpers must see each other's JIT forms too.
+    namespace = dict(globals(), activate=triton.jit(triton_helpers.activate))
+
+    def rebound(fn):
+        f = types.FunctionType(fn.__code__, namespace, fn.__name__)
+        f.__annotations__ = dict(fn.__annotations__)   # the tl.constexpr marks
+        f.__qualname__ = fn.__qualname__
+        return f
+
+    for fn in (_tile_ids, _act_and_grad, _halves, _dgated_epilogue):
+        namespace[fn.__name__] = triton.jit(rebound(fn))
+    return tuple(triton.jit(rebound(k), do_not_specialize=["M"]) for k in (_forward_kernel, _dgated_kernel))
 
 
 def jit_kernels(interpret: bool = False):
@@ -431,7 +494,7 @@ def gated_mlp_dgated_gpu(
     args = (dy, w_down, gu, dgu, h, M, N, H, dy.stride(0), w_down.stride(0), gu.stride(0), dgu.stride(0),
             h.stride(0))
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy),
+                ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy), EPI_CHUNKS=config.epilogue_chunks,
                 num_warps=config.num_warps, num_stages=config.num_stages)
     _launch(_kernels(interpreting())[1], dy.device, _grid(M, N, config), args, meta)
     return dgu, h
