@@ -30,6 +30,7 @@ from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
 from inductor_swiglu.ops import activations  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 ACTS = ("silu", "gelu_tanh")
@@ -183,6 +184,45 @@ def test_references_agree_with_autograd(activation):
     dgu, h_back = gm.gated_mlp_dgated_reference(dy, wd, gu.detach(), activation, dtype=torch.float64)
     torch.testing.assert_close(dgu, grad)
     torch.testing.assert_close(h_back, h)
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    from benchmark_scripts import benchmark_module
+
+    module = benchmark_module("bench_gated_mlp")
+    monkeypatch.setattr(module, "DEV", "cpu")
+    return module
+
+
+@interpreted
+@pytest.mark.parametrize("activation", ACTS)
+def test_bench_mlp_gradients_no_worse_than_eager(bench, activation):
+    # The GPU benchmark's MLP (the two kernels wired with torch.mm for dW and dx): every gradient
+    # against fp64, beside eager's from the same fp16 inputs.  fp16, because the interpreter rounds
+    # fp32 to bf16 toward zero, a bias that sums up in the weight gradients (GPUs round to nearest).
+    M, N, K = 33, 40, 24
+    g = torch.Generator().manual_seed(9)
+    x, wg, wu = _forward_inputs(M, N, K, torch.float16, seed=9)
+    wd, dy = _randn(K, N, dtype=torch.float16, gen=g, scale=N**-0.5), _randn(M, K, dtype=torch.float16, gen=g)
+    leaves = [t.requires_grad_(True) for t in (x, wg, wu, wd)]
+    grads = bench._step(lambda *a: bench.fused_mlp(*a, act=activation))(*leaves, dy)
+    eager = bench._step(lambda *a: bench._mlp_eager(*a, act=activation))(*leaves, dy)
+    ref_leaves = [t.detach().double().requires_grad_(True) for t in leaves]
+    ref = bench._step(lambda *a: bench._mlp_eager(*a, act=activation))(*ref_leaves, dy.double())
+    for name, got, stock, want in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, eager, ref):
+        assert got.dtype == torch.float16 and got.shape == want.shape, name
+        ours, theirs = error_stats(got, want), error_stats(stock, want)
+        assert ours["nonfinite"] == 0 and ours["normwise"] < 1e-2, (name, ours)
+        assert ours["normwise"] <= 1.25 * theirs["normwise"], (name, ours, theirs)
+        assert ours["frac_over_1pct"] <= 1.25 * theirs["frac_over_1pct"] + 1e-2, (name, ours, theirs)
+
+
+@interpreted
+def test_bench_check_point_runs(bench):
+    row = bench.check_point(7, 40, 24, H, "gelu_tanh", seed=1)
+    assert row["ok"], row
+    assert bench.check_empty()["ok"]
 
 
 def test_empty_m_does_not_launch(monkeypatch):
