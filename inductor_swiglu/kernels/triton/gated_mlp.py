@@ -31,7 +31,10 @@ streaming consecutive weight rows.  The forward reads each x tile once for both 
 accumulators, as ``ops/triton_swiglu.py``).  The backward's B operand is ``w_down`` itself:
 its ``[BLOCK_K, BLOCK_N]`` tile (rows over H, columns over N) has N as the unit-stride axis,
 which is the layout ``tl.dot`` takes, so no transpose or copy is made.  The epilogue loads the
-matching g and u tiles from ``gu``, computes in fp32 and rounds each output once at its store.
+matching g and u tiles from ``gu``, computes in fp32 and rounds each output once at its store;
+it runs on column chunks of the tile (``DgatedConfig.epilogue_chunks``), so that a chunk's g, u,
+act(g), act'(g) and outputs fit in registers beside the accumulator (a whole 128x128 tile's
+epilogue spills).
 All tails (M, N, K/H not multiples of the tile, or of 16) are masked.  No split-K, atomics or
 workspace: a launch is a pure function of its inputs and can be captured in a CUDA graph.
 
