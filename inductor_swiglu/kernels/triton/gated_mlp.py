@@ -387,7 +387,7 @@ def _check_common(name: str, tensors: dict, activation: str) -> None:
 
 def _check_out(name: str, what: str, out: torch.Tensor | None, shape: tuple, like: torch.Tensor) -> None:
     if out is not None and (tuple(out.shape) != shape or out.dtype != like.dtype or out.device != like.device
-                            or out.stride(1) != 1 and shape[1] > 1):
+                            or (out.stride(1) != 1 and shape[1] > 1)):
         _fail(f"{name}: {what} must be a {list(shape)} {like.dtype} tensor on {like.device} with unit column "
               f"stride; got {tuple(out.shape)} {out.dtype} on {out.device}, strides {out.stride()}")
 
