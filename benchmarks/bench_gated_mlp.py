@@ -1,0 +1,517 @@
+"""The gated MLP's training kernels (kernels/triton/gated_mlp.py) on one GPU: numerics, CUDA graphs,
+speed against cuBLAS + Inductor and against stock torch.compile, and a whole MLP forward+backward.
+
+    PYTHONPATH=$PWD python benchmarks/bench_gated_mlp.py [--out DIR] [--models q0.5B,q1.5B,q7B]
+        [--tokens 2048,8192] [--sections check,kernels,mlp] [--budget-s 220]
+
+Sections (each point's failure is recorded in the results, never fatal):
+  check    both kernels against fp32 references from the same bf16 inputs, outputs poisoned with
+           NaN first, at odd sizes (M, N, K, H not multiples of 16) and at the models' shapes with
+           2048 tokens, every config of both lists at one odd size; beside them the error of what
+           stock computes (cuBLAS bf16 GEMMs and the pointwise in bf16); M = 0; one CUDA graph
+           capturing both kernels, replayed on new inputs, equal to eager launches.
+  kernels  per model shape x tokens, GPU microseconds per call (CUDA-graph replay, interleaved,
+           weights rotated past 4x the L2, SM clock logged, benchmarks/timing.py):
+             forward  ours (h and the [M, 2N] pre-activations, every config of FORWARD_CONFIGS)
+                      vs cuBLAS x @ [Wg; Wu]^T ([M, 2N, K], the weights concatenated once outside
+                      the timing) + Inductor-compiled act(g) * u: the same outputs;
+                      ours without pre-activations (default config) vs stock torch.compile of
+                      act(x Wg^T) * (x Wu^T): the inference forward
+             dgated   ours (every config of DGATED_CONFIGS) vs cuBLAS dy @ Wd + Inductor-compiled
+                      dSwiGLU pointwise writing (d_gate, d_up, h)
+  mlp      one MLP forward+backward (gradients of x and of the three weights; bf16; a random
+           upstream gradient): ours (an autograd.Function of the two kernels, torch.mm for the
+           down projection, dx and the weight gradients) vs stock torch.compile of the eager MLP;
+           time (CUDA-graph replay, interleaved) and memory (saved activations: allocated after the
+           forward minus before it, less the output; peak of forward+backward over the start).
+
+Writes bench_gated_mlp.json and bench_gated_mlp.md under --out (default $OUT), and prints a
+compact line per point as it goes.  Triton kernels need no build: PYTHONPATH=$PWD is enough.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
+
+from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
+from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
+from inductor_swiglu.ops import activations  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
+
+DT = torch.bfloat16
+DEV = "cuda"     # the CPU tests run the check and the MLP under the Triton interpreter on "cpu"
+ODD = [(1, 40, 24, 48), (7, 72, 80, 48), (33, 40, 80, 48), (300, 1000, 136, 200), (1025, 4872, 904, 904)]
+NUMERICS_OK = 1e-2      # norm-wise error a bf16 output must stay under
+
+
+def _nan(*shape):
+    return torch.full(shape, float("nan"), device=DEV, dtype=DT)
+
+
+def _err(out, ref) -> dict:
+    s = error_stats(out, ref)
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.items()
+            if k in ("frac_over_1pct", "normwise", "nonfinite")}
+
+
+def _ok(err: dict) -> bool:
+    return err["nonfinite"] == 0 and err["normwise"] < NUMERICS_OK
+
+
+def _weights(N, K, H, gen):
+    wg = (torch.randn(N, K, device=DEV, generator=gen) / K**0.5).to(DT)
+    wu = (torch.randn(N, K, device=DEV, generator=gen) / K**0.5).to(DT)
+    wd = (torch.randn(H, N, device=DEV, generator=gen) / N**0.5).to(DT)
+    return wg, wu, wd
+
+
+# ---------------------------------------------------------------- what stock computes, compiled
+
+def _act_mul(gu, N: int, act: str):
+    g, u = gu[:, :N], gu[:, N:]
+    return (activations.apply(act, g.float()) * u.float()).to(gu.dtype)
+
+
+def _dact(dh, gu, N: int, act: str):
+    g, u = gu[:, :N].float(), gu[:, N:].float()
+    a, da = _act_grad(g, act)
+    d = dh.float()
+    return (d * u * da).to(dh.dtype), (d * a).to(dh.dtype), (a * u).to(dh.dtype)
+
+
+def _act_grad(g, act: str):
+    # written out (activations.value_and_grad runs autograd, which torch.compile would break on)
+    if act == activations.SILU:
+        s = torch.sigmoid(g)
+        return g * s, s * (1 + g * (1 - s))
+    inner = 0.7978845608028654 * (g + 0.044715 * g**3)
+    s = torch.sigmoid(2 * inner)
+    return g * s, s + 2 * g * s * (1 - s) * 0.7978845608028654 * (1 + 3 * 0.044715 * g * g)
+
+
+def _mlp_eager(x, wg, wu, wd, act: str = activations.SILU):
+    return F.linear(activations.apply(act, F.linear(x, wg)) * F.linear(x, wu), wd)
+
+
+def _compiled(fn):
+    return torch.compile(fn, backend="inductor", dynamic=False)
+
+
+class FusedMLP(torch.autograd.Function):
+    """down(act(gate(x)) * up(x)) on the two kernels: the forward saves x and the pre-activations
+    gu [M, 2N] (not h, which the dgated kernel rewrites for dW_down); dW_gate and dW_up are one GEMM
+    dgu^T x ([2N, K], row halves), dx two GEMMs (separate weights; one where they are rows of one
+    tensor)."""
+
+    @staticmethod
+    def forward(ctx, x, wg, wu, wd, act):
+        h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, act, True)
+        ctx.save_for_backward(x, wg, wu, wd, gu)
+        ctx.act = act
+        return torch.mm(h, wd.t())
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, wg, wu, wd, gu = ctx.saved_tensors
+        N = wg.shape[0]
+        dgu, h = gm.gated_mlp_dgated_gpu(dy.contiguous(), wd, gu, ctx.act)
+        dwd = torch.mm(dy.t(), h)
+        dw = torch.mm(dgu.t(), x)
+        dx = torch.addmm(torch.mm(dgu[:, :N], wg), dgu[:, N:], wu)
+        return dx, dw[:N], dw[N:], dwd, None
+
+
+def fused_mlp(x, wg, wu, wd, act: str = activations.SILU):
+    return FusedMLP.apply(x, wg, wu, wd, act)
+
+
+# ---------------------------------------------------------------- check
+
+def check_point(M, N, K, H, act, seed, configs=False) -> dict:
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    x = torch.randn(M, K, device=DEV, generator=g).to(DT)
+    wg, wu, wd = _weights(N, K, H, g)
+    dy = torch.randn(M, H, device=DEV, generator=g).to(DT)
+    row = {"M": M, "N": N, "K": K, "H": H, "act": act}
+    h_ref, gu_ref = gm.gated_mlp_forward_reference(x, wg, wu, act)
+    h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, act, True, out=_nan(M, N), preact=_nan(M, 2 * N))
+    row["fwd_h"], row["fwd_gu"] = _err(h, h_ref), _err(gu, gu_ref)
+    gu_stock = torch.mm(x, torch.cat([wg, wu]).t())
+    row["stock_fwd_h"] = _err(_act_mul(gu_stock, N, act), h_ref)
+    # the backward from the kernel's own bf16 pre-activations, as in training
+    dgu_ref, hb_ref = gm.gated_mlp_dgated_reference(dy, wd, gu, act)
+    dgu, hb = gm.gated_mlp_dgated_gpu(dy, wd, gu, act, out=_nan(M, 2 * N), h_out=_nan(M, N))
+    row["dgated_dgu"], row["dgated_h"] = _err(dgu, dgu_ref), _err(hb, hb_ref)
+    dg_s, du_s, _ = _dact(torch.mm(dy, wd), gu, N, act)
+    row["stock_dgu"] = _err(torch.cat([dg_s, du_s], 1), dgu_ref)
+    if configs:
+        bad = []
+        for c in gm.FORWARD_CONFIGS:
+            o = gm.gated_mlp_forward_gpu(x, wg, wu, act, True, config=c, out=_nan(M, N), preact=_nan(M, 2 * N))
+            if not (_ok(_err(o[0], h_ref)) and _ok(_err(o[1], gu_ref))):
+                bad.append(c.name)
+        for c in gm.DGATED_CONFIGS:
+            o = gm.gated_mlp_dgated_gpu(dy, wd, gu, act, config=c, out=_nan(M, 2 * N), h_out=_nan(M, N))
+            if not (_ok(_err(o[0], dgu_ref)) and _ok(_err(o[1], hb_ref))):
+                bad.append(c.name)
+        row["configs_wrong"] = bad
+    row["ok"] = all(_ok(row[k]) for k in ("fwd_h", "fwd_gu", "dgated_dgu", "dgated_h")) and not row.get(
+        "configs_wrong")
+    return row
+
+
+def check_empty() -> dict:
+    x = torch.empty(0, 64, device=DEV, dtype=DT)
+    wg, wu, wd = _weights(48, 64, 32, torch.Generator(device=DEV).manual_seed(0))
+    h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, "silu", True)
+    dgu, hb = gm.gated_mlp_dgated_gpu(torch.empty(0, 32, device=DEV, dtype=DT), wd, gu, "silu")
+    shapes = [tuple(t.shape) for t in (h, gu, dgu, hb)]
+    return {"case": "M=0", "shapes": shapes, "ok": shapes == [(0, 48), (0, 96), (0, 96), (0, 48)]}
+
+
+def check_graph(M=33, N=72, K=80, H=48, act="silu") -> dict:
+    g = torch.Generator(device=DEV).manual_seed(1)
+    x = torch.randn(M, K, device=DEV, generator=g).to(DT)
+    dy = torch.randn(M, H, device=DEV, generator=g).to(DT)
+    wg, wu, wd = _weights(N, K, H, g)
+
+    def both():
+        h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, act, True)
+        return (h, gu, *gm.gated_mlp_dgated_gpu(dy, wd, gu, act))
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        both()      # compiles outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = both()
+    x.copy_(torch.randn(M, K, device=DEV, generator=g).to(DT))
+    dy.copy_(torch.randn(M, H, device=DEV, generator=g).to(DT))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = both()
+    equal = [torch.equal(a, b) for a, b in zip(outs, eager)]
+    return {"case": "CUDA graph replay on new inputs == eager", "equal": equal, "ok": all(equal)}
+
+
+def section_check(models, report) -> list[dict]:
+    rows = []
+    # every config once (SiLU; the activation is the same code in every config), at the odd size
+    # with several tiles and tails of each
+    points = [(M, N, K, H, act, M == 300 and act == "silu") for M, N, K, H in ODD for act in ("silu", "gelu_tanh")]
+    points += [(2048, N, K, K, "silu", False) for K, N in (MLP_SHAPES[m] for m in models)]
+    for M, N, K, H, act, configs in points:
+        rows.append(_guard(lambda: check_point(M, N, K, H, act, seed=M + N + K, configs=configs),
+                           {"M": M, "N": N, "K": K, "H": H, "act": act}))
+        r = rows[-1]
+        report(f"check M={M} N={N} K={K} H={H} {act}: " + ("ERROR " + r["error"][:200] if "error" in r else
+               f"{'ok' if r['ok'] else 'WRONG'} fwd h {r['fwd_h']['normwise']:.1e} (stock "
+               f"{r['stock_fwd_h']['normwise']:.1e}) dgu {r['dgated_dgu']['normwise']:.1e} (stock "
+               f"{r['stock_dgu']['normwise']:.1e}) >1%: {r['dgated_dgu']['frac_over_1pct']:.1e} (stock "
+               f"{r['stock_dgu']['frac_over_1pct']:.1e})" + (f" configs wrong: {r['configs_wrong']}"
+                                                               if r.get("configs_wrong") else "")))
+    for fn in (check_empty, check_graph):
+        rows.append(_guard(fn, {"case": fn.__name__}))
+        report(f"check {rows[-1].get('case')}: {'ok' if rows[-1].get('ok') else rows[-1]}")
+    return rows
+
+
+# ---------------------------------------------------------------- kernels
+
+def _forward_sets(M, N, K, seed):
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    n = sets_needed(2 * (M * K + 4 * N * K + 3 * M * N))
+
+    def one():
+        x = torch.randn(M, K, device=DEV, generator=g).to(DT)
+        wg, wu, _ = _weights(N, K, 1, g)
+        return x, wg, wu, torch.cat([wg, wu]), torch.empty(M, N, device=DEV, dtype=DT), \
+            torch.empty(M, 2 * N, device=DEV, dtype=DT)
+
+    return [one() for _ in range(n)]
+
+
+def _dgated_sets(M, N, H, seed):
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    n = sets_needed(2 * (M * H + H * N + 6 * M * N))
+
+    def one():
+        dy = torch.randn(M, H, device=DEV, generator=g).to(DT)
+        wd = (torch.randn(H, N, device=DEV, generator=g) / N**0.5).to(DT)
+        gu = torch.randn(M, 2 * N, device=DEV, generator=g).to(DT)
+        return dy, wd, gu, torch.empty(M, 2 * N, device=DEV, dtype=DT), torch.empty(M, N, device=DEV, dtype=DT)
+
+    return [one() for _ in range(n)]
+
+
+def _timed(bench: Interleaved, M: int, row: dict, key: str) -> dict:
+    """Medians per call into row[key], the spread (interquartile range, % of the median) into
+    row[key + "_iqr_pct"]; sustained figures (after 1 s of load) from 2048 tokens on."""
+    t = bench.run(rounds=10 if M >= 8192 else 15, warm_s=1.0 if M >= 2048 else 0.0)
+    row[key] = {name: round(v.us, 2) for name, v in t.items()}
+    row[key + "_iqr_pct"] = {name: round(100 * (v.us_p75 - v.us_p25) / v.us, 1) for name, v in t.items()}
+    return row[key]
+
+
+def kernels_point(model, M, act, clock) -> dict:
+    K, N = MLP_SHAPES[model]
+    H = K
+    row = {"model": model, "M": M, "N": N, "K": K, "H": H, "act": act}
+    fwd_default, dg_default = gm.default_forward_config(M), gm.default_dgated_config(M)
+    row["forward_default"], row["dgated_default"] = fwd_default.name, dg_default.name
+
+    sets = _forward_sets(M, N, K, seed=M + N)
+    act_mul = _compiled(lambda gu: _act_mul(gu, N, act))
+    stock = _compiled(lambda x, wg, wu: activations.apply(act, F.linear(x, wg)) * F.linear(x, wu))
+    bench = Interleaved(sets, clock)
+    bench.add("cublas_2N+act_mul", lambda x, wg, wu, wcat, h, gu: act_mul(torch.mm(x, wcat.t(), out=gu)))
+    bench.add("stock_compile_fwd", lambda x, wg, wu, *_: stock(x, wg, wu))
+    bench.add("ours_no_preact", lambda x, wg, wu, wcat, h, gu: gm.gated_mlp_forward_gpu(x, wg, wu, act, False, out=h))
+    for c in gm.FORWARD_CONFIGS:
+        bench.add(c.name, lambda x, wg, wu, wcat, h, gu, c=c: gm.gated_mlp_forward_gpu(
+            x, wg, wu, act, True, config=c, out=h, preact=gu))
+    _timed(bench, M, row, "forward_us")
+    row["forward_errors"] = dict(bench.errors)
+    row["forward_clock"] = bench.clock_summary()
+    del bench, sets
+    torch.cuda.empty_cache()
+
+    sets = _dgated_sets(M, N, H, seed=M + H)
+    dact = _compiled(lambda dh, gu: _dact(dh, gu, N, act))
+    bench = Interleaved(sets, clock)
+    bench.add("cublas+dact", lambda dy, wd, gu, dgu, h: dact(torch.mm(dy, wd), gu))
+    for c in gm.DGATED_CONFIGS:
+        bench.add(c.name, lambda dy, wd, gu, dgu, h, c=c: gm.gated_mlp_dgated_gpu(
+            dy, wd, gu, act, config=c, out=dgu, h_out=h))
+    _timed(bench, M, row, "dgated_us")
+    row["dgated_errors"] = dict(bench.errors)
+    row["dgated_clock"] = bench.clock_summary()
+    del bench, sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def _best(times: dict, names) -> tuple[str | None, float | None]:
+    got = [(times[n], n) for n in names if n in times]
+    return (min(got)[1], min(got)[0]) if got else (None, None)
+
+
+def describe_kernels(r) -> str:
+    f, d = r["forward_us"], r["dgated_us"]
+    fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS])
+    db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS])
+    ratio = (lambda a, b: f"{a / b:.2f}x" if a and b else "-")
+    return (f"{r['model']} M={r['M']}: fwd cuBLAS+pw {f.get('cublas_2N+act_mul', '-')} us, ours default "
+            f"{f.get(r['forward_default'], '-')} best {fbus} ({fb}) speedup "
+            f"{ratio(f.get('cublas_2N+act_mul'), fbus)}; no-preact {f.get('ours_no_preact', '-')} vs stock "
+            f"{f.get('stock_compile_fwd', '-')} | dgated cuBLAS+pw {d.get('cublas+dact', '-')} us, ours default "
+            f"{d.get(r['dgated_default'], '-')} best {dbus} ({db}) speedup {ratio(d.get('cublas+dact'), dbus)}"
+            + (f" | errors: {list(r['forward_errors']) + list(r['dgated_errors'])}"
+               if r["forward_errors"] or r["dgated_errors"] else ""))
+
+
+# ---------------------------------------------------------------- whole MLP forward+backward
+
+def _mlp_sets(M, N, K, seed):
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    n = sets_needed(2 * (2 * M * K + 3 * N * K))
+
+    def one():
+        x = torch.randn(M, K, device=DEV, generator=g).to(DT).requires_grad_(True)
+        wg, wu, wd = (w.requires_grad_(True) for w in _weights(N, K, K, g))
+        return x, wg, wu, wd, torch.randn(M, K, device=DEV, generator=g).to(DT)
+
+    return [one() for _ in range(n)]
+
+
+def _step(mlp):
+    def run(x, wg, wu, wd, dy):
+        y = mlp(x, wg, wu, wd)
+        return torch.autograd.grad(y, (x, wg, wu, wd), dy)
+    return run
+
+
+def _memory(mlp, s) -> dict:
+    x, wg, wu, wd, dy = s
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = torch.cuda.memory_allocated()
+    y = mlp(x, wg, wu, wd)
+    saved = torch.cuda.memory_allocated() - start - y.numel() * y.element_size()
+    grads = torch.autograd.grad(y, (x, wg, wu, wd), dy)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - start
+    del grads, y
+    return {"saved_mb": round(saved / 2**20, 1), "peak_mb": round(peak / 2**20, 1)}
+
+
+def mlp_point(model, M, act, clock) -> dict:
+    K, N = MLP_SHAPES[model]
+    row = {"model": model, "M": M, "N": N, "K": K, "act": act}
+    sets = _mlp_sets(M, N, K, seed=M + K)
+    candidates = {"stock_compile": _compiled(lambda x, wg, wu, wd: _mlp_eager(x, wg, wu, wd, act)),
+                  "ours": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
+    x, wg, wu, wd, dy = sets[0]
+    leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
+    ref = _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
+    del leaves
+    row["numerics"] = {}
+    for name, mlp in candidates.items():
+        grads = _step(mlp)(x, wg, wu, wd, dy)   # also compiles
+        row["numerics"][name] = {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
+        del grads
+        row[f"{name}_memory"] = _memory(mlp, sets[0])
+    del ref
+    bench = Interleaved(sets, clock)
+    for name, mlp in candidates.items():
+        bench.add(name, _step(mlp))
+    _timed(bench, M, row, "us")
+    row["errors"] = dict(bench.errors)
+    row["clock"] = bench.clock_summary()
+    del bench, sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def describe_mlp(r) -> str:
+    us, ms, mo = r["us"], r["stock_compile_memory"], r["ours_memory"]
+    speed = f"{us['stock_compile'] / us['ours']:.2f}x" if "ours" in us and "stock_compile" in us else "-"
+    worst = {n: max(v["normwise"] for v in g.values()) for n, g in r["numerics"].items()}
+    return (f"MLP {r['model']} M={r['M']}: stock {us.get('stock_compile', '-')} us, ours {us.get('ours', '-')} us "
+            f"({speed}); saved MB stock {ms['saved_mb']} ours {mo['saved_mb']}; peak MB stock {ms['peak_mb']} "
+            f"ours {mo['peak_mb']}; worst grad norm-wise err stock {worst['stock_compile']:.1e} ours "
+            f"{worst['ours']:.1e}" + (f" | errors: {r['errors']}" if r["errors"] else ""))
+
+
+# ---------------------------------------------------------------- driver
+
+def _guard(fn, row: dict) -> dict:
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001  (one failing point is recorded, the run goes on)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        return {**row, "error": f"{type(e).__name__}: {e}"[:2000], "traceback": traceback.format_exc()[-3000:]}
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Gated MLP training kernels: {result['meta']['device']}", "",
+             f"torch {result['meta']['torch']}, triton {result['meta']['triton']}; us per call, CUDA-graph "
+             "replay, interleaved, weights rotated past 4x L2", ""]
+    if result.get("check"):
+        bad = [r for r in result["check"] if not r.get("ok")]
+        lines += [f"## Check: {len(result['check']) - len(bad)} of {len(result['check'])} ok", ""]
+        lines += [f"- NOT OK: {json.dumps({k: v for k, v in r.items() if k != 'traceback'})}" for r in bad]
+        lines += ["", "| M | N | K | H | act | fwd h normwise (stock) | dgu normwise (stock) | dgu >1% (stock) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in result["check"]:
+            if "fwd_h" in r:
+                lines.append(f"| {r['M']} | {r['N']} | {r['K']} | {r['H']} | {r['act']} | {r['fwd_h']['normwise']:.1e} "
+                             f"({r['stock_fwd_h']['normwise']:.1e}) | {r['dgated_dgu']['normwise']:.1e} "
+                             f"({r['stock_dgu']['normwise']:.1e}) | {r['dgated_dgu']['frac_over_1pct']:.1e} "
+                             f"({r['stock_dgu']['frac_over_1pct']:.1e}) |")
+        lines.append("")
+    if result.get("kernels"):
+        lines += ["## Kernels (us)", "", "| model | M | fwd cuBLAS 2N + pw | fwd ours default | fwd ours best (config) "
+                  "| no-preact ours | stock compile fwd | dgated cuBLAS + pw | dgated ours default | dgated best (config) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in result["kernels"]:
+            if "error" in r:
+                lines.append(f"| {r['model']} | {r['M']} | error: {r['error'][:120]} |")
+                continue
+            f, d = r["forward_us"], r["dgated_us"]
+            fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS])
+            db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS])
+            lines.append(f"| {r['model']} | {r['M']} | {f.get('cublas_2N+act_mul')} | {f.get(r['forward_default'])} | "
+                         f"{fbus} ({fb}) | {f.get('ours_no_preact')} | {f.get('stock_compile_fwd')} | "
+                         f"{d.get('cublas+dact')} | {d.get(r['dgated_default'])} | {dbus} ({db}) |")
+        lines.append("")
+    if result.get("mlp"):
+        lines += ["## MLP forward+backward", "", "| model | M | stock compile us | ours us | speedup | saved MB stock "
+                  "| saved MB ours | peak MB stock | peak MB ours |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in result["mlp"]:
+            if "error" in r:
+                lines.append(f"| {r['model']} | {r['M']} | error: {r['error'][:120]} |")
+                continue
+            us, ms, mo = r["us"], r["stock_compile_memory"], r["ours_memory"]
+            sp = f"{us['stock_compile'] / us['ours']:.3f}" if "ours" in us and "stock_compile" in us else "-"
+            lines.append(f"| {r['model']} | {r['M']} | {us.get('stock_compile')} | {us.get('ours')} | {sp} | "
+                         f"{ms['saved_mb']} | {mo['saved_mb']} | {ms['peak_mb']} | {mo['peak_mb']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
+    ap.add_argument("--models", default="q0.5B,q1.5B,q7B")
+    ap.add_argument("--tokens", default="2048,8192")
+    ap.add_argument("--sections", default="check,kernels,mlp")
+    ap.add_argument("--activation", default="silu", choices=gm.ACTIVATIONS, help="for the timed sections")
+    ap.add_argument("--budget-s", type=float, default=220.0, help="no timed point starts after this")
+    args = ap.parse_args(argv)
+    ok, why = gm.available()
+    if not torch.cuda.is_available() or not ok:
+        print(f"needs a CUDA GPU: {why or 'none found'}", file=sys.stderr)
+        return 1
+    # the fp32 references must not run on TF32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch._dynamo.config.cache_size_limit = 64
+    args.out.mkdir(parents=True, exist_ok=True)
+    models, tokens = args.models.split(","), [int(t) for t in args.tokens.split(",")]
+    sections = set(args.sections.split(","))
+    clock = GpuSensors(torch.cuda.current_device())
+    result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "triton": getattr(gm.triton, "__version__", None), "models": models, "tokens": tokens,
+                       "activation": args.activation, "sections": sorted(sections)}}
+    t0 = time.perf_counter()
+
+    def save():
+        result["meta"]["elapsed_s"] = round(time.perf_counter() - t0, 1)
+        (args.out / "bench_gated_mlp.json").write_text(json.dumps(result, indent=1))
+        (args.out / "bench_gated_mlp.md").write_text(markdown(result))
+
+    def report(line: str):
+        print(f"[{time.perf_counter() - t0:5.0f}s] {line}", flush=True)
+
+    if "check" in sections:
+        result["check"] = section_check(models, report)
+        save()
+    plan = [("kernels", m, M) for m in models for M in tokens if "kernels" in sections]
+    plan += [("mlp", m, M) for m in models for M in tokens if "mlp" in sections]
+    for kind, model, M in plan:
+        if time.perf_counter() - t0 > args.budget_s:
+            report(f"budget reached: {kind} {model} M={M} not measured")
+            result.setdefault("skipped", []).append([kind, model, M])
+            continue
+        if kind == "kernels":
+            row = _guard(lambda: kernels_point(model, M, args.activation, clock), {"model": model, "M": M})
+            result.setdefault("kernels", []).append(row)
+            report(f"ERROR kernels {model} M={M}: {row['error'][:300]}" if "error" in row else describe_kernels(row))
+        else:
+            row = _guard(lambda: mlp_point(model, M, args.activation, clock), {"model": model, "M": M})
+            result.setdefault("mlp", []).append(row)
+            report(f"ERROR mlp {model} M={M}: {row['error'][:300]}" if "error" in row else describe_mlp(row))
+        save()
+    save()
+    report(f"wrote {args.out / 'bench_gated_mlp.json'} and .md")
+    failed = [r for r in result.get("check", []) if not r.get("ok")]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

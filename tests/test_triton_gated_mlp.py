@@ -1,0 +1,340 @@
+"""The gated MLP's training kernels (kernels/triton/gated_mlp.py) on CPU.
+
+Numbers: both kernels run under Triton's interpreter (TRITON_INTERPRET=1, set for the interpreter
+tests only, as tests/test_triton_swiglu.py explains) at odd sizes against the fp32 reference, their
+outputs poisoned with NaN first so that a tile left unwritten shows.  bf16 runs too: the launcher
+widens bf16 tiles to fp32 before ``tl.dot`` under the interpreter, whose bf16 ``tl.dot``
+multiplies bit patterns (triton-lang/triton#11584); so these tests check bf16's loads, masks,
+epilogue and stores, not the bf16 MMA, which the sm_90 compile tests and the GPU benchmark cover.
+The interpreter also rounds fp32 to bf16 toward zero (up to 2^-8 relative, below the 1% bound).
+
+Compilation: the kernels' forms compiled for sm_90 without a GPU (Triton's ahead-of-time path),
+checked for Hopper's wgmma and, where cuobjdump ships with Triton, for register spills.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+import torch  # noqa: E402
+from cpu_support import triton_interpreter_reason  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+
+from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
+from inductor_swiglu.ops import activations  # noqa: E402
+from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+ACTS = ("silu", "gelu_tanh")
+SHAPES = [(1, 40, 24), (7, 72, 80), (33, 40, 80)]   # (M, N, K): no size a multiple of the tiles
+H = 48
+
+
+@pytest.fixture(scope="module")
+def interpreter():
+    if triton_interpreter_reason():
+        pytest.skip(triton_interpreter_reason())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_INTERPRET", "1")
+        yield
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    # the kernels must be wrapped as compiled JIT functions, whichever tests ran before
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+interpreted = pytest.mark.usefixtures("interpreter")
+
+
+def _randn(*shape, dtype, gen, scale=1.0):
+    return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
+
+
+def _forward_inputs(M, N, K, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    # 1/sqrt(K) keeps the pre-activations O(1), where the activations are neither linear nor zero
+    return (_randn(M, K, dtype=dtype, gen=g), _randn(N, K, dtype=dtype, gen=g, scale=K**-0.5),
+            _randn(N, K, dtype=dtype, gen=g, scale=K**-0.5))
+
+
+def _dgated_inputs(M, N, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (_randn(M, H, dtype=dtype, gen=g), _randn(H, N, dtype=dtype, gen=g, scale=H**-0.5),
+            _randn(M, 2 * N, dtype=dtype, gen=g, scale=2.0))
+
+
+def _nan(*shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype)
+
+
+def _assert_close(out, ref, what):
+    assert out.dtype in DTYPES.values() and out.shape == ref.shape, (what, out.dtype, out.shape, ref.shape)
+    assert not out.isnan().any(), f"{what}: NaN left in the output, some tile was not written"
+    o, r = out.double(), ref.double()
+    normwise = float((o - r).norm() / r.norm())
+    assert normwise < 1e-2, f"{what}: norm-wise error {normwise:.2e}"
+    # Relative error means little next to zero: judge the elements above 1% of the peak.
+    big = r.abs() > 1e-2 * r.abs().max()
+    frac = float((((o - r).abs() / r.abs())[big] > 1e-2).double().mean())
+    assert frac <= 1e-2, f"{what}: {frac:.2%} of {int(big.sum())} elements over 1% relative error"
+
+
+def _check_forward(M, N, K, dtype, activation, config=None, seed=0):
+    x, wg, wu = _forward_inputs(M, N, K, dtype, seed)
+    h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, activation, True, config=config, out=_nan(M, N, dtype=dtype),
+                                     preact=_nan(M, 2 * N, dtype=dtype))
+    h_ref, gu_ref = gm.gated_mlp_forward_reference(x, wg, wu, activation)
+    _assert_close(h, h_ref, "h")
+    _assert_close(gu[:, :N], gu_ref[:, :N], "gate")
+    _assert_close(gu[:, N:], gu_ref[:, N:], "up")
+
+
+def _check_dgated(M, N, dtype, activation, config=None, seed=0):
+    dy, wd, gu = _dgated_inputs(M, N, dtype, seed)
+    dgu, h = gm.gated_mlp_dgated_gpu(dy, wd, gu, activation, config=config, out=_nan(M, 2 * N, dtype=dtype),
+                                     h_out=_nan(M, N, dtype=dtype))
+    dgu_ref, h_ref = gm.gated_mlp_dgated_reference(dy, wd, gu, activation)
+    _assert_close(dgu[:, :N], dgu_ref[:, :N], "d_gate")
+    _assert_close(dgu[:, N:], dgu_ref[:, N:], "d_up")
+    _assert_close(h, h_ref, "h")
+
+
+@interpreted
+def test_runs_interpreted():
+    assert gm.available() == (True, "")
+    assert all(isinstance(k, InterpretedFunction) for k in gm.jit_kernels(True))
+
+
+@interpreted
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_forward_matches_fp32_reference(M, N, K, dtype, activation):
+    _check_forward(M, N, K, dtype, activation, seed=M + N + K)
+
+
+@interpreted
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
+@pytest.mark.parametrize("M,N", [(M, N) for M, N, _ in SHAPES])
+def test_dgated_matches_fp32_reference(M, N, dtype, activation):
+    _check_dgated(M, N, dtype, activation, seed=M + N)
+
+
+@interpreted
+def test_forward_without_preact_writes_h_only():
+    x, wg, wu = _forward_inputs(7, 72, 80, torch.float16, seed=1)
+    h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, "silu", False, out=_nan(7, 72, dtype=torch.float16))
+    assert gu is None
+    _assert_close(h, gm.gated_mlp_forward_reference(x, wg, wu)[0], "h")
+
+
+@interpreted
+def test_forward_small_tiles():
+    # 3 row tiles x 5 column tiles x 5 K steps, grouped 2 row tiles at a time: the last group is
+    # partial, every tile has a tail
+    _check_forward(33, 72, 80, torch.bfloat16, "gelu_tanh", gm.GatedForwardConfig(16, 16, 16, 4, 1, group_m=2))
+
+
+@interpreted
+@pytest.mark.parametrize("chunks", [1, 2, 4])
+def test_dgated_epilogue_chunks(chunks):
+    # 64-wide column tiles over N = 72: the second tile's chunks are partly or wholly past N
+    config = gm.DgatedConfig(16, 64, 16, 4, 1, group_m=2, epi_chunks=chunks)
+    assert config.epilogue_chunks == chunks
+    _check_dgated(33, 72, torch.bfloat16, "silu", config, seed=chunks)
+
+
+@interpreted
+def test_strided_views_are_read_in_place():
+    # gu a column window of a wider buffer, w_down the first N columns of a wider weight, dy a slice
+    M, N, dtype = 7, 40, torch.float16
+    g = torch.Generator().manual_seed(3)
+    dy = _randn(M, H + 16, dtype=dtype, gen=g)[:, 8:8 + H]
+    wd = _randn(H, N + 24, dtype=dtype, gen=g, scale=H**-0.5)[:, :N]
+    gu = _randn(M, 2 * N + 8, dtype=dtype, gen=g)[:, 8:]
+    assert dy.stride(0) > H and wd.stride(0) > N and gu.stride(0) > 2 * N
+    dgu, h = gm.gated_mlp_dgated_gpu(dy, wd, gu, "silu")
+    dgu_ref, h_ref = gm.gated_mlp_dgated_reference(dy, wd, gu)
+    _assert_close(dgu, dgu_ref, "dgu")
+    _assert_close(h, h_ref, "h")
+
+
+@pytest.mark.parametrize("activation", ACTS)
+def test_references_agree_with_autograd(activation):
+    # the dgated reference is autograd's gradient of (h @ w_down^T) with respect to gu, and its h
+    # the forward reference's
+    g = torch.Generator().manual_seed(4)
+    x, wg, wu = (_randn(*shape, dtype=torch.float64, gen=g) for shape in ((5, 24), (40, 24), (40, 24)))
+    wd, dy = _randn(H, 40, dtype=torch.float64, gen=g), _randn(5, H, dtype=torch.float64, gen=g)
+    h, gu = gm.gated_mlp_forward_reference(x, wg, wu, activation, dtype=torch.float64)
+    gu = gu.requires_grad_(True)
+    y = (activations.apply(activation, gu[:, :40]) * gu[:, 40:]) @ wd.T
+    (grad,) = torch.autograd.grad(y, gu, dy)
+    dgu, h_back = gm.gated_mlp_dgated_reference(dy, wd, gu.detach(), activation, dtype=torch.float64)
+    torch.testing.assert_close(dgu, grad)
+    torch.testing.assert_close(h_back, h)
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    from benchmark_scripts import benchmark_module
+
+    module = benchmark_module("bench_gated_mlp")
+    monkeypatch.setattr(module, "DEV", "cpu")
+    return module
+
+
+@interpreted
+@pytest.mark.parametrize("activation", ACTS)
+def test_bench_mlp_gradients_no_worse_than_eager(bench, activation):
+    # The GPU benchmark's MLP (the two kernels wired with torch.mm for dW and dx): every gradient
+    # against fp64, beside eager's from the same fp16 inputs.  fp16, because the interpreter rounds
+    # fp32 to bf16 toward zero, a bias that sums up in the weight gradients (GPUs round to nearest).
+    M, N, K = 33, 40, 24
+    g = torch.Generator().manual_seed(9)
+    x, wg, wu = _forward_inputs(M, N, K, torch.float16, seed=9)
+    wd, dy = _randn(K, N, dtype=torch.float16, gen=g, scale=N**-0.5), _randn(M, K, dtype=torch.float16, gen=g)
+    leaves = [t.requires_grad_(True) for t in (x, wg, wu, wd)]
+    grads = bench._step(lambda *a: bench.fused_mlp(*a, act=activation))(*leaves, dy)
+    eager = bench._step(lambda *a: bench._mlp_eager(*a, act=activation))(*leaves, dy)
+    ref_leaves = [t.detach().double().requires_grad_(True) for t in leaves]
+    ref = bench._step(lambda *a: bench._mlp_eager(*a, act=activation))(*ref_leaves, dy.double())
+    for name, got, stock, want in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, eager, ref):
+        assert got.dtype == torch.float16 and got.shape == want.shape, name
+        ours, theirs = error_stats(got, want), error_stats(stock, want)
+        assert ours["nonfinite"] == 0 and ours["normwise"] < 1e-2, (name, ours)
+        assert ours["normwise"] <= 1.25 * theirs["normwise"], (name, ours, theirs)
+        assert ours["frac_over_1pct"] <= 1.25 * theirs["frac_over_1pct"] + 1e-2, (name, ours, theirs)
+
+
+@interpreted
+def test_bench_check_point_runs(bench):
+    row = bench.check_point(7, 40, 24, H, "gelu_tanh", seed=1)
+    assert row["ok"], row
+    assert bench.check_empty()["ok"]
+
+
+def test_empty_m_does_not_launch(monkeypatch):
+    monkeypatch.setattr(gm, "_kernels", lambda *_: pytest.fail("launched for an empty input"))
+    x, wg, wu = _forward_inputs(0, 40, 24, torch.bfloat16, seed=5)
+    h, gu = gm.gated_mlp_forward_gpu(x, wg, wu, "silu", True)
+    assert h.shape == (0, 40) and gu.shape == (0, 80) and h.dtype == gu.dtype == torch.bfloat16
+    assert gm.gated_mlp_forward_gpu(x, wg, wu, "silu", False)[1] is None
+    dy, wd, _ = _dgated_inputs(0, 40, torch.bfloat16, seed=6)
+    dgu, h = gm.gated_mlp_dgated_gpu(dy, wd, gu, "gelu_tanh")
+    assert dgu.shape == (0, 80) and h.shape == (0, 40)
+
+
+def _bad_forward():
+    x, wg, wu = _forward_inputs(3, 40, 24, torch.float16, seed=7)
+    return {
+        "exact GELU has no backward kernel": ((x, wg, wu, "gelu", True), "no backward kernel"),
+        "unknown activation": ((x, wg, wu, "relu", True), "unknown activation"),
+        "fp32": ((x.float(), wg.float(), wu.float(), "silu", True), "bf16 or fp16"),
+        "K mismatch": ((x[:, :16], wg, wu, "silu", True), "shapes do not match"),
+        "gate/up differ": ((x, wg, wu[:8], "silu", True), "shapes do not match"),
+        "dtypes differ": ((x, wg.bfloat16(), wu, "silu", True), "dtypes differ"),
+        "3-D x": ((x[None], wg, wu, "silu", True), "2-D"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_forward()))
+def test_forward_bad_inputs_raise(case):
+    args, match = _bad_forward()[case]
+    with pytest.raises(ValueError, match=match):
+        gm.gated_mlp_forward_gpu(*args)
+
+
+def test_dgated_bad_inputs_raise():
+    dy, wd, gu = _dgated_inputs(3, 40, torch.float16, seed=8)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        gm.gated_mlp_dgated_gpu(dy, wd.T.contiguous(), gu)    # w_down given as [N, H]
+    with pytest.raises(ValueError, match="shapes do not match"):
+        gm.gated_mlp_dgated_gpu(dy, wd, gu[:, :40])
+    with pytest.raises(ValueError, match="out must be"):
+        gm.gated_mlp_dgated_gpu(dy, wd, gu, out=torch.empty(3, 80, dtype=torch.bfloat16))
+
+
+def test_default_configs_follow_m():
+    assert gm.default_forward_config(1).block_m == gm.default_dgated_config(16).block_m == 16
+    assert gm.default_forward_config(8192).block_m == gm.default_dgated_config(8192).block_m == 128
+    assert len({c.name for c in gm.FORWARD_CONFIGS}) == len(gm.FORWARD_CONFIGS)
+    assert len({c.name for c in gm.DGATED_CONFIGS}) == len(gm.DGATED_CONFIGS)
+    # every config fits Hopper's 227 KiB of shared memory per block with 16-bit inputs
+    assert max(c.smem_bytes(2) for c in (*gm.FORWARD_CONFIGS, *gm.DGATED_CONFIGS)) <= 227 * 1024
+
+
+# ---- compiled for sm_90, no GPU needed ----
+
+FORWARD_ARGS = ["x_ptr", "wg_ptr", "wu_ptr", "h_ptr", "gu_ptr", "M", "N", "K",
+                "stride_xm", "stride_wg", "stride_wu", "stride_hm", "stride_gum"]
+DGATED_ARGS = ["dy_ptr", "w_ptr", "gu_ptr", "dgu_ptr", "h_ptr", "M", "N", "H",
+               "stride_dym", "stride_w", "stride_gum", "stride_dgum", "stride_hm"]
+
+
+def _sm90(kernel, args, config, constexprs):
+    # as a model's shapes launch it: 16-aligned pointers, sizes and strides; M not specialised
+    signature = {a: ("*bf16" if a.endswith("_ptr") else "i32") for a in args}
+    constexprs = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                      GROUP_M=config.group_m, WIDEN=False, **constexprs)
+    signature.update({name: "constexpr" for name in constexprs})
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(args) if a != "M"}
+    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
+                          options=dict(num_warps=config.num_warps, num_stages=config.num_stages))
+
+
+def _stack_bytes(cubin: bytes) -> int | None:
+    """Bytes of the kernel's stack frame (register spills) by cuobjdump, None without it."""
+    tool = triton.knobs.nvidia.cuobjdump.path if hasattr(triton, "knobs") else None
+    if not tool or not os.path.exists(tool):
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        usage = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    fields = dict(item.split(":") for line in usage.splitlines() if "REG:" in line for item in line.split())
+    return int(fields["STACK"])
+
+
+FORWARD_FORMS = [(gm.default_forward_config(8192), act, preact) for act in (0, 1) for preact in (True, False)]
+FORWARD_FORMS.append((gm.default_forward_config(1), 0, True))
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("config,act,preact", FORWARD_FORMS, ids=lambda v: getattr(v, "name", str(v)))
+def test_forward_compiles_for_sm90(config, act, preact):
+    kernel = _sm90(gm.jit_kernels()[0], FORWARD_ARGS, config, dict(ACTIVATION=act, STORE_PREACT=preact))
+    ptx = kernel.asm["ptx"]
+    assert ".target sm_90" in ptx and kernel.asm["cubin"]
+    if config.block_m >= 64:
+        assert "wgmma" in ptx   # Hopper's warpgroup MMA, not the sm_80 mma.sync path
+        # two 128x128 fp32 accumulators and the epilogue stay in registers
+        assert _stack_bytes(kernel.asm["cubin"]) in (0, None)
+
+
+DGATED_FORMS = [(gm.default_dgated_config(8192), 0), (gm.default_dgated_config(8192), 1),
+                (gm.DGATED_CONFIGS[3], 0), (gm.default_dgated_config(1), 1)]
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("config,act", DGATED_FORMS, ids=lambda v: getattr(v, "name", str(v)))
+def test_dgated_compiles_for_sm90_without_spills(config, act):
+    kernel = _sm90(gm.jit_kernels()[1], DGATED_ARGS, config,
+                   dict(ACTIVATION=act, EPI_CHUNKS=config.epilogue_chunks))
+    ptx = kernel.asm["ptx"]
+    assert ".target sm_90" in ptx and kernel.asm["cubin"]
+    if config.block_m >= 64:
+        assert "wgmma" in ptx
+    # the epilogue's column chunks exist to keep it in registers
+    assert _stack_bytes(kernel.asm["cubin"]) in (0, None)
