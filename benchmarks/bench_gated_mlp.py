@@ -45,9 +45,9 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
 
+from inductor_swiglu.kernels import activations  # noqa: E402
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
-from inductor_swiglu.ops import activations  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 DT = torch.bfloat16

@@ -28,8 +28,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
+from inductor_swiglu.kernels import activations  # noqa: E402
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
-from inductor_swiglu.ops import activations  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

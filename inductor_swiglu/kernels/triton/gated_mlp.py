@@ -28,7 +28,7 @@ Tiling, both kernels: each program computes one ``BLOCK_M x BLOCK_N`` output til
 ``GROUP_M`` row tiles per weight-column tile, so the programs that run together share the weight
 tile (and their x rows) in L2 at prefill sizes; with one row tile (decode) the order reduces to
 streaming consecutive weight rows.  The forward reads each x tile once for both products (two
-accumulators, as ``ops/triton_swiglu.py``).  The backward's B operand is ``w_down`` itself:
+accumulators, as ``kernels/triton/swiglu.py``).  The backward's B operand is ``w_down`` itself:
 its ``[BLOCK_K, BLOCK_N]`` tile (rows over H, columns over N) has N as the unit-stride axis,
 which is the layout ``tl.dot`` takes, so no transpose or copy is made.  The epilogue loads the
 matching g and u tiles from ``gu``, computes in fp32 and rounds each output once at its store;
@@ -42,7 +42,7 @@ Numerics: the forward's h is taken from the fp32 accumulators, the backward's h 
 from the rounded pre-activations in ``gu`` (what the backward has), so the backward's h can
 differ from the forward's in the last bit, as stock's recomputed h does.  dh is never rounded to
 the input dtype before it meets act'(g).  Activations: ``silu`` and ``gelu_tanh`` (GeGLU), the
-formulas of ``ops/activations.py`` as ``triton_helpers.activate`` computes them; the derivative
+formulas of ``kernels/activations.py`` as ``common.activate`` computes them; the derivative
 of GELU-tanh is written through ``sigmoid(2 inner) = 0.5 (1 + tanh(inner))`` so that it does not
 cancel for large negative gates.
 
@@ -62,9 +62,9 @@ from dataclasses import dataclass
 
 import torch
 
-from inductor_swiglu.ops import activations, triton_helpers
-from inductor_swiglu.ops.triton_helpers import activate, tl, triton
-from inductor_swiglu.ops.triton_swiglu import TileConfig, interpreting
+from .. import activations
+from . import common as triton_helpers
+from .common import TileConfig, activate, interpreting, tl, triton
 
 DTYPES = (torch.bfloat16, torch.float16)
 # The activations both kernels implement (the backward needs each one's derivative).
@@ -345,7 +345,7 @@ def _kernels(interpret: bool):
     # Keyed by the mode because triton.jit picks compiled or interpreted when it wraps.  M is not
     # specialised: one compiled kernel serves every token count, so a CUDA graph captured at one M
     # never waits for a compile at another (M == 1 would otherwise get its own).
-    # Like triton_helpers.jit_with_helpers, with one namespace for the kernels and their device
+    # Like common.jit_with_helpers, with one namespace for the kernels and their device
     # functions: the epilogue calls _act_and_grad, so helpers must see each other's JIT forms too.
     namespace = dict(globals(), activate=triton.jit(triton_helpers.activate))
 
