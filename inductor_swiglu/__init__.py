@@ -8,11 +8,11 @@ Public API:
     inductor_configs   the Inductor config patches that install the pass (AOTInductor, config.patch)
     swiglu             the fused op, torch.ops.inductor_swiglu.swiglu
     swiglu_reference   its fp32 reference
-    swiglu_scaled      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
+    swiglu_fp8      the FP8 form: float8 x and weights with their scales (torchao, _scaled_mm)
     swiglu_fp8_weight  the weight-only FP8 form: bf16/fp16 x, float8 weights with their scales
-    fp8_rowwise_linear the FP8 down projection (h quantized per row, then the scaled GEMM)
-    fp8_gated_mlp      an FP8 MLP's gated and down projections in one op
-    grouped_swiglu     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
+    linear_fp8 the FP8 down projection (h quantized per row, then the scaled GEMM)
+    gated_mlp_fp8      an FP8 MLP's gated and down projections in one op
+    swiglu_grouped     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
     kernel_status      whether the kernels and the C++ op are built and loadable, and why not
@@ -38,17 +38,17 @@ from .compiler.stats import counters, reset_counters
 from .compiler.traceable_ops import allow_in_graph as _allow_in_graph
 from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
-from .ops.block_fp8_swiglu_op import swiglu_block_fp8, swiglu_block_fp8_reference
-from .ops.fp8_gated_mlp_op import fp8_gated_mlp, fp8_gated_mlp_reference
-from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
-from .ops.fp8_weight_linear_op import fp8_weight_linear, fp8_weight_linear_reference
-from .ops.fp8_weight_swiglu_op import swiglu_fp8_weight, swiglu_fp8_weight_reference
-from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
+from .ops.gated_mlp_fp8 import gated_mlp_fp8, gated_mlp_fp8_reference
 from .ops.impl_stats import op_stats, reset_op_stats
+from .ops.linear_fp8 import linear_fp8, linear_fp8_reference
+from .ops.linear_fp8_weight import linear_fp8_weight, linear_fp8_weight_reference
 from .ops.native import kernel_status
 from .ops.reference import swiglu_reference
-from .ops.scaled_swiglu_op import swiglu_scaled, swiglu_scaled_reference
-from .ops.swiglu_op import swiglu
+from .ops.swiglu import swiglu
+from .ops.swiglu_fp8 import swiglu_fp8, swiglu_fp8_reference
+from .ops.swiglu_fp8_block import swiglu_fp8_block, swiglu_fp8_block_reference
+from .ops.swiglu_fp8_weight import swiglu_fp8_weight, swiglu_fp8_weight_reference
+from .ops.swiglu_grouped import swiglu_grouped, swiglu_grouped_reference
 from .version import __version__
 from .warmup import WarmupReport, cudagraphs_recorded, dynamo_graphs, warmup
 
@@ -63,12 +63,29 @@ if _os.environ.get("INDUCTOR_SWIGLU_LOG"):
     _logger.addHandler(_h)
     _logger.setLevel(_os.environ["INDUCTOR_SWIGLU_LOG"].upper())
 
+# The names the ops had before each form took one name in every layer: still importable, with a
+# DeprecationWarning naming the new one.
+_RENAMED = {"swiglu_scaled": "swiglu_fp8", "grouped_swiglu": "swiglu_grouped", "swiglu_block_fp8": "swiglu_fp8_block",
+            "fp8_rowwise_linear": "linear_fp8", "fp8_weight_linear": "linear_fp8_weight", "fp8_gated_mlp": "gated_mlp_fp8"}
+
+
+def __getattr__(name: str):
+    old = name.removesuffix("_reference")
+    if old in _RENAMED:
+        import warnings
+
+        new = _RENAMED[old] + name[len(old):]
+        warnings.warn(f"inductor_swiglu.{name} is now inductor_swiglu.{new}", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module 'inductor_swiglu' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__", "compile", "backend", "swiglu", "swiglu_reference", "counters", "reset_counters",
     "op_stats", "reset_op_stats", "kernel_status", "PassConfig", "warmup", "WarmupReport", "cudagraphs_recorded", "dynamo_graphs",
-    "diagnostics", "inductor_configs", "force_kernel", "swiglu_scaled", "swiglu_scaled_reference",
-    "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
-    "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "fp8_weight_linear", "fp8_weight_linear_reference",
-    "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
-    "fp8_gated_mlp", "fp8_gated_mlp_reference",
+    "diagnostics", "inductor_configs", "force_kernel", "swiglu_fp8", "swiglu_fp8_reference",
+    "swiglu_grouped", "swiglu_grouped_reference", "swiglu_fp8_block", "swiglu_fp8_block_reference",
+    "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "linear_fp8_weight", "linear_fp8_weight_reference",
+    "fuse_fp8_gated_mlps", "FuseReport", "linear_fp8", "linear_fp8_reference",
+    "gated_mlp_fp8", "gated_mlp_fp8_reference",
 ]

@@ -1,6 +1,6 @@
 """FP8 down projection search patterns and their replacement, side by side.
 
-The form: h (the gated product, ``swiglu_scaled``'s output once ``scaled_swiglu`` rewrote it)
+The form: h (the gated product, ``swiglu_fp8``'s output once ``scaled_swiglu`` rewrote it)
 quantized dynamically per row and multiplied by the down weight with ``torch._scaled_mm``, as
 torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` runs every Linear:
 
@@ -47,7 +47,7 @@ def rowwise_replacement(out_dtype: torch.dtype, use_fast_accum: bool, h_per_tens
     ints, and in place of each symbolic size anything else, that size then an argument after the
     op's three)."""
     def replacement(h, w, w_scale):
-        return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
+        return torch.ops.inductor_swiglu.linear_fp8(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
                                                             zero_max_as_one)
 
     return replacement if out_shape is None else reshaped_to(replacement, 3, out_shape)

@@ -20,7 +20,7 @@ FP8 = torch.float8_e4m3fn
 
 
 def weight_linear_replacement(h, w, w_scale):
-    return torch.ops.inductor_swiglu.fp8_weight_linear(h, w, w_scale)
+    return torch.ops.inductor_swiglu.linear_fp8_weight(h, w, w_scale)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def scaled_replacement(activation: str, out_dtype: torch.dtype, use_fast_accum: 
     # use_fast_accum: the graph's own flag (both GEMMs'), which says how much accumulation error
     # the model accepts; the op's dispatch honours it
     def replacement(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale):
-        return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+        return torch.ops.inductor_swiglu.swiglu_fp8(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
                                                        activation, out_dtype, use_fast_accum)
 
     return replacement

@@ -61,14 +61,14 @@ def merged_weights(w_kn, gate_second: bool = False) -> tuple:
 
 def grouped_replacement(activation: str, gate_second: bool = False) -> Callable:
     def replacement(x, w, offs):
-        return torch.ops.inductor_swiglu.grouped_swiglu(x, *merged_weights(w, gate_second), offs, activation)
+        return torch.ops.inductor_swiglu.swiglu_grouped(x, *merged_weights(w, gate_second), offs, activation)
 
     return replacement
 
 
 def grouped_masked_replacement(activation: str, gate_second: bool = False) -> Callable:
     def replacement(x, w, offs, mask):
-        return torch.ops.inductor_swiglu.grouped_swiglu(
+        return torch.ops.inductor_swiglu.swiglu_grouped(
             x, *merged_weights(w, gate_second), offs, activation).masked_fill(mask, 0.0)
 
     return replacement
@@ -76,7 +76,7 @@ def grouped_masked_replacement(activation: str, gate_second: bool = False) -> Ca
 
 def grouped_pair_replacement(activation: str) -> Callable:
     def replacement(x, w_gate, w_up, offs):
-        return torch.ops.inductor_swiglu.grouped_swiglu(x, w_gate, w_up, offs, activation)
+        return torch.ops.inductor_swiglu.swiglu_grouped(x, w_gate, w_up, offs, activation)
 
     return replacement
 
@@ -95,7 +95,7 @@ def batched_replacement(activation: str, weights_in_out: bool, gate_second: bool
         counts = torch.zeros(E, dtype=torch.int64, device=x.device).scatter_add(0, ids, torch.ones_like(ids))
         offs = torch.cumsum(counts, 0).to(torch.int32)
         w_kn = w if weights_in_out else w.transpose(-2, -1)
-        rows = torch.ops.inductor_swiglu.grouped_swiglu(x[order], *merged_weights(w_kn, gate_second), offs,
+        rows = torch.ops.inductor_swiglu.swiglu_grouped(x[order], *merged_weights(w_kn, gate_second), offs,
                                                         activation)
         return torch.empty_like(rows).index_copy(0, order, rows)
 

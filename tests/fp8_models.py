@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 from inductor_swiglu.kernels.triton.quantize_fp8 import quantize_blocks_reference
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x, quantize_weight
+from inductor_swiglu.ops.swiglu_fp8_block import dequantize_weight, dequantize_x, quantize_weight
 
 FP8 = torch.float8_e4m3fn
 finegrained_fp8 = None

@@ -1,4 +1,4 @@
-"""FP8 gated MLPs on the CPU: the op ``swiglu_scaled`` (float8 x and weights with their scales)
+"""FP8 gated MLPs on the CPU: the op ``swiglu_fp8`` (float8 x and weights with their scales)
 against the fp32 reference of the dequantized operands, and the rewrite of the forms users
 produce: torchao's float8 dynamic quantization (per-row and per-tensor) and ``torch._scaled_mm``
 written by hand.  torch 2.13 runs ``_scaled_mm`` on the CPU, and torchao's float8 configs build
@@ -16,7 +16,7 @@ from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.ops import swiglu_fp8_op as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 
@@ -40,8 +40,8 @@ def test_the_op_matches_the_reference_of_the_dequantized_operands(request, per_r
     if per_row:
         request.getfixturevalue("rowwise_scaled_mm")
     xq, xs, wgq, wgs, wuq, wus = operands(per_row=per_row)
-    out = op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus, activation)
-    ref = op.swiglu_scaled_reference(xq, xs, wgq, wgs, wuq, wus, activation, torch.float32)
+    out = op.swiglu_fp8(xq, xs, wgq, wgs, wuq, wus, activation)
+    ref = op.swiglu_fp8_reference(xq, xs, wgq, wgs, wuq, wus, activation, torch.float32)
     assert out.dtype == torch.bfloat16 and out.shape == (12, 48)
     # the unfused path rounds gate and up to bf16 before the product, as stock does
     assert relerr(out, ref) < 1e-2
@@ -49,49 +49,49 @@ def test_the_op_matches_the_reference_of_the_dequantized_operands(request, per_r
 
 def test_scales_of_every_layout_the_op_takes(rowwise_scaled_mm):
     xq, xs, wgq, wgs, wuq, wus = operands(M=5, per_row=True)
-    want = op.swiglu_scaled_reference(xq, xs, wgq, wgs, wuq, wus)
+    want = op.swiglu_fp8_reference(xq, xs, wgq, wgs, wuq, wus)
     for w_layout in (lambda s: s, lambda s: s.reshape(-1), lambda s: s.reshape(1, -1)):
-        got = op.swiglu_scaled(xq, xs, wgq, w_layout(wgs), wuq, w_layout(wus))
+        got = op.swiglu_fp8(xq, xs, wgq, w_layout(wgs), wuq, w_layout(wus))
         assert relerr(got, want) < 1e-2
     one = xs.max().reshape(())   # one scale for x, per-row weights: the op broadcasts it
-    got = op.swiglu_scaled(xq, one, wgq, wgs, wuq, wus)
-    assert relerr(got, op.swiglu_scaled_reference(xq, one, wgq, wgs, wuq, wus)) < 1e-2
+    got = op.swiglu_fp8(xq, one, wgq, wgs, wuq, wus)
+    assert relerr(got, op.swiglu_fp8_reference(xq, one, wgq, wgs, wuq, wus)) < 1e-2
     x3 = xq.reshape(1, 5, 64)
-    got = op.swiglu_scaled(x3, xs.reshape(1, 5, 1), wgq, wgs, wuq, wus, "silu", torch.float16)
+    got = op.swiglu_fp8(x3, xs.reshape(1, 5, 1), wgq, wgs, wuq, wus, "silu", torch.float16)
     assert got.shape == (1, 5, 48) and got.dtype == torch.float16
     # a column whose size-1 dim has stride 0 (contiguous to torch, refused by torch._scaled_mm):
     # Inductor can hand an op such a layout
     odd = torch.empty_strided((5, 1), (1, 0))
     odd.copy_(xs)
-    assert torch.equal(op.swiglu_scaled(xq, odd, wgq, wgs, wuq, wus), op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus))
+    assert torch.equal(op.swiglu_fp8(xq, odd, wgq, wgs, wuq, wus), op.swiglu_fp8(xq, xs, wgq, wgs, wuq, wus))
 
 
 def test_empty_batches_and_k_zero():
     _, _, wgq, wgs, wuq, wus = operands()
-    empty = op.swiglu_scaled(torch.empty(0, 64, dtype=FP8), torch.ones(1), wgq, wgs, wuq, wus)
+    empty = op.swiglu_fp8(torch.empty(0, 64, dtype=FP8), torch.ones(1), wgq, wgs, wuq, wus)
     assert empty.shape == (0, 48)
     w0 = torch.empty(48, 0, dtype=FP8)
-    zeros = op.swiglu_scaled(torch.empty(3, 0, dtype=FP8), torch.ones(1), w0, wgs, w0, wus)
+    zeros = op.swiglu_fp8(torch.empty(3, 0, dtype=FP8), torch.ones(1), w0, wgs, w0, wus)
     assert zeros.shape == (3, 48) and not zeros.float().any()
 
 
 def test_bad_inputs_get_clear_errors():
     xq, xs, wgq, wgs, wuq, wus = operands()
     with pytest.raises(TypeError, match="x is torch.bfloat16; expected float8_e4m3fn"):
-        op.swiglu_scaled(xq.bfloat16(), xs, wgq, wgs, wuq, wus)
+        op.swiglu_fp8(xq.bfloat16(), xs, wgq, wgs, wuq, wus)
     with pytest.raises(TypeError, match="x_scale is torch.bfloat16"):
-        op.swiglu_scaled(xq, xs.bfloat16(), wgq, wgs, wuq, wus)
+        op.swiglu_fp8(xq, xs.bfloat16(), wgq, wgs, wuq, wus)
     with pytest.raises(ValueError, match="neither one scale nor one per row"):
-        op.swiglu_scaled(xq, xs[:3], wgq, wgs, wuq, wus)
+        op.swiglu_fp8(xq, xs[:3], wgq, wgs, wuq, wus)
     with pytest.raises(ValueError, match="w_up_scale .* neither one scale nor one per output row"):
-        op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus[:5])
+        op.swiglu_fp8(xq, xs, wgq, wgs, wuq, wus[:5])
     with pytest.raises(ValueError, match="unknown activation"):
-        op.swiglu_scaled(xq, xs, wgq, wgs, wuq, wus, "relu")
+        op.swiglu_fp8(xq, xs, wgq, wgs, wuq, wus, "relu")
 
 
 def test_the_op_traces_with_fake_tensors(rowwise_scaled_mm):
     xq, xs, wgq, wgs, wuq, wus = operands()
-    torch.library.opcheck(torch.ops.inductor_swiglu.swiglu_scaled.default,
+    torch.library.opcheck(torch.ops.inductor_swiglu.swiglu_fp8.default,
                           (xq, xs, wgq, wgs, wuq, wus, "silu", torch.bfloat16), test_utils=("test_faketensor",))
 
 

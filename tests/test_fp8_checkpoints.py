@@ -1,4 +1,4 @@
-"""Block-scaled FP8 checkpoints on CPU: the op ``swiglu_block_fp8`` (its CPU path and its checks)
+"""Block-scaled FP8 checkpoints on CPU: the op ``swiglu_fp8_block`` (its CPU path and its checks)
 and ``fuse_fp8_gated_mlps``, the module swap for transformers' FP8 models (which MLPs it takes,
 which it leaves and why, the swapped model's logits, compiled and not).  The fused kernel itself is
 tested interpreted in test_triton_scaled_swiglu.py and on the GPU in gpu/test_fp8_block_gpu.py."""
@@ -9,7 +9,7 @@ import torch.nn as nn
 
 import inductor_swiglu
 from inductor_swiglu.integrations import transformers_fp8
-from inductor_swiglu.ops import block_fp8_swiglu_op as op
+from inductor_swiglu.ops import swiglu_fp8_block_op as op
 
 pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
@@ -40,7 +40,7 @@ def test_quantize_blocks_is_amax_over_448_per_row_and_block():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_the_op_is_the_dequantized_computation(activation, dtype):
     x, wg, sg, wu, su = operands(dtype=dtype)
-    got = inductor_swiglu.swiglu_block_fp8(x.reshape(2, 3, -1), wg, sg, wu, su, activation)
+    got = inductor_swiglu.swiglu_fp8_block(x.reshape(2, 3, -1), wg, sg, wu, su, activation)
     assert got.shape == (2, 3, 160) and got.dtype == dtype
     # independently: quantized x, dequantized weights, in fp64
     xq, xs = op.quantize_blocks(x)
@@ -51,30 +51,30 @@ def test_the_op_is_the_dequantized_computation(activation, dtype):
     want = apply(activation, xd @ wgd.T) * (xd @ wud.T)
     err = (got.reshape(6, 160).double() - want).norm() / want.norm()
     assert err < 1e-2, err   # gate and up rounded to the dtype first (the unfused CPU path)
-    ref = op.swiglu_block_fp8_reference(x, wg, sg, wu, su, activation)
+    ref = op.swiglu_fp8_block_reference(x, wg, sg, wu, su, activation)
     assert ((ref.double() - want).norm() / want.norm()) < 5e-3
 
 
 def test_bad_inputs_get_clear_errors():
     x, wg, sg, wu, su = operands()
     with pytest.raises(TypeError, match="bf16 or fp16"):
-        inductor_swiglu.swiglu_block_fp8(x.float(), wg, sg, wu, su)
+        inductor_swiglu.swiglu_fp8_block(x.float(), wg, sg, wu, su)
     with pytest.raises(TypeError, match="float8_e4m3fn"):
-        inductor_swiglu.swiglu_block_fp8(x, wg.float(), sg, wu, su)
+        inductor_swiglu.swiglu_fp8_block(x, wg.float(), sg, wu, su)
     with pytest.raises(TypeError, match="float32"):
-        inductor_swiglu.swiglu_block_fp8(x, wg, sg.half(), wu, su)
+        inductor_swiglu.swiglu_fp8_block(x, wg, sg.half(), wu, su)
     with pytest.raises(ValueError, match=r"take \(2, 2\)"):
-        inductor_swiglu.swiglu_block_fp8(x, wg, sg[:, :1], wu, su)
+        inductor_swiglu.swiglu_fp8_block(x, wg, sg[:, :1], wu, su)
     with pytest.raises(ValueError, match="unknown activation"):
-        inductor_swiglu.swiglu_block_fp8(x, wg, sg, wu, su, "relu")
-    assert inductor_swiglu.swiglu_block_fp8(x[:0], wg, sg, wu, su).shape == (0, 160)
+        inductor_swiglu.swiglu_fp8_block(x, wg, sg, wu, su, "relu")
+    assert inductor_swiglu.swiglu_fp8_block(x[:0], wg, sg, wu, su).shape == (0, 160)
 
 
 def test_the_op_traces_with_fake_tensors():
     from torch._subclasses.fake_tensor import FakeTensorMode
     x, wg, sg, wu, su = operands()
     with FakeTensorMode() as mode:
-        out = torch.ops.inductor_swiglu.swiglu_block_fp8(*(mode.from_tensor(t) for t in (x, wg, sg, wu, su)), "silu")
+        out = torch.ops.inductor_swiglu.swiglu_fp8_block(*(mode.from_tensor(t) for t in (x, wg, sg, wu, su)), "silu")
     assert out.shape == (6, 160) and out.dtype == torch.bfloat16
 
 
@@ -113,7 +113,7 @@ def test_the_swapped_model_compiles_with_the_op_in_the_graph():
     with reference_fp8_linears(), torch.no_grad():
         eager = model(ids).logits
         compiled = torch.compile(model, backend=backend)(ids).logits
-    assert any("swiglu_block_fp8" in t for t in seen)
+    assert any("swiglu_fp8_block" in t for t in seen)
     torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
 
 

@@ -1,4 +1,4 @@
-"""The FP8 down projection: ``fp8_rowwise_linear`` (torchao's per-row dynamic quantization of h and
+"""The FP8 down projection: ``linear_fp8`` (torchao's per-row dynamic quantization of h and
 ``torch._scaled_mm``), its rewrite after the FP8 gated projection, and its decode kernel under
 Triton's interpreter.  The GPU lowering, the bf16 MMAs and e4m3 rounding on the hardware, CUDA
 graphs and the speed are tested on the device (tests/gpu/test_fp8_down_projection_gpu.py)."""
@@ -9,7 +9,7 @@ from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.ops import fp8_rowwise_linear_op as op
+from inductor_swiglu.ops import linear_fp8_op as op
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats
 
@@ -43,17 +43,17 @@ def test_the_op_is_the_quantization_then_a_scaled_gemm(rowwise_scaled_mm):
     q, s = op.quantize_rows_reference(h)
     assert q.dtype == FP8 and s.shape == (6, 1)
     assert torch.equal(s, h.abs().amax(-1, keepdim=True).float() / 448.0)
-    got = op.fp8_rowwise_linear(h, w, ws)
+    got = op.linear_fp8(h, w, ws)
     want = torch._scaled_mm(q, w.t(), scale_a=s, scale_b=ws.t().contiguous(), out_dtype=torch.bfloat16)
     assert got.dtype == torch.bfloat16 and torch.equal(got, want)
-    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
+    ref = op.linear_fp8_reference(h, w, ws, torch.float32)
     assert relerr(got, ref) < 1e-2
     # every weight-scale layout, a single weight scale, a 3-D h, another output dtype
     for layout in (lambda t: t.reshape(-1), lambda t: t.reshape(1, -1)):
-        assert torch.equal(op.fp8_rowwise_linear(h, w, layout(ws)), got)
+        assert torch.equal(op.linear_fp8(h, w, layout(ws)), got)
     w1, one = weights(40, 96, per_row=False)
-    assert relerr(op.fp8_rowwise_linear(h, w1, one), op.fp8_rowwise_linear_reference(h, w1, one, torch.float32)) < 1e-2
-    got3 = op.fp8_rowwise_linear(h.reshape(2, 3, 96), w, ws, True, torch.float16)
+    assert relerr(op.linear_fp8(h, w1, one), op.linear_fp8_reference(h, w1, one, torch.float32)) < 1e-2
+    got3 = op.linear_fp8(h.reshape(2, 3, 96), w, ws, True, torch.float16)
     assert got3.shape == (2, 3, 40) and got3.dtype == torch.float16
     assert relerr(got3.reshape(6, 40), ref) < 1e-2
 
@@ -64,31 +64,31 @@ def test_the_per_tensor_op_is_the_per_tensor_quantization_then_a_scaled_gemm(row
     w, one = weights(40, 96, per_row=False)
     q, s = op.quantize_tensor_reference(h)
     assert s.shape == (1, 1) and torch.equal(s, (h.abs().amax().float() / 448.0).reshape(1, 1))
-    got = op.fp8_rowwise_linear(h, w, one, True, torch.bfloat16, True)
+    got = op.linear_fp8(h, w, one, True, torch.bfloat16, True)
     want = torch._scaled_mm(q, w.t(), scale_a=s, scale_b=one.reshape(1, 1), out_dtype=torch.bfloat16)
     assert torch.equal(got, want)
-    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, one, torch.float32, h_per_tensor=True)) < 1e-2
+    assert relerr(got, op.linear_fp8_reference(h, w, one, torch.float32, h_per_tensor=True)) < 1e-2
     # with a scale per weight row (a hand-written form): the per-row GEMM with h's scale expanded
     w, ws = weights(40, 96)
-    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True)
-    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, h_per_tensor=True)) < 1e-2
-    assert not torch.equal(got, op.fp8_rowwise_linear(h, w, ws))   # per row differs
+    got = op.linear_fp8(h, w, ws, True, torch.bfloat16, True)
+    assert relerr(got, op.linear_fp8_reference(h, w, ws, torch.float32, h_per_tensor=True)) < 1e-2
+    assert not torch.equal(got, op.linear_fp8(h, w, ws))   # per row differs
 
 
 def test_empty_inputs_and_bad_inputs():
     w, ws = weights(8, 32)
-    assert op.fp8_rowwise_linear(torch.empty(0, 32, dtype=torch.bfloat16), w, ws).shape == (0, 8)
+    assert op.linear_fp8(torch.empty(0, 32, dtype=torch.bfloat16), w, ws).shape == (0, 8)
     h = torch.randn(3, 32).to(torch.bfloat16)
     with pytest.raises(TypeError, match="float8_e4m3fn"):
-        op.fp8_rowwise_linear(h, w.float(), ws)
+        op.linear_fp8(h, w.float(), ws)
     with pytest.raises(TypeError, match="w_scale"):
-        op.fp8_rowwise_linear(h, w, ws.double())
+        op.linear_fp8(h, w, ws.double())
     with pytest.raises(ValueError, match="features"):
-        op.fp8_rowwise_linear(torch.randn(3, 16).to(torch.bfloat16), w, ws)
+        op.linear_fp8(torch.randn(3, 16).to(torch.bfloat16), w, ws)
     with pytest.raises(ValueError, match="one per row"):
-        op.fp8_rowwise_linear(h, w, torch.ones(3))
+        op.linear_fp8(h, w, torch.ones(3))
     with pytest.raises(TypeError, match="out_dtype"):
-        op.fp8_rowwise_linear(h, w, ws, True, torch.int8)
+        op.linear_fp8(h, w, ws, True, torch.int8)
 
 
 def test_the_op_traces_with_fake_tensors():
@@ -97,7 +97,7 @@ def test_the_op_traces_with_fake_tensors():
     with FakeTensorMode():
         h = torch.empty(2, 5, 64, dtype=torch.bfloat16)
         w, ws = torch.empty(24, 64, dtype=FP8), torch.empty(24, 1)
-        out = torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16)
+        out = torch.ops.inductor_swiglu.linear_fp8(h, w, ws, True, torch.bfloat16)
     assert out.shape == (2, 5, 24) and out.dtype == torch.bfloat16
 
 
@@ -170,7 +170,7 @@ def test_the_decode_kernel_matches_the_reference(interpreter, M, N, K, per_row):
     h = grid_h(M, K, seed=M + N)
     w, ws = weights(N, K, seed=N, per_row=per_row)
     got = tfl.rowwise_linear(h, w, ws, torch.float32)
-    err = error_stats(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32))
+    err = error_stats(got, op.linear_fp8_reference(h, w, ws, torch.float32))
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
     q, s = tfl.quantize_rows(h)
     q_ref, s_ref = op.quantize_rows_reference(h)
@@ -189,7 +189,7 @@ def test_the_decode_kernel_quantizes_per_tensor(interpreter, M, N, K):
     h = (v * 2.0**-3).to(torch.bfloat16)
     w, ws = weights(N, K, seed=N)
     got = tfl.rowwise_linear(h, w, ws, torch.float32, per_tensor=True)
-    err = error_stats(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, h_per_tensor=True))
+    err = error_stats(got, op.linear_fp8_reference(h, w, ws, torch.float32, h_per_tensor=True))
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
     q, s = tfl.quantize_tensor(h)
     q_ref, s_ref = op.quantize_tensor_reference(h)
@@ -205,7 +205,7 @@ def test_the_decode_kernel_splits_k_to_fill_the_gpu(interpreter):
     w, ws = weights(64, 1536)
     assert tfl.splits_for(64, 1536) == 3   # three K splits and the reduction kernel
     got = tfl.rowwise_linear(h, w, ws, torch.bfloat16)
-    assert relerr(got, op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)) < 5e-3
+    assert relerr(got, op.linear_fp8_reference(h, w, ws, torch.float32)) < 5e-3
     with pytest.raises(ValueError, match="rows"):
         tfl.rowwise_linear(grid_h(17, 64), *weights(64, 64), torch.bfloat16)
 
@@ -218,15 +218,15 @@ def test_zero_max_as_one_quantizes_an_all_zero_row_to_zeros(rowwise_scaled_mm):
     w, ws = weights(40, 96)
     q, s = op.quantize_rows_reference(h, zero_max_as_one=True)
     assert s[2, 0] == 1 / 448.0 and (q[2].float() == 0).all()
-    got = op.fp8_rowwise_linear(h, w, ws, zero_max_as_one=True)
+    got = op.linear_fp8(h, w, ws, zero_max_as_one=True)
     assert (got[2] == 0).all() and torch.isfinite(got).all()
-    torchao = op.fp8_rowwise_linear(h, w, ws)
+    torchao = op.linear_fp8(h, w, ws)
     assert torch.isnan(torchao[2]).all() and torch.equal(torchao[[0, 1, 3, 4]], got[[0, 1, 3, 4]])
     # per tensor: only an all-zero h changes
     zero = torch.zeros(3, 96, dtype=torch.bfloat16)
-    assert (op.fp8_rowwise_linear(zero, w, ws, True, torch.bfloat16, True, True) == 0).all()
-    assert torch.equal(op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True, True),
-                       op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, True))
+    assert (op.linear_fp8(zero, w, ws, True, torch.bfloat16, True, True) == 0).all()
+    assert torch.equal(op.linear_fp8(h, w, ws, True, torch.bfloat16, True, True),
+                       op.linear_fp8(h, w, ws, True, torch.bfloat16, True))
 
 
 @pytest.mark.parametrize("per_tensor", [False, True])
@@ -240,7 +240,7 @@ def test_the_decode_kernel_takes_a_zero_max_as_one(interpreter, per_tensor):
         h = h * 0   # all of h: the one case per tensor where the rule applies
     w, ws = weights(N, K, seed=3)
     got = tfl.rowwise_linear(h, w, ws, torch.float32, per_tensor=per_tensor, zero_max_as_one=True)
-    want = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, per_tensor, zero_max_as_one=True)
+    want = op.linear_fp8_reference(h, w, ws, torch.float32, per_tensor, zero_max_as_one=True)
     err = error_stats(got, want)
     assert torch.isfinite(got).all() and (got[1] == 0).all() and err["frac_over_1pct"] == 0.0, err
     quantize = tfl.quantize_tensor if per_tensor else tfl.quantize_rows

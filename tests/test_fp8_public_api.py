@@ -232,3 +232,14 @@ def test_transformers_compressed_tensors_fp8_linear():
     assert merged == 1
     (stock,) = _stock(model, x)
     assert error_stats(out.float(), stock.float())["normwise"] < 3e-2
+
+
+def test_the_ops_former_names_still_resolve_with_a_warning():
+    import inductor_swiglu
+
+    for old, new in (("swiglu_scaled", "swiglu_fp8"), ("grouped_swiglu_reference", "swiglu_grouped_reference"),
+                     ("fp8_gated_mlp", "gated_mlp_fp8")):
+        with pytest.warns(DeprecationWarning, match=f"now inductor_swiglu.{new}"):
+            assert getattr(inductor_swiglu, old) is getattr(inductor_swiglu, new)
+    with pytest.raises(AttributeError):
+        inductor_swiglu.no_such_op

@@ -2,7 +2,7 @@
 with per-row scales) against the fp32 reference, its fused Triton kernel under the interpreter, its
 dispatch (its own table key), and the rewrite of what torchao's ``Float8WeightOnlyConfig``
 produces, with the near misses that leave a product to the bf16 rewrite; then the MLP's down
-projection (``fp8_weight_linear``: op, decode kernel, rewrite).
+projection (``linear_fp8_weight``: op, decode kernel, rewrite).
 
 The interpreter multiplies bf16 as its bit patterns (see test_triton_swiglu.py), so the kernel is
 checked here with fp16 x; bf16 runs on the device (tests/gpu/test_fp8_weight_only_gpu.py)."""
@@ -23,8 +23,8 @@ from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import fp8_weight_linear_op as down_op
-from inductor_swiglu.ops import fp8_weight_swiglu_op as op
+from inductor_swiglu.ops import linear_fp8_weight_op as down_op
+from inductor_swiglu.ops import swiglu_fp8_weight_op as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats
@@ -355,22 +355,22 @@ def down_operands(M=6, K=192, N=64, dtype=torch.bfloat16, seed=1):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_the_down_op_matches_the_reference(dtype):
     h, w, s = down_operands(dtype=dtype)
-    out = down_op.fp8_weight_linear(h, w, s)
+    out = down_op.linear_fp8_weight(h, w, s)
     assert out.dtype == dtype and out.shape == (6, 64)
-    assert relerr(out, down_op.fp8_weight_linear_reference(h, w, s, torch.float32)) < 1e-2
+    assert relerr(out, down_op.linear_fp8_weight_reference(h, w, s, torch.float32)) < 1e-2
     for layout in (lambda t: t.reshape(-1), lambda t: t.reshape(1, -1), lambda t: t.max().reshape(())):
-        got = down_op.fp8_weight_linear(h.reshape(2, 3, 192), w, layout(s))
+        got = down_op.linear_fp8_weight(h.reshape(2, 3, 192), w, layout(s))
         assert got.shape == (2, 3, 64)
-        assert relerr(got.reshape(6, 64), down_op.fp8_weight_linear_reference(h, w, layout(s), torch.float32)) < 1e-2
-    assert down_op.fp8_weight_linear(h[:0], w, s).shape == (0, 64)
+        assert relerr(got.reshape(6, 64), down_op.linear_fp8_weight_reference(h, w, layout(s), torch.float32)) < 1e-2
+    assert down_op.linear_fp8_weight(h[:0], w, s).shape == (0, 64)
     with pytest.raises(TypeError, match="h is torch.float8_e4m3fn; expected bf16 or fp16"):
-        down_op.fp8_weight_linear(h.to(FP8), w, s)
+        down_op.linear_fp8_weight(h.to(FP8), w, s)
     with pytest.raises(TypeError, match="w is torch.bfloat16; expected float8_e4m3fn"):
-        down_op.fp8_weight_linear(h, w.to(torch.bfloat16), s)
+        down_op.linear_fp8_weight(h, w.to(torch.bfloat16), s)
     with pytest.raises(ValueError, match="neither one scale nor one per row"):
-        down_op.fp8_weight_linear(h, w, s[:3])
+        down_op.linear_fp8_weight(h, w, s[:3])
     with pytest.raises(ValueError, match="features"):
-        down_op.fp8_weight_linear(h[:, :100], w, s)
+        down_op.linear_fp8_weight(h[:, :100], w, s)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -381,7 +381,7 @@ def test_the_down_kernel_matches_the_reference(interpreter, dtype, M, N, K):
     assert (tfl.splits_for(N, K) > 1) == (K >= 1024)   # both the direct store and the K-split reduction
     got = tfl.weight_only_linear(h, w, s)
     assert got.dtype == dtype and got.shape == (M, N)
-    err = error_stats(got, down_op.fp8_weight_linear_reference(h, w, s, torch.float32))
+    err = error_stats(got, down_op.linear_fp8_weight_reference(h, w, s, torch.float32))
     assert err["nonfinite"] == 0 and err["frac_over_1pct_resolved"] == 0.0, err
 
 

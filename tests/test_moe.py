@@ -1,4 +1,4 @@
-"""MoE routed experts on the CPU: the op ``grouped_swiglu`` against its reference (experts that
+"""MoE routed experts on the CPU: the op ``swiglu_grouped`` against its reference (experts that
 receive no tokens, one token, every token on one expert), the fused grouped kernel under Triton's
 interpreter, the rewrite of the forms transformers and hand-written MoE code produce (transformers'
 ``grouped_mm`` and ``batched_mm`` experts of Qwen3-MoE and Mixtral, torchtitan's separate gate and
@@ -33,7 +33,7 @@ from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
 from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import grouped_swiglu_op as op
+from inductor_swiglu.ops import swiglu_grouped_op as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 
 
@@ -50,19 +50,19 @@ def operands(counts, K=32, N=24, dtype=torch.bfloat16):
 @pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "gelu"])
 def test_the_op_computes_each_experts_rows(counts, activation):
     x, w, offs = operands(counts)
-    got = op.grouped_swiglu(x, w, None, offs, activation)
+    got = op.swiglu_grouped(x, w, None, offs, activation)
     rows = int(offs[-1])
     assert got.shape == (x.shape[0], 24) and got.dtype == x.dtype
     want = per_expert(x, w, offs, activation).float()
     torch.testing.assert_close(got[:rows].float(), want, rtol=2e-2, atol=2e-2)
-    torch.testing.assert_close(op.grouped_swiglu_reference(x, w, None, offs, activation)[:rows].float(), want,
+    torch.testing.assert_close(op.swiglu_grouped_reference(x, w, None, offs, activation)[:rows].float(), want,
                                rtol=2e-2, atol=2e-2)
 
 
 def test_separate_gate_and_up_weights_equal_the_merged_ones():
     x, w, offs = operands([4, 2, 0, 5])
-    merged = op.grouped_swiglu(x, w, None, offs)
-    separate = op.grouped_swiglu(x, w[..., :24].contiguous(), w[..., 24:].contiguous(), offs)
+    merged = op.swiglu_grouped(x, w, None, offs)
+    separate = op.swiglu_grouped(x, w[..., :24].contiguous(), w[..., 24:].contiguous(), offs)
     rows = int(offs[-1])
     assert torch.equal(merged[:rows], separate[:rows])
 
@@ -70,17 +70,17 @@ def test_separate_gate_and_up_weights_equal_the_merged_ones():
 def test_bad_inputs_get_clear_errors():
     x, w, offs = operands([2, 2, 2, 2])
     with pytest.raises(TypeError, match="offs is torch.int64"):
-        op.grouped_swiglu(x, w, None, offs.long())
+        op.swiglu_grouped(x, w, None, offs.long())
     with pytest.raises(TypeError, match="weights are torch.float32"):
-        op.grouped_swiglu(x, w.float(), None, offs)
+        op.swiglu_grouped(x, w.float(), None, offs)
     with pytest.raises(ValueError, match="odd last axis"):
-        op.grouped_swiglu(x, w[..., :47], None, offs)
+        op.swiglu_grouped(x, w[..., :47], None, offs)
     with pytest.raises(ValueError, match="do not match"):
-        op.grouped_swiglu(x, w, None, offs[:3])
+        op.swiglu_grouped(x, w, None, offs[:3])
     with pytest.raises(ValueError, match="differ in shape"):
-        op.grouped_swiglu(x, w[..., :24], w[..., :20], offs)
+        op.swiglu_grouped(x, w[..., :24], w[..., :20], offs)
     with pytest.raises(ValueError, match=r"x must be \[S, K\]"):
-        op.grouped_swiglu(x[None], w, None, offs)
+        op.swiglu_grouped(x[None], w, None, offs)
 
 
 def test_the_op_traces_with_fake_tensors():
@@ -89,7 +89,7 @@ def test_the_op_traces_with_fake_tensors():
 
     with FakeTensorMode() as mode:
         fx, fw, fo = (mode.from_tensor(t) for t in (x, w, offs))
-        out = torch.ops.inductor_swiglu.grouped_swiglu(fx, fw, None, fo, "silu")
+        out = torch.ops.inductor_swiglu.swiglu_grouped(fx, fw, None, fo, "silu")
     assert out.shape == (x.shape[0], 24) and out.dtype == x.dtype
 
 
@@ -101,11 +101,11 @@ def test_the_fused_kernel_checks_its_inputs():
     x, w, offs = operands([2, 2])
     n = w.shape[-1] // 2
     with pytest.raises(TypeError, match="int32"):
-        tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs.long())
+        tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs.long())
     with pytest.raises(TypeError, match="bf16 or fp16"):
-        tgs.grouped_swiglu_triton(x.float(), w[..., :n].float(), w[..., n:].float(), offs)
+        tgs.swiglu_grouped_triton(x.float(), w[..., :n].float(), w[..., n:].float(), offs)
     with pytest.raises(ValueError, match="shapes do not match"):
-        tgs.grouped_swiglu_triton(x, w[..., :n], w[..., :n - 1], offs)
+        tgs.swiglu_grouped_triton(x, w[..., :n], w[..., :n - 1], offs)
 
 
 def test_default_configurations_follow_the_rows_per_expert():
@@ -119,7 +119,7 @@ def test_default_configurations_follow_the_rows_per_expert():
 # --------------------------------------------------------------------------- #
 
 def compile_and_count(model, *inputs, **backend_kwargs):
-    out, rewrites = compile_with_backend(model, *inputs, counter="grouped_swiglu_fusion", **backend_kwargs)
+    out, rewrites = compile_with_backend(model, *inputs, counter="swiglu_grouped_fusion", **backend_kwargs)
     with torch.no_grad():
         torch._dynamo.reset()
         stock = torch.compile(model, backend="inductor")(*inputs)
@@ -258,7 +258,7 @@ def test_transformers_grouped_mm_fallback_experts_are_a_near_miss(dtype):
     """Outside bf16 transformers runs the experts through its own grouped_mm_fallback op under
     torch.compile: not rewritten, and the near miss says why."""
     model, ids = tiny_qwen3_moe("grouped_mm", dtype=dtype, layers=1), torch.randint(0, 128, (2, 5))
-    out, rewrites = compile_with_backend(model, ids, counter="grouped_swiglu_fusion")
+    out, rewrites = compile_with_backend(model, ids, counter="swiglu_grouped_fusion")
     fallback = [r for r in _near_misses() if "grouped_mm_fallback" in r]
     assert rewrites == 0 and len(fallback) == 1, _near_misses()     # the gate_up GEMM, not the down projection
     assert str(dtype).removeprefix("torch.") in fallback[0] and "bf16" in fallback[0]
@@ -313,7 +313,7 @@ def test_training_graphs_are_left_alone_and_train_correctly():
     got = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     model(x, offs).backward(grad)
-    assert counters["inductor"]["grouped_swiglu_fusion"] == 0
+    assert counters["inductor"]["swiglu_grouped_fusion"] == 0
     for a, b in zip(got, (p.grad for p in model.parameters())):
         torch.testing.assert_close(a.float(), b.float(), rtol=0.02, atol=0.02)
 

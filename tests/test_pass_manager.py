@@ -34,7 +34,7 @@ DEFAULT_ORDER = [
     "fold_product_reshapes",
     "scaled_down_fusion",
     "merge_fp8_mlp",
-    "grouped_swiglu_fusion",
+    "swiglu_grouped_fusion",
     "use_native_op",
     "report_near_misses",
     "restore_scaled_mm_v2",

@@ -32,7 +32,7 @@ def test_each_experts_rows(config, counts):
     x, w, offs = operands(counts, K=72, N=40)
     n = w.shape[-1] // 2
     out = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16)
-    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, "silu", config, out)
+    got = tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs, "silu", config, out)
     assert got.data_ptr() == out.data_ptr()
     rows = int(offs[-1])
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
@@ -43,7 +43,7 @@ def test_each_experts_rows(config, counts):
 def test_geglu(activation):
     x, w, offs = operands([5, 0, 9], K=64, N=24, seed=1)
     n = w.shape[-1] // 2
-    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, activation, ROWS)
+    got = tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs, activation, ROWS)
     rows = int(offs[-1])
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs, activation), rtol=2e-3, atol=2e-3)
 
@@ -57,11 +57,11 @@ def test_separate_weights(config):
     wg, wu = w[..., :n].transpose(-2, -1).contiguous().transpose(-2, -1), w[..., n:].transpose(-2, -1).contiguous().transpose(-2, -1)
     assert tgs._descriptors(x, wg, wu, TMA) is not None
     rows = int(offs[-1])
-    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", config)
+    got = tgs.swiglu_grouped_triton(x, wg, wu, offs, "silu", config)
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
     wg, wu = w[..., :n].contiguous(), w[..., n:].contiguous()
     assert tgs._descriptors(x, wg, wu, TMA) is None
-    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", config)
+    got = tgs.swiglu_grouped_triton(x, wg, wu, offs, "silu", config)
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
 
 
@@ -75,7 +75,7 @@ def test_separate_weights_with_n_the_unit_stride():
     x, w, offs = operands([4, 6, 0, 2], K=48, N=24, seed=2)
     n = w.shape[-1] // 2
     wg, wu = w[..., :n].contiguous(), w[..., n:].contiguous()
-    got = tgs.grouped_swiglu_triton(x, wg, wu, offs, "silu", SWAP)
+    got = tgs.swiglu_grouped_triton(x, wg, wu, offs, "silu", SWAP)
     rows = int(offs[-1])
     torch.testing.assert_close(got[:rows].double(), per_expert(x, w, offs), rtol=2e-3, atol=2e-3)
 
@@ -84,7 +84,7 @@ def test_offsets_past_the_rows_are_clamped_not_read():
     # offs[-1] beyond S is not a routing torch._grouped_mm accepts; the kernel must still stay in bounds
     x, w, _ = operands([2, 2], K=32, N=16, extra_rows=0)
     n = w.shape[-1] // 2
-    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], torch.tensor([2, 9], dtype=torch.int32), "silu", ROWS)
+    got = tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], torch.tensor([2, 9], dtype=torch.int32), "silu", ROWS)
     torch.testing.assert_close(got.double(), per_expert(x, w, offsets([2, 2])), rtol=2e-3, atol=2e-3)
 
 
@@ -95,7 +95,7 @@ def test_merged_weights_with_the_gate_second(config):
     x, w, offs = operands([4, 6, 0, 2], K=48, N=24, seed=4)
     n = w.shape[-1] // 2
     assert tgs._descriptors(x, w[..., n:], w[..., :n], TMA) is None
-    got = tgs.grouped_swiglu_triton(x, w[..., n:], w[..., :n], offs, "silu", config)
+    got = tgs.swiglu_grouped_triton(x, w[..., n:], w[..., :n], offs, "silu", config)
     rows = int(offs[-1])
     swapped = torch.cat([w[..., n:], w[..., :n]], dim=-1)
     torch.testing.assert_close(got[:rows].double(), per_expert(x, swapped, offs), rtol=2e-3, atol=2e-3)

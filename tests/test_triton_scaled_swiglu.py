@@ -17,8 +17,8 @@ from inductor_swiglu.kernels.triton.quantize_fp8 import (  # noqa: E402
     quantize_blocks_reference,
     scale_buffer,
 )
-from inductor_swiglu.ops.block_fp8_swiglu_op import dequantize_weight, dequantize_x  # noqa: E402
-from inductor_swiglu.ops.scaled_swiglu_op import swiglu_scaled_reference  # noqa: E402
+from inductor_swiglu.ops.swiglu_fp8 import swiglu_fp8_reference  # noqa: E402
+from inductor_swiglu.ops.swiglu_fp8_block import dequantize_weight, dequantize_x  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -48,9 +48,9 @@ def operands(M, N, K, seed, per_row=True):
 def test_matches_the_dequantized_reference(config, M, N, K):
     ops = operands(M, N, K, seed=M * 1000 + N)
     out = torch.full((M, N), float("nan"), dtype=torch.bfloat16)
-    got = tss.swiglu_scaled_triton(*ops, config=config, out=out)
+    got = tss.swiglu_fp8_triton(*ops, config=config, out=out)
     assert got.data_ptr() == out.data_ptr()
-    ref = swiglu_scaled_reference(*ops, out_dtype=torch.float32)
+    ref = swiglu_fp8_reference(*ops, out_dtype=torch.float32)
     err = error_stats(got, ref)
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0, err
 
@@ -59,8 +59,8 @@ def test_matches_the_dequantized_reference(config, M, N, K):
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_activations_and_output_dtypes(activation, out_dtype):
     ops = operands(7, 32, 64, seed=3, per_row=False)
-    got = tss.swiglu_scaled_triton(*ops, activation=activation, out_dtype=out_dtype, config=SWAP)
-    ref = swiglu_scaled_reference(*ops, activation=activation, out_dtype=torch.float32)
+    got = tss.swiglu_fp8_triton(*ops, activation=activation, out_dtype=out_dtype, config=SWAP)
+    ref = swiglu_fp8_reference(*ops, activation=activation, out_dtype=torch.float32)
     assert got.dtype == out_dtype
     tol = 1e-5 if out_dtype == torch.float32 else 1e-2
     assert error_stats(got, ref)["normwise"] < tol
@@ -70,30 +70,30 @@ def test_leading_dims_and_strided_rows():
     x, xs, wg, sg, wu, su = operands(6, 48, 64, seed=5)
     wide = torch.zeros(48, 96, dtype=torch.uint8).view(FP8)
     wide[:, :64] = wg
-    got = tss.swiglu_scaled_triton(x.reshape(2, 3, 64), xs.reshape(2, 3, 1), wide[:, :64], sg, wu, su, config=ROWS)
+    got = tss.swiglu_fp8_triton(x.reshape(2, 3, 64), xs.reshape(2, 3, 1), wide[:, :64], sg, wu, su, config=ROWS)
     assert got.shape == (2, 3, 48)
-    ref = swiglu_scaled_reference(x, xs, wg, sg, wu, su, out_dtype=torch.float32)
+    ref = swiglu_fp8_reference(x, xs, wg, sg, wu, su, out_dtype=torch.float32)
     assert error_stats(got.reshape(6, 48), ref)["frac_over_1pct"] == 0.0
 
 
 def test_empty_problems():
     x, xs, wg, sg, wu, su = operands(4, 8, 32, seed=1)
-    assert tss.swiglu_scaled_triton(x[:0], xs[:0], wg, sg, wu, su).shape == (0, 8)
+    assert tss.swiglu_fp8_triton(x[:0], xs[:0], wg, sg, wu, su).shape == (0, 8)
     out = torch.full((4, 8), float("nan"), dtype=torch.bfloat16)
-    got = tss.swiglu_scaled_triton(x[:, :0], xs, wg[:, :0], sg, wu[:, :0], su, out=out)
+    got = tss.swiglu_fp8_triton(x[:, :0], xs, wg[:, :0], sg, wu[:, :0], su, out=out)
     assert torch.equal(got, torch.zeros(4, 8, dtype=torch.bfloat16))
 
 
 def test_bad_inputs_are_refused():
     x, xs, wg, sg, wu, su = operands(4, 8, 32, seed=1)
     with pytest.raises(TypeError, match="float8_e4m3fn"):
-        tss.swiglu_scaled_triton(x.to(torch.bfloat16), xs, wg, sg, wu, su)
+        tss.swiglu_fp8_triton(x.to(torch.bfloat16), xs, wg, sg, wu, su)
     with pytest.raises(TypeError, match="float32"):
-        tss.swiglu_scaled_triton(x, xs.half(), wg, sg, wu, su)
+        tss.swiglu_fp8_triton(x, xs.half(), wg, sg, wu, su)
     with pytest.raises(ValueError, match="w_gate_scale has 3 elements"):
-        tss.swiglu_scaled_triton(x, xs, wg, torch.ones(3), wu, su)
+        tss.swiglu_fp8_triton(x, xs, wg, torch.ones(3), wu, su)
     with pytest.raises(ValueError, match="shapes do not match"):
-        tss.swiglu_scaled_triton(x, xs, wg[:4], sg, wu, su)
+        tss.swiglu_fp8_triton(x, xs, wg[:4], sg, wu, su)
 
 
 def test_configurations_are_valid_and_named_once():
@@ -137,7 +137,7 @@ def block_reference(xq, xs, wg, sg, wu, su):
 def test_block_scaled_operands(config, M, N, K):
     ops = block_operands(M, N, K, seed=M + N)
     out = torch.full((M, N), float("nan"), dtype=torch.float32)
-    got = tss.swiglu_block_fp8_triton(*ops, out_dtype=torch.float32, config=config, out=out)
+    got = tss.swiglu_fp8_block_triton(*ops, out_dtype=torch.float32, config=config, out=out)
     assert got.data_ptr() == out.data_ptr()
     err = error_stats(got, block_reference(*ops))
     assert err["nonfinite"] == 0 and err["frac_over_1pct"] == 0.0 and err["normwise"] < 1e-5, err
@@ -146,13 +146,13 @@ def test_block_scaled_operands(config, M, N, K):
     m_major = scale_buffer(M, xs.shape[1], "cpu")
     m_major.copy_(xs)
     assert m_major.stride(0) == 1
-    torch.testing.assert_close(tss.swiglu_block_fp8_triton(xq, m_major, *ops[2:], out_dtype=torch.float32, config=config),
+    torch.testing.assert_close(tss.swiglu_fp8_block_triton(xq, m_major, *ops[2:], out_dtype=torch.float32, config=config),
                                got, rtol=0, atol=0)
 
 
 def test_block_scaled_bf16_out_and_leading_dims():
     xq, xs, wg, sg, wu, su = block_operands(6, 130, 260, seed=9)
-    got = tss.swiglu_block_fp8_triton(xq.reshape(2, 3, 260), xs.reshape(2, 3, -1), wg, sg, wu, su, config=ROWS_B)
+    got = tss.swiglu_fp8_block_triton(xq.reshape(2, 3, 260), xs.reshape(2, 3, -1), wg, sg, wu, su, config=ROWS_B)
     assert got.dtype == torch.bfloat16 and got.shape == (2, 3, 130)
     assert error_stats(got.reshape(6, 130), block_reference(xq, xs, wg, sg, wu, su))["normwise"] < 5e-3
 
@@ -160,15 +160,15 @@ def test_block_scaled_bf16_out_and_leading_dims():
 def test_block_scaled_inputs_are_checked():
     xq, xs, wg, sg, wu, su = block_operands(4, 40, 256, seed=1)
     with pytest.raises(ValueError, match="does not take block scales"):
-        tss.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(16, 32, 64, swap_ab=True))
+        tss.swiglu_fp8_block_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(16, 32, 64, swap_ab=True))
     with pytest.raises(ValueError, match="does not take block scales"):
-        tss.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(64, 256, 128))
+        tss.swiglu_fp8_block_triton(xq, xs, wg, sg, wu, su, config=tss.ScaledConfig(64, 256, 128))
     with pytest.raises(ValueError, match=r"take \(1, 2\)"):
-        tss.swiglu_block_fp8_triton(xq, xs, wg, sg[:, :1], wu, su)
+        tss.swiglu_fp8_block_triton(xq, xs, wg, sg[:, :1], wu, su)
     with pytest.raises(TypeError, match="quantizes a bf16 x"):
-        tss.swiglu_block_fp8_triton(xq.float().bfloat16(), xs, wg, sg, wu, su)
+        tss.swiglu_fp8_block_triton(xq.float().bfloat16(), xs, wg, sg, wu, su)
     with pytest.raises(ValueError, match=r"takes fp32 scales \[4, 2\]"):
-        tss.swiglu_block_fp8_triton(xq, xs[:, :1], wg, sg, wu, su)
+        tss.swiglu_fp8_block_triton(xq, xs[:, :1], wg, sg, wu, su)
     for M in (1, 16, 64, 128, 2048):
         assert tss.default_config(M, blockwise=True).blockwise and tss.default_config(M, blockwise=True).serves(M)
 

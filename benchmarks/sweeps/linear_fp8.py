@@ -1,11 +1,11 @@
-"""Form ``linear_fp8`` (the FP8 down projection at decode sizes): ``fp8_rowwise_linear`` against
+"""Form ``linear_fp8`` (the FP8 down projection at decode sizes): ``linear_fp8`` against
 what stock runs.  No table rows (the op's rule is ``dispatch/forms.py`` ``ROWWISE_MAX_ROWS``).
 
 Operands as torchao's ``Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`` holds
 the down Linear of a Qwen2.5 MLP: h [M, I] bf16 (the gated product), the weight [H, I]
 float8_e4m3fn with one fp32 scale per row.  Columns, per point:
 
-  op           torch.ops.inductor_swiglu.fp8_rowwise_linear (its decode kernel up to 16 rows)
+  op           torch.ops.inductor_swiglu.linear_fp8 (its decode kernel up to 16 rows)
   stock        torch.compile(backend="inductor") of torchao's per-row quantization of h and
                ``torch._scaled_mm(use_fast_accum=True)``: what the compiled torchao model runs
   scaled_mm    the ``_scaled_mm`` alone on the already quantized h (cuBLAS's share of stock)
@@ -16,12 +16,12 @@ The op's output is checked against the fp32 reference first (share of elements o
 error, norm-wise error).  ``--configs`` also times the decode kernel's candidate configurations.
 
 ``--weight-only``: the down Linear as torchao's ``Float8WeightOnlyConfig`` holds it (h bf16, the
-weight e4m3 with one scale per row, dequantized on every call): ``op`` is ``fp8_weight_linear``,
+weight e4m3 with one scale per row, dequantized on every call): ``op`` is ``linear_fp8_weight``,
 ``stock`` torch.compile of the dequantization and the GEMM, ``mm`` one bf16 GEMM on the weight
 dequantized beforehand, ``weight_read`` as above; held to the fp64 product of h and the exactly
 dequantized weight.  ``--per-tensor``: h quantized with one scale and one weight scale (torchao's
 ``PerTensor``), the op's ``h_per_tensor``.  ``--mlp``: the whole per-row FP8 MLP from its
-quantized x: ``op`` is ``fp8_gated_mlp``, ``two_ops`` ``swiglu_scaled`` then ``fp8_rowwise_linear``,
+quantized x: ``op`` is ``gated_mlp_fp8``, ``two_ops`` ``swiglu_fp8`` then ``linear_fp8``,
 ``stock`` torch.compile of two fast-accumulating ``_scaled_mm``, act(gate) * up and the down
 projection, ``weight_read`` a read of the three weights; the op must equal ``two_ops`` bit for bit.
 """
@@ -33,10 +33,10 @@ from timing import Interleaved, sets_needed
 from weight_read import weight_read
 
 from inductor_swiglu.kernels.triton import linear_fp8 as tfl
-from inductor_swiglu.ops import fp8_gated_mlp_op as mlp_op
-from inductor_swiglu.ops import fp8_rowwise_linear_op as op
-from inductor_swiglu.ops import fp8_weight_linear_op as wo_op
-from inductor_swiglu.ops import scaled_swiglu_op
+from inductor_swiglu.ops import gated_mlp_fp8_op as mlp_op
+from inductor_swiglu.ops import linear_fp8_op as op
+from inductor_swiglu.ops import linear_fp8_weight_op as wo_op
+from inductor_swiglu.ops import swiglu_fp8 as swiglu_fp8_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats
 
@@ -50,8 +50,8 @@ DEFAULTS = {"models": ",".join(SHAPES), "ms": "1,8,16", "sustained_from": 2048, 
 def add_arguments(ap) -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--configs", action="store_true", help="also time the decode kernel's candidate configurations")
-    ap.add_argument("--weight-only", action="store_true", help="the weight-only FP8 down projection (fp8_weight_linear)")
-    ap.add_argument("--mlp", action="store_true", help="the whole per-row FP8 MLP: fp8_gated_mlp against its two ops")
+    ap.add_argument("--weight-only", action="store_true", help="the weight-only FP8 down projection (linear_fp8_weight)")
+    ap.add_argument("--mlp", action="store_true", help="the whole per-row FP8 MLP: gated_mlp_fp8 against its two ops")
     ap.add_argument("--per-tensor", action="store_true", help="h quantized with one scale (torchao's PerTensor)")
 
 
@@ -106,10 +106,10 @@ def weight_only_point(model: str, M: int, rounds: int) -> dict:
     h, w, ws, _ = sets[0]
     want = h.double() @ (w.double() * ws.double()).T
     compiled = torch.compile(stock_weight_only_down)
-    numerics = error_stats(wo_op.fp8_weight_linear(h, w, ws), want)
+    numerics = error_stats(wo_op.linear_fp8_weight(h, w, ws), want)
     stock_numerics = error_stats(compiled(h, w, ws), want)
     bench = Interleaved(sets)
-    bench.add("op", lambda h, w, ws, wd: wo_op.fp8_weight_linear(h, w, ws))
+    bench.add("op", lambda h, w, ws, wd: wo_op.linear_fp8_weight(h, w, ws))
     bench.add("stock", lambda h, w, ws, wd: compiled(h, w, ws))
     bench.add("mm", lambda h, w, ws, wd: h @ wd.t())
     bench.add("weight_read", lambda h, w, ws, wd: weight_read(w[: H // 2], w[H // 2:]))
@@ -123,8 +123,8 @@ def stock_mlp(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
 
 
 def two_ops(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
-    h = scaled_swiglu_op.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
-    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16, per_tensor)
+    h = swiglu_fp8_op.swiglu_fp8(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
+    return op.linear_fp8(h, wd, sd, True, torch.bfloat16, per_tensor)
 
 
 def mlp_point(model: str, M: int, rounds: int, per_tensor: bool = False) -> dict:
@@ -145,15 +145,15 @@ def mlp_point(model: str, M: int, rounds: int, per_tensor: bool = False) -> dict
         sets.append((*operands, weights))
     ops = sets[0][:8]
     mlp_args = ("silu", torch.bfloat16, True, True, torch.bfloat16, per_tensor)
-    got = mlp_op.fp8_gated_mlp(*ops, *mlp_args)
-    ref = mlp_op.fp8_gated_mlp_reference(*ops, "silu", torch.bfloat16, torch.float32, per_tensor)
+    got = mlp_op.gated_mlp_fp8(*ops, *mlp_args)
+    ref = mlp_op.gated_mlp_fp8_reference(*ops, "silu", torch.bfloat16, torch.float32, per_tensor)
     numerics = error_stats(got.float(), ref)
     numerics["equals_two_ops"] = bool(torch.equal(got, two_ops(*ops, per_tensor)))
     compiled = torch.compile(stock_mlp)
     stock_numerics = error_stats(compiled(*ops, per_tensor).float(), ref)
     half = 3 * inter * H // 2
     bench = Interleaved(sets)
-    bench.add("op", lambda *o: mlp_op.fp8_gated_mlp(*o[:8], *mlp_args))
+    bench.add("op", lambda *o: mlp_op.gated_mlp_fp8(*o[:8], *mlp_args))
     bench.add("two_ops", lambda *o: two_ops(*o[:8], per_tensor))
     bench.add("stock", lambda *o: compiled(*o[:8], per_tensor))
     bench.add("weight_read", lambda *o: weight_read(o[8][:half], o[8][half:]))
@@ -185,15 +185,15 @@ def point(model: str, M: int, rounds: int, sweep: bool = False, per_tensor: bool
         q, s = stock_quantize(h, per_tensor)
         sets.append((h, w, ws, q, s.reshape(1, 1) if per_tensor else s.reshape(-1, 1)))
     h, w, ws = sets[0][:3]
-    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, per_tensor)
-    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32, per_tensor)
+    got = op.linear_fp8(h, w, ws, True, torch.bfloat16, per_tensor)
+    ref = op.linear_fp8_reference(h, w, ws, torch.float32, per_tensor)
     numerics = error_stats(got.float(), ref)
     compiled_down, compiled_quantize = torch.compile(stock_down), torch.compile(stock_quantize)
     stock_numerics = error_stats(compiled_down(h, w, ws, per_tensor).float(), ref)
     # how far stock's output is from the op's (the same quantization; cuBLAS accumulates fast)
     numerics["normwise_vs_stock"] = error_stats(got.float(), compiled_down(h, w, ws, per_tensor).float())["normwise"]
     bench = Interleaved(sets)
-    bench.add("op", lambda h, w, ws, q, s: op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, per_tensor))
+    bench.add("op", lambda h, w, ws, q, s: op.linear_fp8(h, w, ws, True, torch.bfloat16, per_tensor))
     bench.add("stock", lambda h, w, ws, q, s: compiled_down(h, w, ws, per_tensor))
     bench.add("scaled_mm", lambda h, w, ws, q, s: torch._scaled_mm(q, w.t(), scale_a=s, scale_b=ws.t(),
                                                                    out_dtype=torch.bfloat16, use_fast_accum=True))

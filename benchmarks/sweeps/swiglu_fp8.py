@@ -16,7 +16,7 @@ out.  At each point (Qwen2.5 MLP shapes x M):
   stock        torch.compile(backend="inductor") of silu(_scaled_mm) * _scaled_mm with torchao's
                use_fast_accum=True (what a torchao model compiles to, x's quantization aside)
   weight_read  at M <= 16: a kernel that only reads both fp8 weights (``weight_read.py``)
-  op           with --op: ``torch.ops.inductor_swiglu.swiglu_scaled`` as the installed table
+  op           with --op: ``torch.ops.inductor_swiglu.swiglu_fp8`` as the installed table
                dispatches it
 
 From --sustained-from on the fastest candidates and the baselines are also burst-timed; a
@@ -46,7 +46,8 @@ from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP, REPORT_MS
-from inductor_swiglu.ops import cutlass_scaled_swiglu, scaled_swiglu_op
+from inductor_swiglu.ops import cutlass_scaled_swiglu
+from inductor_swiglu.ops import swiglu_fp8 as swiglu_fp8_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 from sweeps import base
@@ -137,11 +138,11 @@ def cutlass(config: str):
 
 
 def unfused(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
-    return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
+    return swiglu_fp8_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
 
 
 def unfused_fast(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
-    return scaled_swiglu_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
+    return swiglu_fp8_op.unfused(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, use_fast_accum=True)
 
 
 def fast_candidates(names: tuple[str, ...], exact: plans.Plan) -> list[str]:
@@ -176,16 +177,16 @@ def stock_compile():
 
 def fused(cfg):
     def fn(x, xs, wg, sg, wu, su, w_cat, s_cat, out):
-        return triton_scaled_swiglu.swiglu_scaled_triton(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, cfg, out)
+        return triton_scaled_swiglu.swiglu_fp8_triton(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, cfg, out)
     return fn
 
 
 def the_op(x, xs, wg, sg, wu, su, *_):
-    return torch.ops.inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
+    return torch.ops.inductor_swiglu.swiglu_fp8(x, xs, wg, sg, wu, su, "silu", torch.bfloat16)
 
 
 def the_op_fast(x, xs, wg, sg, wu, su, *_):
-    return torch.ops.inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
+    return torch.ops.inductor_swiglu.swiglu_fp8(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, True)
 
 
 def read_weights(x, xs, wg, sg, wu, su, *_):

@@ -1,6 +1,6 @@
 """Form ``swiglu_fp8_block`` (FP8 checkpoints' 128 x 128 block scales): operands as an FP8
 checkpoint holds them (DeepSeek-V3 / Qwen3-FP8: weights e4m3 with one scale per 128 x 128 block,
-bf16 x quantized per row and 128 elements on every call), the op ``swiglu_block_fp8`` and its rows
+bf16 x quantized per row and 128 elements on every call), the op ``swiglu_fp8_block`` and its rows
 (``float8_e4m3fn_block128``).
 
 Candidates: the fused kernel's configurations that take block scales (x quantized inside), from
@@ -29,7 +29,8 @@ from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels.triton import quantize_fp8 as triton_fp8_quantize
 from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES
-from inductor_swiglu.ops import block_fp8_swiglu_op, cuda_impl, cutlass_scaled_swiglu
+from inductor_swiglu.ops import cuda_impl, cutlass_scaled_swiglu
+from inductor_swiglu.ops import swiglu_fp8_block as swiglu_fp8_block_op
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 from sweeps import base
 from sweeps.swiglu_fp8 import DEFAULTS, chosen_entry, describe, markdown, numerics_ok
@@ -80,9 +81,9 @@ def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
 
     def one():
         x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
-        wg, sg = block_fp8_swiglu_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-        wu, su = block_fp8_swiglu_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
-        xq, xs = block_fp8_swiglu_op.quantize_blocks(x, block_fp8_swiglu_op.CUBLAS_ROWS)
+        wg, sg = swiglu_fp8_block_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        wu, su = swiglu_fp8_block_op.quantize_weight(torch.randn(N, K, device="cuda", generator=g) / K**0.5)
+        xq, xs = swiglu_fp8_block_op.quantize_blocks(x, swiglu_fp8_block_op.CUBLAS_ROWS)
         return (x, wg, sg, wu, su, torch.cat([wg, wu]), torch.cat([sg, su]), xq, xs,
                 torch.empty(M, N, device="cuda", dtype=torch.bfloat16))
 
@@ -92,19 +93,19 @@ def block_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
 def block_reference(x, wg, sg, wu, su):
     """fp64 of x quantized as the op does and the dequantized weights, with the accumulation noise."""
     xq, xs = triton_fp8_quantize.quantize_blocks_reference(x)
-    xd = block_fp8_swiglu_op.dequantize_x(xq, xs, torch.float64)
-    return reference_fp64(xd, block_fp8_swiglu_op.dequantize_weight(wg, sg).double(),
-                          block_fp8_swiglu_op.dequantize_weight(wu, su).double(), with_noise=True)
+    xd = swiglu_fp8_block_op.dequantize_x(xq, xs, torch.float64)
+    return reference_fp64(xd, swiglu_fp8_block_op.dequantize_weight(wg, sg).double(),
+                          swiglu_fp8_block_op.dequantize_weight(wu, su).double(), with_noise=True)
 
 
 def block_unfused(x, wg, sg, wu, su, *_):
-    return block_fp8_swiglu_op.unfused(x, wg, sg, wu, su, "silu")[0]
+    return swiglu_fp8_block_op.unfused(x, wg, sg, wu, su, "silu")[0]
 
 
 def block_fused(cfg):
     def fn(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):   # as the op runs it: quantize, then the kernel
         xq, xs = triton_fp8_quantize.quantize_blocks(x)
-        return triton_scaled_swiglu.swiglu_block_fp8_triton(xq, xs, wg, sg, wu, su, "silu", torch.bfloat16, cfg, out)
+        return triton_scaled_swiglu.swiglu_fp8_block_triton(xq, xs, wg, sg, wu, su, "silu", torch.bfloat16, cfg, out)
     return fn
 
 
@@ -119,16 +120,16 @@ def block_cutlass(config: str):
 
 
 def block_op(x, wg, sg, wu, su, *_):
-    return torch.ops.inductor_swiglu.swiglu_block_fp8(x, wg, sg, wu, su, "silu")
+    return torch.ops.inductor_swiglu.swiglu_fp8_block(x, wg, sg, wu, su, "silu")
 
 
 def block_scaled_mm_2n(x, wg, sg, wu, su, w_cat, s_cat, xq, xs, out):
-    return block_fp8_swiglu_op.scaled_mm_blockwise(xq, xs, w_cat, s_cat, torch.bfloat16)
+    return swiglu_fp8_block_op.scaled_mm_blockwise(xq, xs, w_cat, s_cat, torch.bfloat16)
 
 
 def block_stock_compile():
     """Stock torch.compile of the torch form: x quantized per row and 128 elements, two block-scaled
-    _scaled_mm (the scales in the layouts cuBLAS reads correctly, block_fp8_swiglu_op), the gated
+    _scaled_mm (the scales in the layouts cuBLAS reads correctly, swiglu_fp8_block_op), the gated
     product.  Rows padded to 16 as the unfused path does (cuBLAS refuses one)."""
     torch._dynamo.reset()
 
@@ -213,8 +214,8 @@ def measure(model: str, M: int, args, ctx: dict) -> dict:
         if name == "scaled_mm_2N":
             # a bare GEMM: its gate half against fp64 says whether cuBLAS took the block scales right
             xq, xs = triton_fp8_quantize.quantize_blocks_reference(first[0])
-            xd = block_fp8_swiglu_op.dequantize_x(xq, xs, torch.float64)
-            gate = xd @ block_fp8_swiglu_op.dequantize_weight(first[1], first[2]).double().T
+            xd = swiglu_fp8_block_op.dequantize_x(xq, xs, torch.float64)
+            gate = xd @ swiglu_fp8_block_op.dequantize_weight(first[1], first[2]).double().T
             normwise = float((got[:M, :N].double() - gate).norm() / gate.norm())
             row["references"][name] = {"gate_normwise": normwise}
             if normwise < 1e-2:

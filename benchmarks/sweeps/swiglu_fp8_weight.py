@@ -32,7 +32,7 @@ from inductor_swiglu.dispatch import forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.models.shapes import MLP_SHAPES, QWEN25_MLP
-from inductor_swiglu.ops import fp8_weight_swiglu_op
+from inductor_swiglu.ops import swiglu_fp8_weight as swiglu_fp8_weight_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 from sweeps import base
@@ -65,7 +65,7 @@ def weight_only_sets(M: int, N: int, K: int, seed: int) -> list[tuple]:
     def one():
         x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
         (wg, sg), (wu, su) = quantized(), quantized()
-        w_cat = torch.cat([fp8_weight_swiglu_op.dequantize(wg, sg, x.dtype), fp8_weight_swiglu_op.dequantize(wu, su, x.dtype)])
+        w_cat = torch.cat([swiglu_fp8_weight_op.dequantize(wg, sg, x.dtype), swiglu_fp8_weight_op.dequantize(wu, su, x.dtype)])
         return x, wg, sg, wu, su, w_cat, torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
 
     return [one() for _ in range(n_sets)]
@@ -78,7 +78,7 @@ def fused(cfg):
 
 
 def unfused(x, wg, sg, wu, su, *_):
-    return fp8_weight_swiglu_op.unfused(x, wg, sg, wu, su, "silu")
+    return swiglu_fp8_weight_op.unfused(x, wg, sg, wu, su, "silu")
 
 
 def stock_compile():
@@ -96,8 +96,8 @@ def stock_compile():
 
 def bf16_rewrite(x, wg, sg, wu, su, *_):
     # the bf16 op on the weights dequantized as the graph does (one Inductor kernel each, there)
-    return inductor_swiglu.swiglu(x, fp8_weight_swiglu_op.dequantize(wg, sg, x.dtype),
-                                  fp8_weight_swiglu_op.dequantize(wu, su, x.dtype))
+    return inductor_swiglu.swiglu(x, swiglu_fp8_weight_op.dequantize(wg, sg, x.dtype),
+                                  swiglu_fp8_weight_op.dequantize(wu, su, x.dtype))
 
 
 def mm_2n(x, wg, sg, wu, su, w_cat, out):

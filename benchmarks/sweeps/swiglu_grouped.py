@@ -12,7 +12,7 @@ shapes x tokens; S = tokens x experts per token routed rows):
                + one elementwise kernel)
   grouped_mm   one ``torch._grouped_mm`` [S, 2N, K]: the bare grouped GEMM
   stock        torch.compile(backend="inductor") of act(gate) * up over ``torch._grouped_mm``
-  op           with --op: ``torch.ops.inductor_swiglu.grouped_swiglu`` as the installed table
+  op           with --op: ``torch.ops.inductor_swiglu.swiglu_grouped`` as the installed table
                dispatches it
 
 A candidate is scored by its regret in the worse regime (``dispatch.choice``); every candidate's
@@ -31,7 +31,7 @@ from inductor_swiglu.dispatch import choice, forms, plans
 from inductor_swiglu.dispatch import table as tables
 from inductor_swiglu.kernels.triton import swiglu_grouped as triton_grouped_swiglu
 from inductor_swiglu.models.shapes import MOE_SHAPES, MOE_TOKENS
-from inductor_swiglu.ops import grouped_swiglu_op
+from inductor_swiglu.ops import swiglu_grouped as swiglu_grouped_op
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 from sweeps import base
 
@@ -73,7 +73,7 @@ def moe_sets(model: str, T: int, seed: int) -> tuple[torch.Tensor, list[tuple]]:
 
 
 def unfused(x, w, offs, out):
-    return grouped_swiglu_op.unfused(x, w, None, offs, "silu")
+    return swiglu_grouped_op.unfused(x, w, None, offs, "silu")
 
 
 def grouped_mm(x, w, offs, out):
@@ -95,12 +95,12 @@ def stock_compile():
 def fused(cfg):
     def fn(x, w, offs, out):
         n = w.shape[-1] // 2
-        return triton_grouped_swiglu.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, "silu", cfg, out)
+        return triton_grouped_swiglu.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs, "silu", cfg, out)
     return fn
 
 
 def the_op(x, w, offs, out):
-    return torch.ops.inductor_swiglu.grouped_swiglu(x, w, None, offs, "silu")
+    return torch.ops.inductor_swiglu.swiglu_grouped(x, w, None, offs, "silu")
 
 
 def measure(model: str, T: int, args, ctx: dict) -> dict:

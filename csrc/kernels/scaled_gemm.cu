@@ -5,7 +5,7 @@
 
     What torchao's Float8DynamicActivationFloat8WeightConfig (PerRow, PerTensor) and hand-written
     torch._scaled_mm pairs compute with two GEMMs and an elementwise kernel
-    (inductor_swiglu/ops/scaled_swiglu_op.py).  The interleaved GEMM's machinery is reused whole:
+    (inductor_swiglu/ops/swiglu_fp8.py).  The interleaved GEMM's machinery is reused whole:
     the rank-5 TMA view reads the model's two float8 weights in place (a k-tile is 128 elements,
     one 128-byte swizzle row, as 64 bf16 are), the stock FP8 wgmma mainloop, and PairMulEpilogue,
     whose RowColScale (pair_mul_store.hpp) multiplies each gate value and its up partner by x's

@@ -412,7 +412,7 @@ Tensor rows_of(const Tensor& x, const Meta& mx, int64_t M, int64_t K, int64_t* l
 }
 
 // The plan rows of a device, handed over by Python the first time the device is seen: the op
-// inductor_swiglu::set_device_plans (ops/swiglu_op.py) calls isw_op_set_plans.  nullptr where
+// inductor_swiglu::set_device_plans (ops/swiglu.py) calls isw_op_set_plans.  nullptr where
 // Python did not answer (the call then runs unfused, counted as kNoPlan).
 const PlanTable* table_for(const Tensor& x, int32_t device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
@@ -429,7 +429,7 @@ Tensor swiglu_forward(Tensor x, Tensor w_gate, Tensor w_up, std::optional<Tensor
                       std::optional<Tensor> b_up, std::string activation) {
   const int act = activation_id(activation);
   const Meta mx = meta_of(x), mg = meta_of(w_gate), mu = meta_of(w_up);
-  // The same contract as the Python op (ops/swiglu_op.py); the fake implementation raises these
+  // The same contract as the Python op (ops/swiglu.py); the fake implementation raises these
   // at trace time, so here they only guard direct calls.
   STD_TORCH_CHECK(mx.dim >= 1, "inductor_swiglu.swiglu: x must have at least one dimension [..., K]");
   STD_TORCH_CHECK(mg.dim == 2 && mu.dim == 2, "inductor_swiglu.swiglu: w_gate and w_up must be 2-D [N, K]");

@@ -23,7 +23,7 @@ import torch
 from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
 from ..dispatch.forced import warn_if_changed_since_import
-from ..ops import swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
+from ..ops import swiglu as swiglu_op  # noqa: F401  (registers torch.ops.inductor_swiglu.swiglu)
 from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
 from .pass_manager import PostGradPassManager, compose, current_compile_id
@@ -35,10 +35,10 @@ BACKEND_NAME = "inductor_swiglu"
 _PASS_SLOT = "post_grad_custom_pre_pass"
 # Call sites of the ops the passes write, each weighed by the rewrites it carries: swiglu (CPU
 # graphs, GPUs other than Hopper) or swiglu_forward (its C++ form), the FP8 and routed-expert ops,
-# and fp8_gated_mlp, an FP8 MLP's two rewrites in one op.  (swiglu_block_fp8 comes from a module
+# and gated_mlp_fp8, an FP8 MLP's two rewrites in one op.  (swiglu_fp8_block comes from a module
 # swap, not a rewrite; the C++ op's own helpers never appear in Inductor's code.)
-REWRITE_OPS = {"swiglu": 1, "swiglu_forward": 1, "swiglu_scaled": 1, "swiglu_fp8_weight": 1, "fp8_rowwise_linear": 1,
-               "fp8_weight_linear": 1, "grouped_swiglu": 1, "fp8_gated_mlp": 2}
+REWRITE_OPS = {"swiglu": 1, "swiglu_forward": 1, "swiglu_fp8": 1, "swiglu_fp8_weight": 1, "linear_fp8": 1,
+               "linear_fp8_weight": 1, "swiglu_grouped": 1, "gated_mlp_fp8": 2}
 _OP_IN_CODE = re.compile(rf"torch\.ops\.inductor_swiglu\.({'|'.join(REWRITE_OPS)})\.default\(")
 
 

@@ -27,18 +27,18 @@ class PassConfig:
 
     fp8: bool = True
     """Rewrite FP8 gated MLPs (two torch._scaled_mm of one float8 x: torchao's float8 dynamic
-    quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_scaled, and weight-only FP8 ones
+    quantization, or by hand) into torch.ops.inductor_swiglu.swiglu_fp8, and weight-only FP8 ones
     (torchao's Float8WeightOnlyConfig) into swiglu_fp8_weight, where a fused FP8 kernel serves the
     device (CPU graphs: always, for the tests)."""
 
     merge_fp8_mlp: bool = True
     """Where an FP8 MLP's gated and down projections are both rewritten, run them as one op
-    (fp8_gated_mlp): at decode sizes h's row scales then come from the gated kernel's epilogue
+    (gated_mlp_fp8): at decode sizes h's row scales then come from the gated kernel's epilogue
     instead of a pass over h.  Off: the two ops (for comparisons; the same numbers)."""
 
     moe: bool = True
     """Rewrite the routed experts of MoE layers (torch._grouped_mm or transformers' gathered bmm, then
-    act(gate) * up) into torch.ops.inductor_swiglu.grouped_swiglu, where the fused grouped kernel
+    act(gate) * up) into torch.ops.inductor_swiglu.swiglu_grouped, where the fused grouped kernel
     serves the device (CPU graphs: always, for the tests)."""
 
     fuse_on_cpu: bool = True

@@ -27,13 +27,25 @@ from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_file
 
 from ..dispatch import table
 from ..ops import (
-    fp8_gated_mlp_op,
-    fp8_rowwise_linear_op,
-    fp8_weight_linear_op,
-    fp8_weight_swiglu_op,
-    grouped_swiglu_op,
-    scaled_swiglu_op,
-    swiglu_op,
+    gated_mlp_fp8 as gated_mlp_fp8_op,
+)
+from ..ops import (
+    linear_fp8 as linear_fp8_op,
+)
+from ..ops import (
+    linear_fp8_weight as linear_fp8_weight_op,
+)
+from ..ops import (
+    swiglu as swiglu_op,
+)
+from ..ops import (
+    swiglu_fp8 as swiglu_fp8_op,
+)
+from ..ops import (
+    swiglu_fp8_weight as swiglu_fp8_weight_op,
+)
+from ..ops import (
+    swiglu_grouped as swiglu_grouped_op,
 )
 from ..version import __version__
 from . import pattern_registry
@@ -72,8 +84,8 @@ def uuid_sources() -> tuple[str, ...]:
     tables = Path(table.TABLES_DIR)
     files = sorted({*map(str, compiler.rglob("*.py")), *map(str, patterns.glob("*.py")),
                     *map(str, tables.parent.glob("*.py")), *map(str, tables.glob("*.json"))})
-    ops = (swiglu_op.__file__, scaled_swiglu_op.__file__, grouped_swiglu_op.__file__, fp8_weight_swiglu_op.__file__,
-           fp8_rowwise_linear_op.__file__, fp8_weight_linear_op.__file__, fp8_gated_mlp_op.__file__)
+    ops = (swiglu_op.__file__, swiglu_fp8_op.__file__, swiglu_grouped_op.__file__, swiglu_fp8_weight_op.__file__,
+           linear_fp8_op.__file__, linear_fp8_weight_op.__file__, gated_mlp_fp8_op.__file__)
     return (*files, *(str(Path(f).resolve()) for f in ops))
 
 

@@ -22,7 +22,7 @@ def counters() -> dict:
     * ``swiglu_rewrites`` counts graphs the pass ran on; ``graphs_pass_not_run`` says, per reason
       (a cache hit, an out-of-process compile), on how many it did not, whose rewrites are unknown;
     * ``swiglu_ops_in_output_code`` counts the call sites of the ops the passes write (dense, FP8,
-      routed experts), weighed by the rewrites each carries (two for fp8_gated_mlp, one otherwise),
+      routed experts), weighed by the rewrites each carries (two for gated_mlp_fp8, one otherwise),
       in the graphs whose generated code was seen;
       ``graphs_code_not_seen`` how many were not (e.g. an AOTInductor compile, an AOTAutograd
       cache hit): their op calls are unknown, not 0.

@@ -233,10 +233,10 @@ def _write_patterns(d: RunData, files: dict) -> None:
             "## Rewrites",
             "",
             "`act(x @ Wg) * (x @ Wu)` replaced by one op of `torch.ops.inductor_swiglu` (*variant* names the pattern: "
-            "`swiglu` for the dense ones, `swiglu_scaled` for `scaled_mm.*`, `swiglu_fp8_weight` for "
-            "`fp8_weight_only.*`, `fp8_rowwise_linear` for `scaled_down.*` and `fp8_weight_linear` for "
+            "`swiglu` for the dense ones, `swiglu_fp8` for `scaled_mm.*`, `swiglu_fp8_weight` for "
+            "`fp8_weight_only.*`, `linear_fp8` for `scaled_down.*` and `linear_fp8_weight` for "
             "`fp8_weight_only_down.*` (the down projections; a `scaled_mm.*` and the `scaled_down.*` reading its "
-            "product alone become one `fp8_gated_mlp`), `grouped_swiglu` "
+            "product alone become one `gated_mlp_fp8`), `swiglu_grouped` "
             "for `grouped_mm*` (routed experts)); *kernel* is the implementation the op dispatches to for the shapes seen (x is "
             "[.., K], the weights [N, K]).",
             "",

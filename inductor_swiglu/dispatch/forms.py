@@ -1,6 +1,6 @@
 """The plans of the Triton-kernel forms, and whether a rewrite into a form's op is worth it.
 
-FP8 (``swiglu_scaled``, ``swiglu_block_fp8``, ``swiglu_fp8_weight``): the fused Triton kernel and
+FP8 (``swiglu_fp8``, ``swiglu_fp8_block``, ``swiglu_fp8_weight``): the fused Triton kernel and
 its configuration, the scaled CUTLASS GEMM and its configuration (a row of the call's kind of
 scales: per-row and single, or 128 x 128 blocks), or the unfused path (the GEMMs and one
 elementwise kernel, as stock runs them).  Keyed ``"float8_e4m3fn/<activation>"`` in the device's
@@ -15,7 +15,7 @@ fast CUTLASS rows among the candidates) at the M buckets those rows were measure
 ``float8_e4m3fn`` rows elsewhere (decode sizes stream the weights: the accumulation costs nothing
 there).  A graph without the flag never runs a fast row.
 
-Routed experts (``grouped_swiglu``): the fused grouped Triton kernel and its configuration, or the
+Routed experts (``swiglu_grouped``): the fused grouped Triton kernel and its configuration, or the
 unfused path (``torch._grouped_mm`` and one elementwise pass), keyed ``"grouped/<dtype>/<activation>"``
 (M is S, the routed rows: tokens x experts per token).
 
@@ -178,18 +178,18 @@ def grouped_plan_in(table: Table | None, device: DeviceKind, dtype: str, activat
     return Plan(c.impl, c.config, GROUPED_REASONS[c.reason], c.detail, stock_us=stock_us)
 
 
-# The FP8 down projection (ops/fp8_rowwise_linear_op.py): its decode kernel serves the rows one
+# The FP8 down projection (ops/linear_fp8.py): its decode kernel serves the rows one
 # program covers (16).  Measured on the H200 (benchmarks/sweep_rowwise_linear.py, weights from
 # HBM): at M = 1-16 over the Qwen2.5 shapes cuBLAS's fp8 GEMM took 1.7x-3.7x a pure read of the down
 # weight, and the per-row quantization before it another 2-11 us.  (The per-tensor quantization, a
 # reduction over all of h, is served by the same rule: not timed apart.)
 ROWWISE_MAX_ROWS = tfl.DEFAULT_CONFIG.block_m
 ROWWISE_NOTE = "decode size: the quantization and the GEMM in the decode kernel (cuBLAS's fp8 GEMM is slow here)"
-ROWWISE_FROM_GATE_NOTE = ROWWISE_NOTE + "; h's maxima from the gated kernel's epilogue (fp8_gated_mlp)"
+ROWWISE_FROM_GATE_NOTE = ROWWISE_NOTE + "; h's maxima from the gated kernel's epilogue (gated_mlp_fp8)"
 
 
 def rowwise_linear_fused(M: int) -> bool:
-    """Whether fp8_rowwise_linear runs its decode kernel for M rows of h (else cuBLAS's GEMM)."""
+    """Whether linear_fp8 runs its decode kernel for M rows of h (else cuBLAS's GEMM)."""
     return 0 < M <= ROWWISE_MAX_ROWS
 
 

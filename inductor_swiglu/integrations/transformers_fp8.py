@@ -8,7 +8,7 @@ transformers runs each ``FP8Linear`` through a kernel Dynamo treats as one opaqu
 ``finegrained-fp8`` hub kernel or DeepGEMM), so no graph pattern can see ``act(gate(x)) * up(x)``
 in such a model: the rewrite is a module swap instead.  Each MLP whose gate and up are block-
 scaled FP8 linears becomes a ``BlockFP8GatedMLP``: the same submodules (the state dict keeps its
-keys), gate and up computed by ``torch.ops.inductor_swiglu.swiglu_block_fp8`` (one kernel), the
+keys), gate and up computed by ``torch.ops.inductor_swiglu.swiglu_fp8_block`` (one kernel), the
 down projection left to the checkpoint's own layer.
 
 An MLP is swapped only where the result is the same computation; every other candidate is named
@@ -37,7 +37,7 @@ import torch
 from torch import fx, nn
 
 from ..kernels import activations
-from ..ops import block_fp8_swiglu_op  # noqa: F401  (registers the op)
+from ..ops import swiglu_fp8_block as swiglu_fp8_block_op  # noqa: F401  (registers the op)
 
 log = logging.getLogger("inductor_swiglu.fp8")
 
@@ -79,7 +79,7 @@ class FuseReport:
 
 class BlockFP8GatedMLP(nn.Module):
     """``down_proj(act(gate_proj(x)) * up_proj(x))`` of a block-scaled FP8 MLP, gate and up fused
-    (``swiglu_block_fp8``).  Holds the replaced module's own submodules."""
+    (``swiglu_fp8_block``).  Holds the replaced module's own submodules."""
 
     def __init__(self, mlp: nn.Module, activation: str):
         super().__init__()
@@ -93,7 +93,7 @@ class BlockFP8GatedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         g, u = self.gate_proj, self.up_proj
-        h = torch.ops.inductor_swiglu.swiglu_block_fp8(x, g.weight, g.weight_scale_inv, u.weight, u.weight_scale_inv,
+        h = torch.ops.inductor_swiglu.swiglu_fp8_block(x, g.weight, g.weight_scale_inv, u.weight, u.weight_scale_inv,
                                                        self.activation)
         return self.down_proj(h)
 

@@ -218,7 +218,7 @@ class ScaledGemmConfig(InterleavedConfig):
 
     @property
     def blockwise(self) -> bool:
-        """Whether the row takes block scales (swiglu_block_fp8) rather than per-row or single ones."""
+        """Whether the row takes block scales (swiglu_fp8_block) rather than per-row or single ones."""
         return self.accumulate.startswith("block128")
 
     def macro_args(self) -> tuple:
@@ -469,7 +469,7 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, store="tma"),
     ScaledGemmConfig(128, 128, cluster_m=2, store="tma"),
     ScaledGemmConfig(64, 256, cluster_m=2),
-    # Block scales (FP8 checkpoints, the op swiglu_block_fp8), from prefill sizes on (the Triton
+    # Block scales (FP8 checkpoints, the op swiglu_fp8_block), from prefill sizes on (the Triton
     # kernel serves decode).  The first of them is the block op's default (forced runs).
     ScaledGemmConfig(128, 128, "cooperative", store="tma", accumulate="block128_overlap"),
     ScaledGemmConfig(128, 128, "cooperative", accumulate="block128_overlap"),

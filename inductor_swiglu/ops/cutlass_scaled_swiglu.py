@@ -2,9 +2,9 @@
 model's two float8 e4m3 weights interleaved in place, bf16 out.  Two kinds of rows
 (``kernels/configs.py`` ``ScaledGemmConfig.accumulate``):
 
-* per-row and single scales (``run``, the op ``swiglu_scaled``): x's and the weights' fp32 scales
+* per-row and single scales (``run``, the op ``swiglu_fp8``): x's and the weights' fp32 scales
   applied in the epilogue before the activation;
-* block scales (``run_block``, the op ``swiglu_block_fp8``: FP8 checkpoints), the "block128" rows:
+* block scales (``run_block``, the op ``swiglu_fp8_block``: FP8 checkpoints), the "block128" rows:
   x quantized per row and 128 of K, the weights' one scale per 128 x 128 block, each k-tile's sum
   promoted with its scales in the mainloop, read from the model's own scale tensors.
 

@@ -10,9 +10,9 @@ import torch
 import inductor_swiglu
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.kernels.triton.quantize_fp8 import quantize_blocks, quantize_blocks_reference
-from inductor_swiglu.ops import block_fp8_swiglu_op as op
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
 from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.ops import swiglu_fp8_block_op as op
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu]
@@ -138,8 +138,8 @@ def test_the_op_runs_a_block_row_when_forced(M):
     ops = operands(M, 1024, 2048, seed=4)
     inductor_swiglu.reset_op_stats()
     with inductor_swiglu.force_kernel("interleaved_gemm"):
-        got = op.swiglu_block_fp8(*ops)
-        gelu = op.swiglu_block_fp8(*ops, "gelu_tanh")
+        got = op.swiglu_fp8_block(*ops)
+        gelu = op.swiglu_fp8_block(*ops, "gelu_tanh")
     stats = inductor_swiglu.op_stats()
     assert stats["calls"].get(impl_stats.SCALED_CUTLASS) == 1, stats
     assert stats["calls"].get(impl_stats.FALLBACK_CUDA) == 1, stats

@@ -11,8 +11,8 @@ import inductor_swiglu
 from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.kernels.triton.quantize_fp8 import quantize_blocks, quantize_blocks_reference
-from inductor_swiglu.ops import block_fp8_swiglu_op as op
 from inductor_swiglu.ops import cuda_impl, impl_stats
+from inductor_swiglu.ops import swiglu_fp8_block_op as op
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu]
@@ -73,7 +73,7 @@ def test_every_block_configuration(config, M):
     ops[0][0, :128] = 0   # an all-zero block of x
     xq, xs = quantize_blocks(ops[0])
     out = torch.full((M, 896), float("nan"), device="cuda", dtype=torch.bfloat16)
-    check(tss.swiglu_block_fp8_triton(xq, xs, *ops[1:], config=config, out=out), ops, config)
+    check(tss.swiglu_fp8_block_triton(xq, xs, *ops[1:], config=config, out=out), ops, config)
 
 
 @pytest.mark.parametrize("M,N,K", [(3, 200, 300), (130, 4864, 896), (77, 136, 4096)])
@@ -85,13 +85,13 @@ def test_odd_shapes_dtypes_and_activations(M, N, K, dtype, activation):
     # normal, 6.1e-5, where the format itself holds less than 1%.  check() now measures the output in
     # its own dtype, which leaves those out, as testing/numerics.py documents.)
     ops = operands(M, N, K, dtype, seed=N)
-    got = inductor_swiglu.swiglu_block_fp8(*ops, activation)   # whatever the plan runs
+    got = inductor_swiglu.swiglu_fp8_block(*ops, activation)   # whatever the plan runs
     assert got.dtype == dtype and got.shape == (M, N)
     err = error_stats(got.float(), reference(*ops, activation=activation))
     assert err["nonfinite"] == 0 and err["normwise"] < 1e-2, err   # the unfused path rounds gate and up first
     xq, xs = quantize_blocks(ops[0])
     for config in (tss.default_config(M, blockwise=True), tss.BY_NAME["fp8_m64_n64_k128_w4_s4_bf16mma"]):
-        got = tss.swiglu_block_fp8_triton(xq, xs, *ops[1:], activation, dtype, config=config)
+        got = tss.swiglu_fp8_block_triton(xq, xs, *ops[1:], activation, dtype, config=config)
         check(got, ops, config, activation)
 
 
@@ -110,11 +110,11 @@ def test_the_unfused_path(M, N, K):
 def test_cuda_graph_replay_with_new_inputs():
     ops = operands(16, 1024, 2048, seed=5)
     static = [t.clone() for t in ops]
-    inductor_swiglu.swiglu_block_fp8(*static)   # warm up (compile) outside the capture
+    inductor_swiglu.swiglu_fp8_block(*static)   # warm up (compile) outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out = inductor_swiglu.swiglu_block_fp8(*static)
+        out = inductor_swiglu.swiglu_fp8_block(*static)
     for seed in (6, 7):
         new = operands(16, 1024, 2048, seed=seed)
         for s, n in zip(static, new):

@@ -13,7 +13,7 @@ from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
-from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.ops import swiglu_fp8_op as op
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
@@ -155,7 +155,7 @@ def test_the_op_falls_back_or_copies(case):
         ops[0] = pad[:, :K]
     inductor_swiglu.reset_op_stats()
     with inductor_swiglu.force_kernel("interleaved_gemm"):
-        got = op.swiglu_scaled(*ops, activation=activation, out_dtype=out_dtype)
+        got = op.swiglu_fp8(*ops, activation=activation, out_dtype=out_dtype)
     stats = inductor_swiglu.op_stats()
     if case == "ld_not_16":
         assert stats["calls"].get(impl_stats.SCALED_CUTLASS) == 1, stats
@@ -175,7 +175,7 @@ def test_the_op_follows_the_graphs_accumulation(fast):
     ops = operands(M, N, K, seed=5)
     plan = forms.fp8_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, K, fast_accum=fast)
     inductor_swiglu.reset_op_stats()
-    got = op.swiglu_scaled(*ops, use_fast_accum=fast)
+    got = op.swiglu_fp8(*ops, use_fast_accum=fast)
     stats = inductor_swiglu.op_stats()
     if plan.cutlass:
         assert stats["calls"] == {impl_stats.SCALED_CUTLASS: 1}, (plan.describe(), stats)

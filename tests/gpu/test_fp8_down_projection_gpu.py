@@ -3,7 +3,7 @@ reference on random h (the hardware's e4m3 rounding, which the CPU interpreter c
 K splits and odd shapes, an all-zero row (NaN, as stock's graph gives), the fallback above the
 decode sizes, CUDA-graph replay with new inputs, and a torchao float8 MLP compiled with the
 backend under CUDA graphs (both projections rewritten and merged into one op, the decode kernel
-run on the gated kernel's row maxima, stock's numbers).  The merged op (``fp8_gated_mlp``) gives
+run on the gated kernel's row maxima, stock's numbers).  The merged op (``gated_mlp_fp8``) gives
 the two ops' numbers bit for bit, eagerly and replayed in a CUDA graph with new inputs."""
 
 import copy
@@ -18,8 +18,9 @@ from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.kernels.triton.swiglu_fp8 import FP8_MMA_OVER_1PCT_BOUND
-from inductor_swiglu.ops import cuda_impl, fp8_gated_mlp_op, impl_stats
-from inductor_swiglu.ops import fp8_rowwise_linear_op as op
+from inductor_swiglu.ops import cuda_impl, impl_stats
+from inductor_swiglu.ops import gated_mlp_fp8 as gated_mlp_fp8_op
+from inductor_swiglu.ops import linear_fp8_op as op
 from inductor_swiglu.testing.numerics import error_stats
 
 pytestmark = [pytest.mark.gpu]
@@ -77,8 +78,8 @@ def test_the_decode_kernel_quantizes_per_tensor(M, N, K):
     # the 16-grid only: a graph with others never ran), both near the reference
     for rows in (M, forms.ROWWISE_MAX_ROWS + 3) if N % 16 == 0 else (M,):
         hh = h if rows == M else operands(rows, N, K, seed=rows)[0]
-        got = op.fp8_rowwise_linear(hh, w, ws, True, torch.bfloat16, True)
-        want = op.fp8_rowwise_linear_reference(hh, w, ws, torch.float32, h_per_tensor=True)
+        got = op.linear_fp8(hh, w, ws, True, torch.bfloat16, True)
+        want = op.linear_fp8_reference(hh, w, ws, torch.float32, h_per_tensor=True)
         assert error_stats(got.float(), want)["normwise"] < 1e-2
 
 
@@ -95,33 +96,33 @@ def test_an_all_zero_row_gives_nan_as_the_graph_does():
 def test_the_op_dispatches_by_rows_and_says_so():
     h, w, ws = operands(16, 512, 2048)
     inductor_swiglu.reset_op_stats()
-    got = op.fp8_rowwise_linear(h.reshape(2, 8, 2048), w, ws)
+    got = op.linear_fp8(h.reshape(2, 8, 2048), w, ws)
     assert got.shape == (2, 8, 512)
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.ROWWISE_TRITON: 1}
-    ref = op.fp8_rowwise_linear_reference(h, w, ws, torch.float32)
+    ref = op.linear_fp8_reference(h, w, ws, torch.float32)
     assert error_stats(got.reshape(16, 512).float(), ref)["normwise"] < 4e-3
     big, wb, wsb = operands(forms.ROWWISE_MAX_ROWS + 1, 512, 2048)
     inductor_swiglu.reset_op_stats()
-    got = op.fp8_rowwise_linear(big, wb, wsb)
+    got = op.linear_fp8(big, wb, wsb)
     assert inductor_swiglu.op_stats()["calls"] == {impl_stats.FALLBACK_CUDA: 1}
-    ref = op.fp8_rowwise_linear_reference(big, wb, wsb, torch.float32)
+    ref = op.linear_fp8_reference(big, wb, wsb, torch.float32)
     assert error_stats(got.float(), ref)["normwise"] < 1e-2   # cuBLAS's fast accumulation, as the graph asked
 
 
 def test_cuda_graph_replay_with_new_inputs():
     h, w, ws = operands(8, 3584, 18944)
     static_h = h.clone()
-    out = op.fp8_rowwise_linear(static_h, w, ws)
+    out = op.linear_fp8(static_h, w, ws)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        out = op.fp8_rowwise_linear(static_h, w, ws)
+        out = op.linear_fp8(static_h, w, ws)
     for seed in (1, 2):
         new_h = operands(8, 3584, 18944, seed=seed)[0]
         static_h.copy_(new_h)
         out.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
-        ref = op.fp8_rowwise_linear_reference(new_h, w, ws, torch.float32)
+        ref = op.linear_fp8_reference(new_h, w, ws, torch.float32)
         err = error_stats(out.float(), ref)
         assert err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
 
@@ -175,8 +176,8 @@ def mlp_operands(M, H, N, seed=0):
 
 
 def two_ops(x, xs, wg, sg, wu, su, wd, sd, per_tensor=False):
-    h = inductor_swiglu.swiglu_scaled(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, False)
-    return op.fp8_rowwise_linear(h, wd, sd, True, torch.bfloat16, per_tensor)
+    h = inductor_swiglu.swiglu_fp8(x, xs, wg, sg, wu, su, "silu", torch.bfloat16, False)
+    return op.linear_fp8(h, wd, sd, True, torch.bfloat16, per_tensor)
 
 
 @pytest.mark.parametrize("M", [1, 8, 16, 17, 64])
@@ -188,7 +189,7 @@ def test_the_merged_op_gives_the_two_ops_numbers(M, H, N, per_tensor):
     ops = mlp_operands(M, H, N, seed=M + N)
     want = two_ops(*ops, per_tensor=per_tensor)
     inductor_swiglu.reset_op_stats()
-    got = fp8_gated_mlp_op.fp8_gated_mlp(*ops, h_per_tensor=per_tensor)
+    got = gated_mlp_fp8_op.gated_mlp_fp8(*ops, h_per_tensor=per_tensor)
     # the same kernels on the same h, and the same scales of h (a maximum is exact): bit for bit
     assert torch.equal(got, want)
     plan = forms.fp8_plan(cuda_impl.device_kind(ops[0].device), "silu", M, N, H)
@@ -202,10 +203,10 @@ def test_the_merged_op_gives_the_two_ops_numbers(M, H, N, per_tensor):
 def test_the_merged_op_replays_in_a_cuda_graph_with_new_inputs():
     ops = mlp_operands(8, 3584, 18944)
     static_x, static_xs = ops[0].clone(), ops[1].clone()
-    fp8_gated_mlp_op.fp8_gated_mlp(static_x, static_xs, *ops[2:])
+    gated_mlp_fp8_op.gated_mlp_fp8(static_x, static_xs, *ops[2:])
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        out = fp8_gated_mlp_op.fp8_gated_mlp(static_x, static_xs, *ops[2:])
+        out = gated_mlp_fp8_op.gated_mlp_fp8(static_x, static_xs, *ops[2:])
     for seed in (1, 2):
         new = mlp_operands(8, 3584, 18944, seed=seed)
         static_x.copy_(new[0])
@@ -222,10 +223,10 @@ def test_zero_max_as_one_on_the_gpu(M):
     # rows, the row pass + cuBLAS above), every other row as torchao's
     h, w, ws = operands(M, 896, 4864, seed=M)
     h[M // 2] = 0
-    got = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16, False, True)
+    got = op.linear_fp8(h, w, ws, True, torch.bfloat16, False, True)
     assert torch.isfinite(got).all() and (got[M // 2] == 0).all()
     others = [i for i in range(M) if i != M // 2]
-    torchao = op.fp8_rowwise_linear(h, w, ws, True, torch.bfloat16)
+    torchao = op.linear_fp8(h, w, ws, True, torch.bfloat16)
     assert torch.equal(got[others], torchao[others])
 
 

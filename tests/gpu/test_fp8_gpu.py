@@ -11,7 +11,7 @@ import inductor_swiglu
 from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
-from inductor_swiglu.ops import scaled_swiglu_op as op
+from inductor_swiglu.ops import swiglu_fp8_op as op
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 
@@ -49,7 +49,7 @@ def test_every_configuration(config, M):
         pytest.skip("the sweep never tries this configuration at this M")
     ops = operands(M, 896, 1024, seed=M)
     out = torch.full((M, 896), float("nan"), device="cuda", dtype=torch.bfloat16)
-    check(tss.swiglu_scaled_triton(*ops, config=config, out=out), ops, config=config)
+    check(tss.swiglu_fp8_triton(*ops, config=config, out=out), ops, config=config)
 
 
 @pytest.mark.parametrize("config", [tss.default_config(1), tss.default_config(64), tss.default_config(4096)],
@@ -58,13 +58,13 @@ def test_every_configuration(config, M):
 @pytest.mark.parametrize("per_row", [True, False])
 def test_odd_shapes_and_scales(config, M, N, K, per_row):
     ops = operands(M, N, K, per_row, seed=N)
-    check(tss.swiglu_scaled_triton(*ops, config=config), ops, config=config)
+    check(tss.swiglu_fp8_triton(*ops, config=config), ops, config=config)
 
 
 @pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
 def test_geglu(activation):
     ops = operands(40, 512, 768)
-    check(tss.swiglu_scaled_triton(*ops, activation=activation), ops, activation, tss.default_config(40))
+    check(tss.swiglu_fp8_triton(*ops, activation=activation), ops, activation, tss.default_config(40))
 
 
 @pytest.mark.parametrize("M", [1, 2048])
@@ -72,10 +72,10 @@ def test_cuda_graph_replay_with_new_inputs(M):
     ops = operands(M, 1024, 2048, seed=1)
     static = [t.clone() for t in ops]
     with inductor_swiglu.force_kernel("triton"):
-        op.swiglu_scaled(*static)   # compiles before the capture
+        op.swiglu_fp8(*static)   # compiles before the capture
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            out = op.swiglu_scaled(*static)
+            out = op.swiglu_fp8(*static)
         for seed in (2, 3):
             fresh = operands(M, 1024, 2048, seed=seed)
             for s, f in zip(static, fresh):
@@ -100,7 +100,7 @@ def test_the_op_runs_the_planned_implementation_and_falls_back():
                                  ("dual_gemm", impl_stats.FALLBACK_CUDA, None)):
         inductor_swiglu.reset_op_stats()
         with inductor_swiglu.force_kernel(forced):
-            got = op.swiglu_scaled(*ops)
+            got = op.swiglu_fp8(*ops)
         assert inductor_swiglu.op_stats()["calls"].get(impl) == 1, (forced, inductor_swiglu.op_stats())
         if impl == impl_stats.SCALED_TRITON:
             check(got, ops, config=config)

@@ -2,15 +2,15 @@
 fused kernel in every weight-only configuration, odd shapes and both x dtypes, the op's unfused
 path, CUDA-graph replay with new inputs, and torchao's Float8WeightOnlyConfig model compiled under
 reduce-overhead with the fused kernel forced (the shipped tables have no measured rows yet), and
-the down projection's decode kernel (``fp8_weight_linear``)."""
+the down projection's decode kernel (``linear_fp8_weight``)."""
 
 import pytest
 import torch
 
 import inductor_swiglu
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
-from inductor_swiglu.ops import fp8_weight_swiglu_op as op
 from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.ops import swiglu_fp8_weight_op as op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
@@ -122,19 +122,19 @@ def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8
     assert float((got - stock).norm() / stock.norm()) < 1e-2
 
 
-# The down projection (fp8_weight_linear): the decode kernel at the Qwen2.5-7B down shape.
+# The down projection (linear_fp8_weight): the decode kernel at the Qwen2.5-7B down shape.
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("M", [1, 8, 16])
 def test_the_down_kernel(M, dtype):
     from inductor_swiglu.kernels.triton import linear_fp8 as tfl
-    from inductor_swiglu.ops import fp8_weight_linear_op as down_op
+    from inductor_swiglu.ops import linear_fp8_weight_op as down_op
 
     g = torch.Generator(device="cuda").manual_seed(M)
     h = torch.randn(M, 18944, device="cuda", generator=g).to(dtype)
     w, s = quantize_e4m3(torch.randn(3584, 18944, device="cuda", generator=g) / 18944**0.5)
     want = h.double() @ (w.double() * s.double()).T   # exact products; the kernel sums them in fp32
-    for got in (tfl.weight_only_linear(h, w, s), down_op.fp8_weight_linear(h, w, s)):
+    for got in (tfl.weight_only_linear(h, w, s), down_op.linear_fp8_weight(h, w, s)):
         err = error_stats(got, want)
         assert got.dtype == dtype and err["nonfinite"] == 0 and err["normwise"] < 4e-3, err
 

@@ -9,8 +9,8 @@ from moe_models import MergedExperts, grouped_operands, tiny_mixtral, tiny_qwen3
 
 import inductor_swiglu
 from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
-from inductor_swiglu.ops import grouped_swiglu_op as op
 from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.ops import swiglu_grouped_op as op
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 
@@ -45,7 +45,7 @@ def test_every_configuration(config, routing):
     x, w, offs = operands(ROUTINGS[routing], K=1024, N=384, seed=len(routing))
     n = w.shape[-1] // 2
     out = torch.full((x.shape[0], n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    got = tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, config=config, out=out)
+    got = tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs, config=config, out=out)
     check(got, x, w, offs)
     assert got[int(offs[-1]):].isnan().all(), "rows past offs[-1] must not be written"
 
@@ -57,7 +57,7 @@ def test_odd_sizes_dtypes_and_activations(K, N, dtype, activation):
     x, w, offs = operands([3, 17, 0, 40], K, N, dtype, seed=K + N)
     for config in (tgs.default_config(8, 4), tgs.default_config(4096, 4)):
         n = w.shape[-1] // 2
-        check(tgs.grouped_swiglu_triton(x, w[..., :n], w[..., n:], offs, activation, config), x, w, offs, activation)
+        check(tgs.swiglu_grouped_triton(x, w[..., :n], w[..., n:], offs, activation, config), x, w, offs, activation)
 
 
 def test_separate_weights_and_a_transposed_layout():
@@ -65,7 +65,7 @@ def test_separate_weights_and_a_transposed_layout():
     n = w.shape[-1] // 2
     wg, wu = w[..., :n].contiguous(), w[..., n:].contiguous()   # [E, K, N] with N the unit stride
     with inductor_swiglu.force_kernel("triton"):
-        got = op.grouped_swiglu(x, wg, wu, offs)
+        got = op.swiglu_grouped(x, wg, wu, offs)
     check(got, x, w, offs)
 
 
@@ -73,11 +73,11 @@ def test_cuda_graph_replay_with_another_routing():
     x, w, offs = operands([10, 0, 30, 2, 0, 5, 0, 1], 512, 128)
     static_x, static_offs = x.clone(), offs.clone()
     with inductor_swiglu.force_kernel("triton"):
-        op.grouped_swiglu(static_x, w, None, static_offs)     # compile outside the capture
+        op.swiglu_grouped(static_x, w, None, static_offs)     # compile outside the capture
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            out = op.grouped_swiglu(static_x, w, None, static_offs)
+            out = op.swiglu_grouped(static_x, w, None, static_offs)
     for counts in ([0, 0, 48, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 41], [6] * 8):
         new_x, _, new_offs = operands(counts, 512, 128, seed=sum(c * i for i, c in enumerate(counts)),
                                       extra_rows=static_x.shape[0] - sum(counts))
@@ -93,10 +93,10 @@ def test_the_op_follows_its_plan_and_says_which_ran():
     inductor_swiglu.reset_op_stats()
     for forced, impl in (("triton", impl_stats.GROUPED_TRITON), ("unfused", impl_stats.FALLBACK_CUDA)):
         with inductor_swiglu.force_kernel(forced):
-            got = op.grouped_swiglu(x, w, None, offs)
+            got = op.swiglu_grouped(x, w, None, offs)
         check(got, x, w, offs) if impl == impl_stats.GROUPED_TRITON else None
         rows = int(offs[-1])
-        ref = op.grouped_swiglu_reference(x, w, None, offs)
+        ref = op.swiglu_grouped_reference(x, w, None, offs)
         torch.testing.assert_close(got[:rows].float(), ref[:rows].float(), rtol=2e-2, atol=2e-2)
         assert inductor_swiglu.op_stats()["calls"].get(impl, 0) >= 1
 
@@ -132,7 +132,7 @@ def test_merged_weights_with_the_gate_second(config):
     # past its up half)
     x, w, offs = operands([5, 0, 37, 1], K=256, N=192)
     n = w.shape[-1] // 2
-    got = tgs.grouped_swiglu_triton(x, w[..., n:], w[..., :n], offs, "silu", config)
+    got = tgs.swiglu_grouped_triton(x, w[..., n:], w[..., :n], offs, "silu", config)
     check(got, x, torch.cat([w[..., n:], w[..., :n]], dim=-1), offs)
 
 
@@ -144,7 +144,7 @@ def test_a_second_half_gate_compiles_to_stock_numbers(form):
     route = (torch.tensor([5, 12, 30, 37], dtype=torch.int32, device="cuda") if form == "grouped"
              else torch.randint(0, 4, (37,), device="cuda"))
     with inductor_swiglu.force_kernel("triton"):    # the fused kernel, whatever the table says at 37 rows
-        ours, rewrites = compile_and_count(model, x, route, counter="grouped_swiglu_fusion")
+        ours, rewrites = compile_and_count(model, x, route, counter="swiglu_grouped_fusion")
     assert rewrites == 1
     assert inductor_swiglu.op_stats()["calls"].get(impl_stats.GROUPED_TRITON, 0) >= 1
     torch._dynamo.reset()

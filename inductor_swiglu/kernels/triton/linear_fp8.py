@@ -288,7 +288,7 @@ def rowwise_linear(h: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, out_
     """[M, N] out_dtype for h [M, K] (M <= config.block_m, unit stride along K), w [N, K] float8_e4m3fn
     contiguous, w_scale fp32 with one element or one per row of w; h quantized per row, or with one
     scale for all of it (``per_tensor``).  ``h_amax_parts`` (fp32 [M, T], contiguous): the rows'
-    maxima of |h| in T parts (``swiglu_fp8.swiglu_scaled_triton_row_amax`` writes them),
+    maxima of |h| in T parts (``swiglu_fp8.swiglu_fp8_triton_row_amax`` writes them),
     taken instead of a pass over h; the result is the same."""
     if h_amax_parts is not None and (h_amax_parts.dim() != 2 or h_amax_parts.shape[0] != h.shape[0]
                                      or h_amax_parts.dtype != torch.float32 or not h_amax_parts.is_contiguous()):

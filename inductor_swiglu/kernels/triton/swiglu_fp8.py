@@ -10,7 +10,7 @@ output dtype.  Neither gate nor up reaches memory, so next to the two ``_scaled_
 elementwise kernel of the unfused form it saves the [M, 2N] round trip and two launches, a
 larger share of the time than in bf16 since the GEMMs move half the bytes.
 
-Block-scaled operands (``swiglu_block_fp8_triton``: FP8 checkpoints such as DeepSeek-V3 and
+Block-scaled operands (``swiglu_fp8_block_triton``: FP8 checkpoints such as DeepSeek-V3 and
 Qwen3-FP8, one scale per 128 x 128 weight block and per row and 128 elements of x, x quantized
 beforehand by ``quantize_fp8``) take the same kernel with one K step per scale block: each
 step's products are summed in fp32 and carry their own scales (RESCALE_NOTE in the kernel).
@@ -315,7 +315,7 @@ def _per_row(scale: torch.Tensor, rows: int, name: str) -> tuple[torch.Tensor, i
     if flat.numel() == 1:
         return flat, 0
     if flat.numel() != rows:
-        raise ValueError(f"swiglu_scaled_triton: {name} has {flat.numel()} elements; expected 1 or {rows}")
+        raise ValueError(f"swiglu_fp8_triton: {name} has {flat.numel()} elements; expected 1 or {rows}")
     return flat, flat.stride(0)
 
 
@@ -344,14 +344,14 @@ def _check_operands(who: str, x, w_gate, w_up, out_dtype, out, tensors, fp8_hint
 
 
 def check(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
-    _check_operands("swiglu_scaled_triton", x, w_gate, w_up, out_dtype, out,
+    _check_operands("swiglu_fp8_triton", x, w_gate, w_up, out_dtype, out,
                     (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale))
     for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
         if t.dtype != torch.float32:
-            raise TypeError(f"swiglu_scaled_triton: {name} is {t.dtype}; expected float32")
+            raise TypeError(f"swiglu_fp8_triton: {name} is {t.dtype}; expected float32")
 
 
-def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+def swiglu_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
                          activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
                          config: ScaledConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """The fused FP8 gated projection (module docstring); returns ``[..., N]`` of ``out_dtype``.
@@ -366,15 +366,15 @@ def swiglu_scaled_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
 
 
 def row_amax_parts(M: int, N: int, config: ScaledConfig, device) -> torch.Tensor:
-    """An fp32 ``[M, ceil(N / config.block_n)]`` buffer for ``swiglu_scaled_triton_row_amax``."""
+    """An fp32 ``[M, ceil(N / config.block_n)]`` buffer for ``swiglu_fp8_triton_row_amax``."""
     return torch.empty((M, triton.cdiv(N, config.block_n)), dtype=torch.float32, device=device)
 
 
-def swiglu_scaled_triton_row_amax(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+def swiglu_fp8_triton_row_amax(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
                                   activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
                                   config: ScaledConfig | None = None,
                                   out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``swiglu_scaled_triton`` that also returns each row's maximum |out| in parts (ROW_AMAX_NOTE):
+    """``swiglu_fp8_triton`` that also returns each row's maximum |out| in parts (ROW_AMAX_NOTE):
     fp32 ``[M, T]``, one per row and tile of ``config.block_n`` outputs, so that ``parts.amax(1)`` is
     ``out.reshape(M, N).abs().amax(1)`` (M > 0; an empty problem leaves them unwritten)."""
     M = math.prod(x.shape[:-1])
@@ -403,24 +403,24 @@ def block_scale_shape(rows: int, K: int) -> tuple[int, int]:
 
 
 def check_block(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, out_dtype, out) -> None:
-    _check_operands("swiglu_block_fp8_triton", x, w_gate, w_up, out_dtype, out,
+    _check_operands("swiglu_fp8_block_triton", x, w_gate, w_up, out_dtype, out,
                     (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale),
                     " (quantize_fp8.quantize_blocks quantizes a bf16 x)")
     N, K = w_gate.shape
     M = math.prod(x.shape[:-1])
     for name, t in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
         if t.dtype != torch.float32:
-            raise TypeError(f"swiglu_block_fp8_triton: {name} is {t.dtype}; expected float32 block scales")
+            raise TypeError(f"swiglu_fp8_block_triton: {name} is {t.dtype}; expected float32 block scales")
         if tuple(t.shape) != block_scale_shape(N, K):
-            raise ValueError(f"swiglu_block_fp8_triton: {name} is {tuple(t.shape)}; 128 x 128 blocks of "
+            raise ValueError(f"swiglu_fp8_block_triton: {name} is {tuple(t.shape)}; 128 x 128 blocks of "
                              f"[{N}, {K}] take {block_scale_shape(N, K)}")
     kb = block_scale_shape(1, K)[1]
     if x_scale.dtype != torch.float32 or x_scale.dim() < 1 or tuple(x_scale.reshape(-1, x_scale.shape[-1]).shape) != (M, kb):
-        raise ValueError(f"swiglu_block_fp8_triton: x [{M}, {K}] takes fp32 scales [{M}, {kb}] (one per 128 "
+        raise ValueError(f"swiglu_fp8_block_triton: x [{M}, {K}] takes fp32 scales [{M}, {kb}] (one per 128 "
                          f"elements of a row); got {x_scale.dtype} {tuple(x_scale.shape)}")
 
 
-def swiglu_block_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+def swiglu_fp8_block_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
                             activation: str = activations.SILU, out_dtype: torch.dtype = torch.bfloat16,
                             config: ScaledConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """The fused gated projection of a block-scaled FP8 checkpoint (DeepSeek-V3 / Qwen3-FP8 style):
@@ -432,7 +432,7 @@ def swiglu_block_fp8_triton(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
     M = math.prod(x.shape[:-1])
     config = config or default_config(M, blockwise=True)
     if not config.blockwise:
-        raise ValueError(f"swiglu_block_fp8_triton: configuration {config.name} does not take block scales "
+        raise ValueError(f"swiglu_fp8_block_triton: configuration {config.name} does not take block scales "
                          f"(block_k must be {SCALE_BLOCK} and block_n at most {SCALE_BLOCK})")
     xs2 = x_scale.reshape(M, -1)
     return _run(x, (xs2, xs2.stride(0), xs2.stride(1)), w_gate, (w_gate_scale, w_gate_scale.stride(0), w_gate_scale.stride(1)),

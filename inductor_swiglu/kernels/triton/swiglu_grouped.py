@@ -121,7 +121,7 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
     return common.available()
 
 
-def _grouped_swiglu_kernel(
+def _swiglu_grouped_kernel(
     x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr, x_desc, wg_desc, wu_desc,
     S, N, K, E, tile_slots, w_rows, up_row0,
     stride_xm, stride_ge, stride_gk, stride_gn, stride_ue, stride_uk, stride_un, stride_om,
@@ -216,7 +216,7 @@ def _grouped_swiglu_kernel(
 def _kernel(interpret: bool):
     # Keyed by the mode (see swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
-    return common.jit_with_helpers(_grouped_swiglu_kernel, do_not_specialize=["S", "tile_slots"])
+    return common.jit_with_helpers(_swiglu_grouped_kernel, do_not_specialize=["S", "tile_slots"])
 
 
 def _descriptors(x, w_gate, w_up, config: GroupedConfig):
@@ -250,26 +250,26 @@ def _descriptors(x, w_gate, w_up, config: GroupedConfig):
 def check(x, w_gate, w_up, offs, out=None) -> None:
     """ValueError/TypeError for inputs the kernel does not define."""
     if x.dim() != 2 or w_gate.dim() != 3 or w_up.dim() != 3 or offs.dim() != 1:
-        raise ValueError(f"grouped_swiglu_triton: x must be [S, K], the weights [E, K, N] and offs [E]; got x "
+        raise ValueError(f"swiglu_grouped_triton: x must be [S, K], the weights [E, K, N] and offs [E]; got x "
                          f"{tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, "
                          f"offs {tuple(offs.shape)}")
     E, K, N = w_gate.shape
     if tuple(w_up.shape) != (E, K, N) or x.shape[1] != K or offs.shape[0] != E:
-        raise ValueError(f"grouped_swiglu_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
+        raise ValueError(f"swiglu_grouped_triton: shapes do not match: x {tuple(x.shape)}, w_gate "
                          f"{tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, offs {tuple(offs.shape)}")
     if x.dtype not in DTYPES or w_gate.dtype != x.dtype or w_up.dtype != x.dtype:
-        raise TypeError(f"grouped_swiglu_triton: x {x.dtype}, w_gate {w_gate.dtype}, w_up {w_up.dtype}: the kernel "
+        raise TypeError(f"swiglu_grouped_triton: x {x.dtype}, w_gate {w_gate.dtype}, w_up {w_up.dtype}: the kernel "
                         "takes bf16 or fp16, all alike")
     if offs.dtype != torch.int32:
-        raise TypeError(f"grouped_swiglu_triton: offs is {offs.dtype}; expected int32")
+        raise TypeError(f"swiglu_grouped_triton: offs is {offs.dtype}; expected int32")
     if len({t.device for t in (x, w_gate, w_up, offs)}) != 1:
-        raise ValueError("grouped_swiglu_triton: all inputs must be on one device")
+        raise ValueError("swiglu_grouped_triton: all inputs must be on one device")
     if out is not None and (tuple(out.shape) != (x.shape[0], N) or out.dtype != x.dtype or out.device != x.device
                             or not out.is_contiguous()):
-        raise ValueError(f"grouped_swiglu_triton: out must be a contiguous [{x.shape[0]}, {N}] {x.dtype} tensor")
+        raise ValueError(f"swiglu_grouped_triton: out must be a contiguous [{x.shape[0]}, {N}] {x.dtype} tensor")
 
 
-def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.SILU,
+def swiglu_grouped_triton(x, w_gate, w_up, offs, activation: str = activations.SILU,
                           config: GroupedConfig | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """The fused grouped gated projection (module docstring); returns ``[S, N]`` in x's dtype.
 
@@ -289,8 +289,8 @@ def grouped_swiglu_triton(x, w_gate, w_up, offs, activation: str = activations.S
         return out.zero_()
     ok, why = available(x.device if x.is_cuda else None)
     if not ok:
-        raise RuntimeError(f"grouped_swiglu_triton: {why}")
-    interpret = common.require_cuda("grouped_swiglu_triton", x)
+        raise RuntimeError(f"swiglu_grouped_triton: {why}")
+    interpret = common.require_cuda("swiglu_grouped_triton", x)
     x = x if x.stride(1) == 1 else x.contiguous()
     config = config or default_config(S, E)
     tile_slots = S // config.block_m + min(E, S)

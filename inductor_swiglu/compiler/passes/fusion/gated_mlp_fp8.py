@@ -1,9 +1,9 @@
-"""Merge an FP8 MLP's two rewrites into one op: ``fp8_rowwise_linear(swiglu_scaled(...))`` becomes
-``torch.ops.inductor_swiglu.fp8_gated_mlp`` where h (the gated product) has no other user.
+"""Merge an FP8 MLP's two rewrites into one op: ``linear_fp8(swiglu_fp8(...))`` becomes
+``torch.ops.inductor_swiglu.gated_mlp_fp8`` where h (the gated product) has no other user.
 
 Why: at decode sizes the down projection quantizes h per row, and its scales need each row's
 maximum |h|.  Between two ops that maximum takes a pass over h of its own; inside one op the
-gated kernel hands it over from its epilogue (``ops/fp8_gated_mlp_op.py``).  The merged op runs
+gated kernel hands it over from its epilogue (``ops/gated_mlp_fp8.py``).  The merged op runs
 exactly what the two ops run otherwise, so the merge is done wherever it applies, CPU graphs
 included (they then exercise the graph a GPU gets).  It runs after ``fusion/linear_fp8.py``, whose
 rewrites it merges; an h that something else reads too stays two ops.
@@ -14,23 +14,23 @@ from __future__ import annotations
 import torch
 from torch._dynamo.utils import counters
 
-from ....ops import fp8_gated_mlp_op  # noqa: F401  (registers torch.ops.inductor_swiglu.fp8_gated_mlp)
+from ....ops import gated_mlp_fp8 as gated_mlp_fp8_op  # noqa: F401  (registers torch.ops.inductor_swiglu.gated_mlp_fp8)
 from ...fx_utils import is_call, node_arg
 from ...inductor_pass import GraphPass
 from ...records import RECORDS
 
-# swiglu_scaled's tensor arguments, in its schema's order (then activation and out_dtype)
+# swiglu_fp8's tensor arguments, in its schema's order (then activation and out_dtype)
 GATED_TENSORS = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-NOTE = "one op with the gated projection (fp8_gated_mlp): at decode sizes h's maxima come from its epilogue"
+NOTE = "one op with the gated projection (gated_mlp_fp8): at decode sizes h's maxima come from its epilogue"
 
 
 def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
     """Replace each down projection that alone reads a gated projection's h by the merged op;
     returns how many were merged."""
-    gated_op = torch.ops.inductor_swiglu.swiglu_scaled.default
+    gated_op = torch.ops.inductor_swiglu.swiglu_fp8.default
     merged = 0
     names: set[str] = set()   # the merged down projections, as scaled_down_fusion recorded them
-    for down in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.fp8_rowwise_linear.default):
+    for down in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.linear_fp8.default):
         h = node_arg(down, 0, "h")
         if not is_call(h, gated_op) or len(h.users) != 1:
             continue
@@ -41,7 +41,7 @@ def merge_fp8_mlp(graph: torch.fx.Graph) -> int:
         per_tensor = node_arg(down, 5, "h_per_tensor", False)
         zero_max_as_one = node_arg(down, 6, "zero_max_as_one", False)
         with graph.inserting_before(down):
-            node = graph.call_function(torch.ops.inductor_swiglu.fp8_gated_mlp.default,
+            node = graph.call_function(torch.ops.inductor_swiglu.gated_mlp_fp8.default,
                                        (*gated[:6], w, w_scale, gated[6], gated[7], gate_fast, down_fast, out_dtype,
                                         per_tensor, zero_max_as_one))
         # its value is the down projection's; its operands keep the layouts the two ops were given

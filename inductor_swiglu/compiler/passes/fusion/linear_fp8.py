@@ -1,9 +1,9 @@
-"""The FP8 down projection rewrite: the dynamic quantization of ``swiglu_scaled``'s output (per row
+"""The FP8 down projection rewrite: the dynamic quantization of ``swiglu_fp8``'s output (per row
 or per tensor) and the ``torch._scaled_mm`` after it become
-``torch.ops.inductor_swiglu.fp8_rowwise_linear`` (patterns in ``patterns/linear_fp8.py``).
+``torch.ops.inductor_swiglu.linear_fp8`` (patterns in ``patterns/linear_fp8.py``).
 
 Why its own pass, after the FP8 gated rewrite (``fusion/swiglu_fp8.py``): it matches the down projection of the FP8 MLP
-that pass rewrote, and only that one (h must come from ``swiglu_scaled``), so the model's other
+that pass rewrote, and only that one (h must come from ``swiglu_fp8``), so the model's other
 FP8 Linears are left to stock Inductor.  At decode sizes the op runs the quantization and the
 GEMM in one kernel where stock runs a reduction, a cast and cuBLAS's fp8 GEMM, which is slow for
 the down projection's shape (``dispatch.forms.ROWWISE_NOTE``); at other sizes it runs what
@@ -21,7 +21,7 @@ import torch
 from torch._inductor.pattern_matcher import Match
 
 from ....dispatch import forms
-from ....ops.fp8_rowwise_linear_op import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
+from ....ops.linear_fp8 import FP8, FP8_MAX, IN_DTYPES, OUT_DTYPES
 from ... import pattern_registry
 from ...fx_utils import (
     calls_in,
@@ -105,12 +105,12 @@ def safe_max_reason(match: Match) -> str:
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
-    """'' when replacing this match by fp8_rowwise_linear is exact and worth it, else the reason."""
+    """'' when replacing this match by linear_fp8 is exact and worth it, else the reason."""
     h_node = match.kwargs["h"]
     h, w, ws = meta_val(h_node), meta_val(match.kwargs["w"]), meta_val(match.kwargs["w_scale"])
     if any(v is None for v in (h, w, ws)):
         return "tensor metadata missing on the matched nodes"
-    if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_scaled.default):
+    if not is_call(h_node, torch.ops.inductor_swiglu.swiglu_fp8.default):
         return "the quantized input is not an FP8 gated MLP's product (only the down projection is rewritten)"
     reason = safe_max_reason(match) if spec.zero_max_as_one else quantization_reason(match, h.dim())
     if reason:
@@ -135,10 +135,10 @@ _DOWNSTREAM_DEPTH = 16   # ops from h to the scaled GEMM that reads its quantize
 
 
 def unmatched_down_projections(graph: torch.fx.Graph) -> list[torch.fx.Node]:
-    """The scaled GEMMs within _DOWNSTREAM_DEPTH ops after a ``swiglu_scaled`` (its h quantized
+    """The scaled GEMMs within _DOWNSTREAM_DEPTH ops after a ``swiglu_fp8`` (its h quantized
     and multiplied by a down weight) that no pattern took."""
     found = []
-    for op in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default):
+    for op in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_fp8.default):
         frontier, seen = [op], {op}
         for _ in range(_DOWNSTREAM_DEPTH):
             frontier = [u for n in frontier for u in n.users if u not in seen]
@@ -149,13 +149,13 @@ def unmatched_down_projections(graph: torch.fx.Graph) -> list[torch.fx.Node]:
 
 
 class LinearFp8Fusion(PatternPass):
-    """Post-grad pattern pass: FP8 down projection -> torch.ops.inductor_swiglu.fp8_rowwise_linear."""
+    """Post-grad pattern pass: FP8 down projection -> torch.ops.inductor_swiglu.linear_fp8."""
 
     name = "scaled_down_fusion"
     what = "FP8 down projection"
 
     def applies(self, graph: torch.fx.Graph) -> bool:
-        return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default))
+        return bool(graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_fp8.default))
 
     def __call__(self, graph: torch.fx.Graph) -> int:
         rewrites = super().__call__(graph)
@@ -184,7 +184,7 @@ class LinearFp8Fusion(PatternPass):
             if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
                 out_shape, sizes = reshape_target(match.output_node())
                 operands += sizes
-            op = torch.ops.inductor_swiglu.fp8_rowwise_linear.default
+            op = torch.ops.inductor_swiglu.linear_fp8.default
             before = set(match.graph.find_nodes(op="call_function", target=op))
             N, K = show_shape(w.shape)
             record = self.rewrite(

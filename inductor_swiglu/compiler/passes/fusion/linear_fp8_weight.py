@@ -1,5 +1,5 @@
 """The weight-only FP8 down projection rewrite: the GEMM of ``swiglu_fp8_weight``'s output with the
-dequantized down weight becomes ``torch.ops.inductor_swiglu.fp8_weight_linear`` (patterns in
+dequantized down weight becomes ``torch.ops.inductor_swiglu.linear_fp8_weight`` (patterns in
 ``patterns/linear_fp8_weight.py``).
 
 Why its own pass, after the weight-only gated rewrite (``fusion/swiglu_fp8_weight.py``): it matches the down projection of the MLP that
@@ -22,8 +22,8 @@ import torch
 from torch._inductor.pattern_matcher import Match
 
 from ....dispatch import forms
-from ....ops.fp8_weight_linear_op import NOTE
-from ....ops.fp8_weight_swiglu_op import X_DTYPES
+from ....ops.linear_fp8_weight import NOTE
+from ....ops.swiglu_fp8_weight import X_DTYPES
 from ... import pattern_registry
 from ...fx_utils import (
     calls_in,
@@ -42,7 +42,7 @@ aten = torch.ops.aten
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
-    """'' when replacing this match by fp8_weight_linear is exact and worth it, else the reason."""
+    """'' when replacing this match by linear_fp8_weight is exact and worth it, else the reason."""
     h_node = match.kwargs["h"]
     h, w, ws = meta_val(h_node), meta_val(match.kwargs["w"]), meta_val(match.kwargs["w_scale"])
     if any(v is None for v in (h, w, ws)):
@@ -68,7 +68,7 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
 
 
 class LinearFp8WeightFusion(PatternPass):
-    """Post-grad pattern pass: weight-only FP8 down projection -> torch.ops.inductor_swiglu.fp8_weight_linear."""
+    """Post-grad pattern pass: weight-only FP8 down projection -> torch.ops.inductor_swiglu.linear_fp8_weight."""
 
     name = "fp8_weight_only_down_fusion"
     what = "weight-only FP8 down projection"

@@ -29,7 +29,7 @@ from torch._inductor.pattern_matcher import Match
 
 from .... import dispatch
 from ....ops import cuda_impl, impl_stats, native
-from ....ops.swiglu_op import cpu_impl
+from ....ops.swiglu import cpu_impl
 from ... import pattern_registry
 from ...fx_utils import dequantized_from_fp8, meta_val, static_rows, statically_equal
 from ...inductor_pass import PatternPass

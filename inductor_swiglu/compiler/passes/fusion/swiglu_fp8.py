@@ -1,5 +1,5 @@
 """The FP8 rewrite: two ``torch._scaled_mm`` of one float8 x and ``act(gate) * up`` become
-``torch.ops.inductor_swiglu.swiglu_scaled`` (patterns in ``patterns/swiglu_fp8.py``).
+``torch.ops.inductor_swiglu.swiglu_fp8`` (patterns in ``patterns/swiglu_fp8.py``).
 
 Why its own pass: the FP8 form has its own operands (x and the weights in float8, a scale each)
 and its own checks, and it must rewrite only where the fused FP8 kernel serves the device.  Where
@@ -29,7 +29,7 @@ from torch._inductor.pattern_matcher import Match
 
 from ....dispatch import forms
 from ....ops import cuda_impl
-from ....ops.scaled_swiglu_op import FP8_DTYPES, OUT_DTYPES
+from ....ops.swiglu_fp8 import FP8_DTYPES, OUT_DTYPES
 from ... import pattern_registry
 from ...fx_utils import (
     calls_in,
@@ -61,7 +61,7 @@ def asks_fast_accum(match: Match) -> bool:
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
-    """'' when replacing this match by swiglu_scaled is exact, else the reason it is not."""
+    """'' when replacing this match by swiglu_fp8 is exact, else the reason it is not."""
     kw = match.kwargs
     x, xs = meta_val(kw["x"]), meta_val(kw["x_scale"])
     wg, wgs, wu, wus = (meta_val(kw[n]) for n in ("w_gate", "w_gate_scale", "w_up", "w_up_scale"))
@@ -137,7 +137,7 @@ def _dispatch_text(x, N, K, activation: str, fast: bool) -> str:
 
 
 class SwigluFp8Fusion(PatternPass):
-    """Post-grad pattern pass: FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_scaled."""
+    """Post-grad pattern pass: FP8 gated MLP -> torch.ops.inductor_swiglu.swiglu_fp8."""
 
     name = "scaled_swiglu_fusion"
     what = "FP8 SwiGLU"

@@ -25,7 +25,7 @@ from torch._inductor.pattern_matcher import Match
 
 from ....dispatch import forms
 from ....ops import cuda_impl
-from ....ops.fp8_weight_swiglu_op import X_DTYPES
+from ....ops.swiglu_fp8_weight import X_DTYPES
 from ... import pattern_registry
 from ...fx_utils import (
     calls_in,

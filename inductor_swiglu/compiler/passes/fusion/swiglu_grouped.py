@@ -1,5 +1,5 @@
 """The routed experts' rewrite: ``torch._grouped_mm`` (or transformers' gathered ``bmm``) of an
-MoE layer's rows and ``act(gate) * up`` become ``torch.ops.inductor_swiglu.grouped_swiglu``
+MoE layer's rows and ``act(gate) * up`` become ``torch.ops.inductor_swiglu.swiglu_grouped``
 (patterns in ``patterns/swiglu_grouped.py``).
 
 Why its own pass: the operands are the routed rows, 3-D expert weights and per-expert offsets,
@@ -119,7 +119,7 @@ def _problem(match: Match, spec) -> tuple:
 
 
 def can_rewrite(match: Match, spec, config: PassConfig) -> str:
-    """'' when replacing this match by grouped_swiglu is exact, else the reason it is not."""
+    """'' when replacing this match by swiglu_grouped is exact, else the reason it is not."""
     x = meta_val(match.kwargs["x"])
     if x is None:
         return "tensor metadata missing on the matched nodes"
@@ -182,9 +182,9 @@ def _dispatch_text(x, N, K, E, activation: str) -> str:
 
 
 class SwigluGroupedFusion(PatternPass):
-    """Post-grad pattern pass: MoE routed experts' gate/up + activation -> grouped_swiglu."""
+    """Post-grad pattern pass: MoE routed experts' gate/up + activation -> swiglu_grouped."""
 
-    name = "grouped_swiglu_fusion"
+    name = "swiglu_grouped_fusion"
     what = "routed-experts SwiGLU"
 
     def applies(self, graph: torch.fx.Graph) -> bool:

@@ -1,7 +1,7 @@
 """Fold a reshape of a reshape of the FP8 gated product back to the product when it restores its shape.
 
 Why: a Linear that flattens its input (transformers' ``CompressedTensorsFP8Linear``) gives the gated
-product as ``reshape(swiglu_scaled(x), [..., N])`` (the rewrite keeps the model's shape), and its
+product as ``reshape(swiglu_fp8(x), [..., N])`` (the rewrite keeps the model's shape), and its
 down projection reads ``reshape(that, [-1, N])``: the ``[M, N]`` the op returned.  The down
 projection's patterns need h to be the op's output itself, as it is where x was never flattened.
 """
@@ -21,10 +21,10 @@ def _same_shape(a, b) -> bool:
 
 
 def fold_product_reshapes(graph: torch.fx.Graph) -> int:
-    """Every ``reshape(reshape(p))`` of a ``swiglu_scaled`` output p with p's own shape becomes p;
+    """Every ``reshape(reshape(p))`` of a ``swiglu_fp8`` output p with p's own shape becomes p;
     returns how many."""
     folded = 0
-    for op in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_scaled.default):
+    for op in graph.find_nodes(op="call_function", target=torch.ops.inductor_swiglu.swiglu_fp8.default):
         for outer in [u for u in op.users if is_call(u, *RESHAPES)]:
             for back in [u for u in outer.users if is_call(u, *RESHAPES) and _same_shape(u, op)]:
                 back.replace_all_uses_with(op)

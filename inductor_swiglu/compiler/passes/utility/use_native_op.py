@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ....ops.cuda_impl import is_hopper
-from ....ops.swiglu_op import native_serves
+from ....ops.swiglu import native_serves
 from ...inductor_pass import GraphPass
 
 

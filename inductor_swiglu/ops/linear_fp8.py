@@ -1,4 +1,4 @@
-"""``torch.ops.inductor_swiglu.fp8_rowwise_linear``: the down projection of an FP8 gated MLP.
+"""``torch.ops.inductor_swiglu.linear_fp8``: the down projection of an FP8 gated MLP.
 
     s   = max |h| / 448 per row of h            (fp32; h_per_tensor: over all of h, one s;
                                                  zero_max_as_one: a max of 0 counts as 1)
@@ -9,7 +9,7 @@ What torchao's ``Float8DynamicActivationFloat8WeightConfig`` runs for the ``down
 gated MLP: h quantized dynamically per row (``PerRow()``) or with one scale (``PerTensor()``, the
 config's default), then ``torch._scaled_mm``.  The
 pass (``compiler/passes/fusion/linear_fp8.py``) rewrites it into this op where h is the output
-of ``swiglu_scaled``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
+of ``swiglu_fp8``, so the whole FP8 MLP runs on the project's kernels at decode sizes.
 
 Contract:
 
@@ -37,9 +37,10 @@ import torch
 from ..dispatch import forms
 from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import impl_stats, scaled_swiglu_op
+from . import impl_stats
+from . import swiglu_fp8 as swiglu_fp8_op
 
-QUALNAME = "inductor_swiglu::fp8_rowwise_linear"
+QUALNAME = "inductor_swiglu::linear_fp8"
 SCHEMA = ("(Tensor h, Tensor w, Tensor w_scale, bool use_fast_accum, ScalarType out_dtype, bool h_per_tensor=False, "
           "bool zero_max_as_one=False) -> Tensor")
 FP8 = torch.float8_e4m3fn
@@ -50,7 +51,7 @@ OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 def check_inputs(h, w, w_scale, out_dtype) -> None:
     """A clear error for inputs the op does not define; works on fake tensors."""
-    who = "inductor_swiglu.fp8_rowwise_linear"
+    who = "inductor_swiglu.linear_fp8"
     if h.dim() < 1:
         raise ValueError(f"{who}: h must be [..., K] and w [N, K]")
     if h.dtype not in IN_DTYPES:
@@ -102,7 +103,7 @@ def quantize_reference(h2: torch.Tensor, per_tensor: bool, zero_max_as_one: bool
     return quantize(h2, zero_max_as_one)
 
 
-def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16,
+def linear_fp8_reference(h, w, w_scale, out_dtype: torch.dtype = torch.bfloat16,
                                  h_per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op in fp32 from h's quantized values and the dequantized weight, rounded once: what the
     decode kernel is held to (its sums are promoted to fp32 every 128 of K)."""
@@ -113,7 +114,7 @@ def fp8_rowwise_linear_reference(h, w, w_scale, out_dtype: torch.dtype = torch.b
 
 
 def _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype) -> torch.Tensor:
-    sa, sb = scaled_swiglu_op.scaled_mm_scales(s, w_scale, q.shape[0], w.shape[0])
+    sa, sb = swiglu_fp8_op.scaled_mm_scales(s, w_scale, q.shape[0], w.shape[0])
     return torch._scaled_mm(q, w.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
 
@@ -134,7 +135,7 @@ def _impl(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max
 def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
         h_amax_parts: torch.Tensor | None = None, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op's implementation, per call.  ``h_amax_parts``: the rows' maxima of |h| in parts, as the
-    FP8 gated kernel writes them (``fp8_gated_mlp_op``); the decode kernel then takes h's scales
+    FP8 gated kernel writes them (``gated_mlp_fp8_op``); the decode kernel then takes h's scales
     from them instead of a pass over h (the same scales), other paths ignore them."""
     check_inputs(h, w, w_scale, out_dtype)
     K, N = h.shape[-1], w.shape[0]
@@ -168,8 +169,8 @@ def run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor: bool = False,
     return _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype).reshape(*lead, N)
 
 
-def fp8_rowwise_linear(h, w, w_scale, use_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16,
+def linear_fp8(h, w, w_scale, use_fast_accum: bool = True, out_dtype: torch.dtype = torch.bfloat16,
                        h_per_tensor: bool = False, zero_max_as_one: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.fp8_rowwise_linear(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
+    return torch.ops.inductor_swiglu.linear_fp8(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor,
                                                         zero_max_as_one)

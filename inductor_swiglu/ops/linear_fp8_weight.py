@@ -1,4 +1,4 @@
-"""``torch.ops.inductor_swiglu.fp8_weight_linear``: the down projection of a weight-only FP8 gated MLP.
+"""``torch.ops.inductor_swiglu.linear_fp8_weight``: the down projection of a weight-only FP8 gated MLP.
 
     out = (h @ w.T) * w_scale        (fp32 sums, rounded once to h's dtype)
 
@@ -29,9 +29,9 @@ from ..dispatch import forms
 from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from . import impl_stats
-from .fp8_weight_swiglu_op import X_DTYPES, dequantize
+from .swiglu_fp8_weight import X_DTYPES, dequantize
 
-QUALNAME = "inductor_swiglu::fp8_weight_linear"
+QUALNAME = "inductor_swiglu::linear_fp8_weight"
 SCHEMA = "(Tensor h, Tensor w, Tensor w_scale) -> Tensor"
 FP8 = torch.float8_e4m3fn
 NOTE = "decode size: the weight-only GEMV reads the fp8 weight once (stock dequantizes it every call)"
@@ -39,7 +39,7 @@ NOTE = "decode size: the weight-only GEMV reads the fp8 weight once (stock dequa
 
 def check_inputs(h, w, w_scale) -> None:
     """A clear error for inputs the op does not define; works on fake tensors."""
-    who = "inductor_swiglu.fp8_weight_linear"
+    who = "inductor_swiglu.linear_fp8_weight"
     if h.dim() < 1 or w.dim() != 2:
         raise ValueError(f"{who}: h must be [..., K] and w [N, K]")
     if h.dtype not in X_DTYPES:
@@ -56,7 +56,7 @@ def check_inputs(h, w, w_scale) -> None:
         raise ValueError(f"{who}: all inputs must be on one device")
 
 
-def fp8_weight_linear_reference(h, w, w_scale, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def linear_fp8_weight_reference(h, w, w_scale, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """h times the exactly dequantized weight in fp32, rounded once (to h's dtype unless
     `out_dtype`): what the decode kernel is held to."""
     K, N = h.shape[-1], w.shape[0]
@@ -96,6 +96,6 @@ def _impl(h, w, w_scale):
     return (h2 @ dequantize(w, w_scale, h.dtype).T).reshape(*lead, N)
 
 
-def fp8_weight_linear(h, w, w_scale) -> torch.Tensor:
+def linear_fp8_weight(h, w, w_scale) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.fp8_weight_linear(h, w, w_scale)
+    return torch.ops.inductor_swiglu.linear_fp8_weight(h, w, w_scale)

@@ -1,4 +1,4 @@
-"""``torch.ops.inductor_swiglu.swiglu_scaled``: the gated projection of an FP8 model.
+"""``torch.ops.inductor_swiglu.swiglu_fp8``: the gated projection of an FP8 model.
 
     gate = (x @ w_gate.T) * x_scale * w_gate_scale        (fp32 accumulation)
     up   = (x @ w_up.T)   * x_scale * w_up_scale
@@ -32,7 +32,7 @@ Implementations, chosen per call by ``dispatch.forms`` from the device's table:
   stock Inductor runs), on the CPU and wherever the table says it measured faster.
 
 The pass rewrites GPU graphs into this op only where a dispatch table serves a float8 key
-(``compiler/passes/fusion/swiglu_fp8.py``).  ``swiglu_scaled_reference`` is the fp32 reference
+(``compiler/passes/fusion/swiglu_fp8.py``).  ``swiglu_fp8_reference`` is the fp32 reference
 of the dequantized operands that the fused kernel is held to.
 """
 
@@ -46,7 +46,7 @@ from ..kernels import library as kl
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from . import cuda_impl, cutlass_scaled_swiglu, impl_stats
 
-QUALNAME = "inductor_swiglu::swiglu_scaled"
+QUALNAME = "inductor_swiglu::swiglu_fp8"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
           "str activation, ScalarType out_dtype, bool use_fast_accum=False) -> Tensor")
 FP8_DTYPES = (torch.float8_e4m3fn,)
@@ -57,32 +57,32 @@ def check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
     """A clear error for inputs the op does not define; works on fake tensors."""
     activations.check(activation)
     if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
-        raise ValueError("inductor_swiglu.swiglu_scaled: x must be [..., K] and the weights [N, K]")
+        raise ValueError("inductor_swiglu.swiglu_fp8: x must be [..., K] and the weights [N, K]")
     for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up)):
         if t.dtype not in FP8_DTYPES:
-            raise TypeError(f"inductor_swiglu.swiglu_scaled: {name} is {t.dtype}; expected float8_e4m3fn")
+            raise TypeError(f"inductor_swiglu.swiglu_fp8: {name} is {t.dtype}; expected float8_e4m3fn")
     for name, t in (("x_scale", x_scale), ("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
         if t.dtype != torch.float32:
-            raise TypeError(f"inductor_swiglu.swiglu_scaled: {name} is {t.dtype}; expected float32")
+            raise TypeError(f"inductor_swiglu.swiglu_fp8: {name} is {t.dtype}; expected float32")
     if out_dtype not in OUT_DTYPES:
-        raise TypeError(f"inductor_swiglu.swiglu_scaled: out_dtype {out_dtype} is not bf16, fp16 or fp32")
+        raise TypeError(f"inductor_swiglu.swiglu_fp8: out_dtype {out_dtype} is not bf16, fp16 or fp32")
     K, N = x.shape[-1], w_gate.shape[0]
     M = 1
     for d in x.shape[:-1]:
         M = M * d
     torch._check_value(tuple(w_gate.shape) == tuple(w_up.shape) and w_gate.shape[1] == K,
-                       lambda: f"inductor_swiglu.swiglu_scaled: weights {tuple(w_gate.shape)} and "
+                       lambda: f"inductor_swiglu.swiglu_fp8: weights {tuple(w_gate.shape)} and "
                                f"{tuple(w_up.shape)} must both be [N, K] with K={K}")
     torch._check_value(x_scale.numel() == 1 or (x_scale.numel() == M and x_scale.shape[-1] == 1),
-                       lambda: f"inductor_swiglu.swiglu_scaled: x_scale {tuple(x_scale.shape)} is neither one "
+                       lambda: f"inductor_swiglu.swiglu_fp8: x_scale {tuple(x_scale.shape)} is neither one "
                                f"scale nor one per row of x {tuple(x.shape)}")
     for name, s in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
         torch._check_value(s.numel() == 1 or s.numel() == N,
-                           lambda: f"inductor_swiglu.swiglu_scaled: {name} {tuple(s.shape)} is neither one scale "
+                           lambda: f"inductor_swiglu.swiglu_fp8: {name} {tuple(s.shape)} is neither one scale "
                                    f"nor one per output row (N={N})")
     devices = {t.device for t in (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale)}
     if len(devices) != 1:
-        raise ValueError("inductor_swiglu.swiglu_scaled: all inputs must be on one device")
+        raise ValueError("inductor_swiglu.swiglu_fp8: all inputs must be on one device")
 
 
 def _col(scale: torch.Tensor) -> torch.Tensor:
@@ -101,7 +101,7 @@ def scaled_mm_scales(x_scale, w_scale, M: int, N: int) -> tuple[torch.Tensor, to
             w_scale.reshape(1, -1).expand(1, N).contiguous())
 
 
-def swiglu_scaled_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
+def swiglu_fp8_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
                             out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """act(gate) * up of the dequantized operands in fp32, rounded once: what a fused kernel is
     held to (its only other rounding is fp32 accumulation order)."""
@@ -149,8 +149,8 @@ def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dt
 def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False,
         want_row_amax: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The op's implementation, per call: (out, None), or with ``want_row_amax`` where the fused
-    Triton kernel runs, (out, the rows' maxima of |out| in parts: ``swiglu_scaled_triton_row_amax``)
-    for the down projection's quantization (``fp8_gated_mlp_op``)."""
+    Triton kernel runs, (out, the rows' maxima of |out| in parts: ``swiglu_fp8_triton_row_amax``)
+    for the down projection's quantization (``gated_mlp_fp8_op``)."""
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
     K, N = x.shape[-1], w_gate.shape[0]
     if x.numel() == 0 or N == 0:
@@ -177,8 +177,8 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
                               config=plan.config)
             operands = (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.kernel_config)
             if want_row_amax:
-                return triton_scaled_swiglu.swiglu_scaled_triton_row_amax(*operands)
-            return triton_scaled_swiglu.swiglu_scaled_triton(*operands), None
+                return triton_scaled_swiglu.swiglu_fp8_triton_row_amax(*operands)
+            return triton_scaled_swiglu.swiglu_fp8_triton(*operands), None
         reason = f"the fused FP8 kernel cannot run here: {why}"
     else:
         reason = plans.REASONS[plan.reason]
@@ -198,8 +198,8 @@ def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out
     return (out.reshape(*x.shape[:-1], N) if out is not None else None), why
 
 
-def swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
+def swiglu_fp8(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",
                   out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.swiglu_scaled(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
+    return torch.ops.inductor_swiglu.swiglu_fp8(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation,
                                                    out_dtype, use_fast_accum)

@@ -1,4 +1,4 @@
-"""``torch.ops.inductor_swiglu.swiglu_block_fp8``: the gated projection of a block-scaled FP8
+"""``torch.ops.inductor_swiglu.swiglu_fp8_block``: the gated projection of a block-scaled FP8
 checkpoint (DeepSeek-V3, Qwen3-FP8 and the other "fine-grained FP8" models transformers loads).
 
     xq, x_scale = x quantized to e4m3 per row and 128 elements of K (scale = amax / 448)
@@ -17,7 +17,7 @@ Contract:
 Implementations, chosen per call by ``dispatch.forms`` (key ``float8_e4m3fn_block128``):
 
 * the fused Triton kernel: x quantized (``triton_fp8_quantize``), then both GEMMs and the gating
-  in one kernel (``triton_scaled_swiglu.swiglu_block_fp8_triton``): two launches;
+  in one kernel (``triton_scaled_swiglu.swiglu_fp8_block_triton``): two launches;
 * the scaled CUTLASS GEMM's block-scaled rows (``cutlass_scaled_swiglu.run_block``, sm_90a): x
   quantized, then one GEMM over the two weights with the block scales promoted per k-tile and the
   gating in its epilogue: two launches, SiLU and bf16 only;
@@ -42,7 +42,7 @@ from ..kernels.triton import swiglu as triton_swiglu
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from . import cuda_impl, cutlass_scaled_swiglu, impl_stats
 
-QUALNAME = "inductor_swiglu::swiglu_block_fp8"
+QUALNAME = "inductor_swiglu::swiglu_fp8_block"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"
 X_DTYPES = (torch.bfloat16, torch.float16)
 FP8 = torch.float8_e4m3fn
@@ -53,27 +53,27 @@ def check_inputs(x, w_gate, w_gate_scale, w_up, w_up_scale, activation) -> None:
     """A clear error for inputs the op does not define; works on fake tensors."""
     activations.check(activation)
     if x.dim() < 1 or w_gate.dim() != 2 or w_up.dim() != 2:
-        raise ValueError("inductor_swiglu.swiglu_block_fp8: x must be [..., K] and the weights [N, K]")
+        raise ValueError("inductor_swiglu.swiglu_fp8_block: x must be [..., K] and the weights [N, K]")
     if x.dtype not in X_DTYPES:
-        raise TypeError(f"inductor_swiglu.swiglu_block_fp8: x is {x.dtype}; expected bf16 or fp16 (the op "
+        raise TypeError(f"inductor_swiglu.swiglu_fp8_block: x is {x.dtype}; expected bf16 or fp16 (the op "
                         "quantizes it)")
     for name, t in (("w_gate", w_gate), ("w_up", w_up)):
         if t.dtype != FP8:
-            raise TypeError(f"inductor_swiglu.swiglu_block_fp8: {name} is {t.dtype}; expected float8_e4m3fn")
+            raise TypeError(f"inductor_swiglu.swiglu_fp8_block: {name} is {t.dtype}; expected float8_e4m3fn")
     K = x.shape[-1]
     torch._check_value(tuple(w_gate.shape) == tuple(w_up.shape) and w_gate.shape[1] == K,
-                       lambda: f"inductor_swiglu.swiglu_block_fp8: weights {tuple(w_gate.shape)} and "
+                       lambda: f"inductor_swiglu.swiglu_fp8_block: weights {tuple(w_gate.shape)} and "
                                f"{tuple(w_up.shape)} must both be [N, K] with K={K}")
     want = triton_scaled_swiglu.block_scale_shape(w_gate.shape[0], K)
     for name, s in (("w_gate_scale", w_gate_scale), ("w_up_scale", w_up_scale)):
         if s.dtype != torch.float32:
-            raise TypeError(f"inductor_swiglu.swiglu_block_fp8: {name} is {s.dtype}; expected float32 "
+            raise TypeError(f"inductor_swiglu.swiglu_fp8_block: {name} is {s.dtype}; expected float32 "
                             "(convert UE8M0 scales with .float())")
         torch._check_value(tuple(s.shape) == want,
-                           lambda: f"inductor_swiglu.swiglu_block_fp8: {name} is {tuple(s.shape)}; 128 x 128 "
+                           lambda: f"inductor_swiglu.swiglu_fp8_block: {name} is {tuple(s.shape)}; 128 x 128 "
                                    f"blocks of [{w_gate.shape[0]}, {K}] take {want}")
     if len({t.device for t in (x, w_gate, w_gate_scale, w_up, w_up_scale)}) != 1:
-        raise ValueError("inductor_swiglu.swiglu_block_fp8: all inputs must be on one device")
+        raise ValueError("inductor_swiglu.swiglu_fp8_block: all inputs must be on one device")
 
 
 def quantize_blocks(x: torch.Tensor, pad_rows: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,7 +114,7 @@ def dequantize_weight(w: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return w.float() * expand_blocks(scale.float(), *w.shape)
 
 
-def swiglu_block_fp8_reference(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:
+def swiglu_fp8_block_reference(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:
     """act(gate) * up of the quantized x and the dequantized weights in fp32, rounded once to x's
     dtype: what the fused kernel is held to (its only other rounding is the sums' order)."""
     K, N = x.shape[-1], w_gate.shape[0]
@@ -226,7 +226,7 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
             impl_stats.record(impl_stats.BLOCK_FP8_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
             xq, xs = triton_fp8_quantize.quantize_blocks(x.reshape(M, K))
-            out = triton_scaled_swiglu.swiglu_block_fp8_triton(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale,
+            out = triton_scaled_swiglu.swiglu_fp8_block_triton(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale,
                                                                activation, x.dtype, plan.kernel_config)
             return out.view(*x.shape[:-1], N)
         reason = f"the fused FP8 kernel cannot run here: {why}"
@@ -252,6 +252,6 @@ def _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, config):
     return (out.view(*x.shape[:-1], N) if out is not None else None), why
 
 
-def swiglu_block_fp8(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:
+def swiglu_fp8_block(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
-    return torch.ops.inductor_swiglu.swiglu_block_fp8(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
+    return torch.ops.inductor_swiglu.swiglu_fp8_block(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)

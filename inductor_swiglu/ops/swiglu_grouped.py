@@ -1,4 +1,4 @@
-"""``torch.ops.inductor_swiglu.grouped_swiglu``: the routed experts' gated projection of an MoE layer.
+"""``torch.ops.inductor_swiglu.swiglu_grouped``: the routed experts' gated projection of an MoE layer.
 
     for each expert e, rows r of its group (rows sorted by expert, group e ends at offs[e]):
         out[r] = act(x[r] @ w_gate[e]) * (x[r] @ w_up[e])
@@ -37,7 +37,7 @@ from ..kernels import library as kl
 from ..kernels.triton import swiglu_grouped as triton_grouped_swiglu
 from . import cuda_impl, impl_stats
 
-QUALNAME = "inductor_swiglu::grouped_swiglu"
+QUALNAME = "inductor_swiglu::swiglu_grouped"
 SCHEMA = "(Tensor x, Tensor w, Tensor? w_up, Tensor offs, str activation) -> Tensor"
 
 
@@ -53,28 +53,28 @@ def check_inputs(x, w, w_up, offs, activation) -> None:
     """A clear error for inputs the op does not define; works on fake tensors."""
     activations.check(activation)
     if x.dim() != 2 or w.dim() != 3 or offs.dim() != 1 or (w_up is not None and w_up.dim() != 3):
-        raise ValueError("inductor_swiglu.grouped_swiglu: x must be [S, K], the weights [E, K, 2N] (or two "
+        raise ValueError("inductor_swiglu.swiglu_grouped: x must be [S, K], the weights [E, K, 2N] (or two "
                          f"[E, K, N]) and offs [E]; got x {tuple(x.shape)}, w {tuple(w.shape)}, offs {tuple(offs.shape)}")
     E, K, width = w.shape
     torch._check_value(w_up is not None or width % 2 == 0,
-                       lambda: f"inductor_swiglu.grouped_swiglu: merged gate/up weights {tuple(w.shape)} have an "
+                       lambda: f"inductor_swiglu.swiglu_grouped: merged gate/up weights {tuple(w.shape)} have an "
                                "odd last axis")
     torch._check_value(w_up is None or tuple(w_up.shape) == tuple(w.shape),
-                       lambda: f"inductor_swiglu.grouped_swiglu: gate {tuple(w.shape)} and up "
+                       lambda: f"inductor_swiglu.swiglu_grouped: gate {tuple(w.shape)} and up "
                                f"{tuple(w_up.shape)} weights differ in shape")
     torch._check_value(x.shape[1] == K and offs.shape[0] == E,
-                       lambda: f"inductor_swiglu.grouped_swiglu: x {tuple(x.shape)}, weights {tuple(w.shape)} "
+                       lambda: f"inductor_swiglu.swiglu_grouped: x {tuple(x.shape)}, weights {tuple(w.shape)} "
                                f"and offs {tuple(offs.shape)} do not match")
     if w.dtype != x.dtype or (w_up is not None and w_up.dtype != x.dtype):
-        raise TypeError(f"inductor_swiglu.grouped_swiglu: x is {x.dtype} but the weights are {w.dtype}")
+        raise TypeError(f"inductor_swiglu.swiglu_grouped: x is {x.dtype} but the weights are {w.dtype}")
     if offs.dtype != torch.int32:
-        raise TypeError(f"inductor_swiglu.grouped_swiglu: offs is {offs.dtype}; expected int32")
+        raise TypeError(f"inductor_swiglu.swiglu_grouped: offs is {offs.dtype}; expected int32")
     devices = {t.device for t in (x, w, offs, *([w_up] if w_up is not None else []))}
     if len(devices) != 1:
-        raise ValueError("inductor_swiglu.grouped_swiglu: all inputs must be on one device")
+        raise ValueError("inductor_swiglu.swiglu_grouped: all inputs must be on one device")
 
 
-def grouped_swiglu_reference(x, w, w_up, offs, activation: str = "silu") -> torch.Tensor:
+def swiglu_grouped_reference(x, w, w_up, offs, activation: str = "silu") -> torch.Tensor:
     """act(gate) * up per group in fp32, rounded once (rows past offs[-1] zero): what the fused
     kernel is held to.  Reads offs on the host."""
     w_gate, w_up = gate_up_weights(w, w_up)
@@ -130,7 +130,7 @@ def _impl(x, w, w_up, offs, activation):
         if ok and x.dtype in triton_grouped_swiglu.DTYPES:
             impl_stats.record(impl_stats.GROUPED_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
                               config=plan.config)
-            return triton_grouped_swiglu.grouped_swiglu_triton(x, w_gate, w_up_, offs, activation, plan.kernel_config)
+            return triton_grouped_swiglu.swiglu_grouped_triton(x, w_gate, w_up_, offs, activation, plan.kernel_config)
         reason = f"the fused grouped kernel cannot run here: {why or f'{x.dtype} is not bf16 or fp16'}"
     else:
         reason = plans.REASONS[plan.reason]
@@ -138,8 +138,8 @@ def _impl(x, w, w_up, offs, activation):
     return unfused(x, w, w_up, offs, activation)
 
 
-def grouped_swiglu(x, w, w_up=None, offs=None, activation: str = "silu") -> torch.Tensor:
+def swiglu_grouped(x, w, w_up=None, offs=None, activation: str = "silu") -> torch.Tensor:
     """The op, eagerly; see the module docstring."""
     if offs is None:
-        raise TypeError("inductor_swiglu.grouped_swiglu: offs (the [E] int32 end row of each expert's group) is required")
-    return torch.ops.inductor_swiglu.grouped_swiglu(x, w, w_up, offs, activation)
+        raise TypeError("inductor_swiglu.swiglu_grouped: offs (the [E] int32 end row of each expert's group) is required")
+    return torch.ops.inductor_swiglu.swiglu_grouped(x, w, w_up, offs, activation)
