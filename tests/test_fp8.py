@@ -16,7 +16,7 @@ from inductor_swiglu.compiler.records import RECORDS
 from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import swiglu_fp8_op as op
+from inductor_swiglu.ops import swiglu_fp8 as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 

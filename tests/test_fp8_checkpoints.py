@@ -9,7 +9,7 @@ import torch.nn as nn
 
 import inductor_swiglu
 from inductor_swiglu.integrations import transformers_fp8
-from inductor_swiglu.ops import swiglu_fp8_block_op as op
+from inductor_swiglu.ops import swiglu_fp8_block as op
 
 pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")

@@ -9,7 +9,7 @@ from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.ops import linear_fp8_op as op
+from inductor_swiglu.ops import linear_fp8 as op
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats
 

@@ -9,7 +9,7 @@ from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
 from inductor_swiglu.compiler.records import RECORDS
-from inductor_swiglu.ops import gated_mlp_fp8_op as op
+from inductor_swiglu.ops import gated_mlp_fp8 as op
 from inductor_swiglu.ops.linear_fp8 import linear_fp8
 from inductor_swiglu.ops.swiglu_fp8 import swiglu_fp8
 from inductor_swiglu.testing.compiled import compile_and_count

@@ -23,8 +23,8 @@ from inductor_swiglu.dispatch.table import Entry, Key, Table
 from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import linear_fp8_weight_op as down_op
-from inductor_swiglu.ops import swiglu_fp8_weight_op as op
+from inductor_swiglu.ops import linear_fp8_weight as down_op
+from inductor_swiglu.ops import swiglu_fp8_weight as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats

@@ -33,7 +33,7 @@ from inductor_swiglu.dispatch import devices, forms, plans
 from inductor_swiglu.dispatch.table import Entry, Key, Table, load, shipped
 from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
 from inductor_swiglu.ops import cuda_impl
-from inductor_swiglu.ops import swiglu_grouped_op as op
+from inductor_swiglu.ops import swiglu_grouped as op
 from inductor_swiglu.testing.compiled import compile_and_count as compile_with_backend
 
 

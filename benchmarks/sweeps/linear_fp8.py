@@ -33,9 +33,9 @@ from timing import Interleaved, sets_needed
 from weight_read import weight_read
 
 from inductor_swiglu.kernels.triton import linear_fp8 as tfl
-from inductor_swiglu.ops import gated_mlp_fp8_op as mlp_op
-from inductor_swiglu.ops import linear_fp8_op as op
-from inductor_swiglu.ops import linear_fp8_weight_op as wo_op
+from inductor_swiglu.ops import gated_mlp_fp8 as mlp_op
+from inductor_swiglu.ops import linear_fp8 as op
+from inductor_swiglu.ops import linear_fp8_weight as wo_op
 from inductor_swiglu.ops import swiglu_fp8 as swiglu_fp8_op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats

@@ -12,7 +12,7 @@ from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.kernels.triton.quantize_fp8 import quantize_blocks, quantize_blocks_reference
 from inductor_swiglu.ops import cuda_impl, impl_stats
-from inductor_swiglu.ops import swiglu_fp8_block_op as op
+from inductor_swiglu.ops import swiglu_fp8_block as op
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
 pytestmark = [pytest.mark.gpu]

@@ -13,7 +13,7 @@ from inductor_swiglu.kernels import configs as kernel_configs
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import cutlass_scaled_swiglu as csg
-from inductor_swiglu.ops import swiglu_fp8_op as op
+from inductor_swiglu.ops import swiglu_fp8 as op
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 

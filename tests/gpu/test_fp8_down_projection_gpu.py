@@ -20,7 +20,7 @@ from inductor_swiglu.kernels.triton import swiglu_fp8 as triton_scaled_swiglu
 from inductor_swiglu.kernels.triton.swiglu_fp8 import FP8_MMA_OVER_1PCT_BOUND
 from inductor_swiglu.ops import cuda_impl, impl_stats
 from inductor_swiglu.ops import gated_mlp_fp8 as gated_mlp_fp8_op
-from inductor_swiglu.ops import linear_fp8_op as op
+from inductor_swiglu.ops import linear_fp8 as op
 from inductor_swiglu.testing.numerics import error_stats
 
 pytestmark = [pytest.mark.gpu]

@@ -11,7 +11,7 @@ import inductor_swiglu
 from inductor_swiglu.dispatch import forms
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import cutlass_scaled_swiglu, impl_stats
-from inductor_swiglu.ops import swiglu_fp8_op as op
+from inductor_swiglu.ops import swiglu_fp8 as op
 from inductor_swiglu.testing.inputs import quantize_e4m3 as quantize
 from inductor_swiglu.testing.numerics import error_stats, scaled_reference_fp64
 

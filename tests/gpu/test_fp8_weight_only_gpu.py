@@ -10,7 +10,7 @@ import torch
 import inductor_swiglu
 from inductor_swiglu.kernels.triton import swiglu_fp8 as tss
 from inductor_swiglu.ops import impl_stats
-from inductor_swiglu.ops import swiglu_fp8_weight_op as op
+from inductor_swiglu.ops import swiglu_fp8_weight as op
 from inductor_swiglu.testing.inputs import quantize_e4m3
 from inductor_swiglu.testing.numerics import error_stats, reference_fp64
 
@@ -128,7 +128,7 @@ def test_torchao_weight_only_model_compiled_with_the_fused_kernel(torchao_float8
 @pytest.mark.parametrize("M", [1, 8, 16])
 def test_the_down_kernel(M, dtype):
     from inductor_swiglu.kernels.triton import linear_fp8 as tfl
-    from inductor_swiglu.ops import linear_fp8_weight_op as down_op
+    from inductor_swiglu.ops import linear_fp8_weight as down_op
 
     g = torch.Generator(device="cuda").manual_seed(M)
     h = torch.randn(M, 18944, device="cuda", generator=g).to(dtype)

@@ -10,7 +10,7 @@ from moe_models import MergedExperts, grouped_operands, tiny_mixtral, tiny_qwen3
 import inductor_swiglu
 from inductor_swiglu.kernels.triton import swiglu_grouped as tgs
 from inductor_swiglu.ops import impl_stats
-from inductor_swiglu.ops import swiglu_grouped_op as op
+from inductor_swiglu.ops import swiglu_grouped as op
 from inductor_swiglu.testing.compiled import compile_and_count
 from inductor_swiglu.testing.numerics import error_stats, grouped_reference_fp64
 
