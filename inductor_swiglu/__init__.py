@@ -12,6 +12,7 @@ Public API:
     swiglu_fp8_weight  the weight-only FP8 form: bf16/fp16 x, float8 weights with their scales
     fp8_rowwise_linear the FP8 down projection (h quantized per row, then the scaled GEMM)
     fp8_gated_mlp      an FP8 MLP's gated and down projections in one op
+    gated_mlp          the training form: a whole gated MLP as one differentiable op (what training graphs run)
     grouped_swiglu     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
@@ -43,6 +44,7 @@ from .ops.fp8_gated_mlp_op import fp8_gated_mlp, fp8_gated_mlp_reference
 from .ops.fp8_rowwise_linear_op import fp8_rowwise_linear, fp8_rowwise_linear_reference
 from .ops.fp8_weight_linear_op import fp8_weight_linear, fp8_weight_linear_reference
 from .ops.fp8_weight_swiglu_op import swiglu_fp8_weight, swiglu_fp8_weight_reference
+from .ops.gated_mlp import gated_mlp
 from .ops.grouped_swiglu_op import grouped_swiglu, grouped_swiglu_reference
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.native import kernel_status
@@ -70,5 +72,5 @@ __all__ = [
     "grouped_swiglu", "grouped_swiglu_reference", "swiglu_block_fp8", "swiglu_block_fp8_reference",
     "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "fp8_weight_linear", "fp8_weight_linear_reference",
     "fuse_fp8_gated_mlps", "FuseReport", "fp8_rowwise_linear", "fp8_rowwise_linear_reference",
-    "fp8_gated_mlp", "fp8_gated_mlp_reference",
+    "fp8_gated_mlp", "fp8_gated_mlp_reference", "gated_mlp",
 ]

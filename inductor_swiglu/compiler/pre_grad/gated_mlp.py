@@ -213,7 +213,8 @@ def _dtype_device_reason(mlp: Mlp) -> str:
                 + ", ".join(sorted({f"{v.dtype}/{v.device}" for v in vals})) + ")")
     if vals[0].dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         return f"dtype {vals[0].dtype} is not a floating dtype the op takes"
-    steps = [example(n) for _, n, _ in mlp.intermediates] + [example(mlp.down.out)]
+    steps = [example(n) for _, n, _ in mlp.intermediates if n.target not in CHUNKS and n.target != "chunk"]
+    steps.append(example(mlp.down.out))
     if any(v is None for v in steps) or len({v.dtype for v in steps}) != 1:
         return "the MLP's steps run in different dtypes (autocast switched inside it?)"
     return ""
