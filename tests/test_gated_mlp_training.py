@@ -273,6 +273,22 @@ def test_compiled_autograd_trains_like_stock():
     assert_grads_close(ours, stock, xo, xs)
 
 
+def test_dynamic_sequence_lengths_train_in_one_graph_like_stock():
+    torch.manual_seed(0)
+    ours = GatedMLP(32, 48)
+    stock = copy.deepcopy(ours)
+    runs = [torch.compile(m, backend=b, dynamic=True) for m, b in ((ours, "inductor_swiglu"), (stock, "inductor"))]
+    for seq in (3, 5, 7):
+        x = torch.randn(2, seq, 32)
+        for run in runs:
+            run(x).square().sum().backward()
+    c = assert_rewritten(1)
+    assert c["recompiles"] == 0 and c["op"]["calls"][impl_stats.GATED_MLP_REFERENCE] == 6
+    rtol, atol = tolerance(torch.float32)
+    for a, b in zip(ours.parameters(), stock.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol)
+
+
 def test_reduce_overhead_on_cpu_trains_like_stock():
     ours, stock, xo, xs = train_both(lambda: GatedMLP(32, 48), torch.randn(2, 5, 32),
                                      compile_kw={"mode": "reduce-overhead"})
