@@ -12,6 +12,7 @@ Public API:
     swiglu_fp8_weight  the weight-only FP8 form: bf16/fp16 x, float8 weights with their scales
     linear_fp8 the FP8 down projection (h quantized per row, then the scaled GEMM)
     gated_mlp_fp8      an FP8 MLP's gated and down projections in one op
+    gated_mlp          the training form: a whole gated MLP as one differentiable op (what training graphs run)
     swiglu_grouped     the MoE form: routed rows sorted by expert, [E, K, 2N] expert weights, offsets
     counters, reset_counters   recompiles, guards, rewrites, near misses, op implementations
     op_stats           which implementation of the op ran (fused kernel or fallback)
@@ -38,6 +39,7 @@ from .compiler.stats import counters, reset_counters
 from .compiler.traceable_ops import allow_in_graph as _allow_in_graph
 from .dispatch.forced import force_kernel
 from .integrations.transformers_fp8 import FuseReport, fuse_fp8_gated_mlps
+from .ops.gated_mlp import gated_mlp
 from .ops.gated_mlp_fp8 import gated_mlp_fp8, gated_mlp_fp8_reference
 from .ops.impl_stats import op_stats, reset_op_stats
 from .ops.linear_fp8 import linear_fp8, linear_fp8_reference
@@ -87,5 +89,5 @@ __all__ = [
     "swiglu_grouped", "swiglu_grouped_reference", "swiglu_fp8_block", "swiglu_fp8_block_reference",
     "swiglu_fp8_weight", "swiglu_fp8_weight_reference", "linear_fp8_weight", "linear_fp8_weight_reference",
     "fuse_fp8_gated_mlps", "FuseReport", "linear_fp8", "linear_fp8_reference",
-    "gated_mlp_fp8", "gated_mlp_fp8_reference",
+    "gated_mlp_fp8", "gated_mlp_fp8_reference", "gated_mlp",
 ]

@@ -75,6 +75,8 @@ SLOW = {
         "bench_model.py on a transformers FP8 model, every variant compiled; the other bench_model.py cases stay",
     "tests/test_tensor_parallel.py::test_sharded_mlps_are_rewritten_on_every_rank_and_match_unsharded":
         "two gloo processes, each compiling its shard; test_the_plan_splits_gate_and_up_... stays",
+    "tests/test_gated_mlp_training.py::test_transformers_models_train_like_stock[Qwen2Config]":
+        "a whole model compiled and trained twice (ours, stock); Llama's MLP is the same form and stays",
     "tests/test_backend.py::test_modes[max-autotune-no-cudagraphs]":
         "autotunes every GEMM on the CPU; the other modes stay",
     # transformers' tiny MoE models are the slowest compiles of the CPU tests: one per graph form

@@ -309,3 +309,15 @@ def test_shipped_host_costs_serve_every_table():
     assert forms.host_cost(h100, "linear_fp8_weight") == forms.HostCost(133, 84, "h200")
     again = tables.load(tables.table_path("h200"))
     assert again.as_json() == json.loads(tables.table_path("h200").read_text())
+
+
+def test_the_training_form_is_rewritten_on_a_gpu_only_where_it_is_asked_for():
+    # its fused kernels measured slower than stock: a GPU training graph stays stock, unless the
+    # user trades time for memory (recompute mode) or forces the kernel
+    h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
+    declined = dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False)
+    assert not declined.worth_it and "measured slower than stock" in declined.reason
+    assert "gated_mlp_recompute=True" in declined.reason
+    assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False, recompute=True).worth_it
+    with dispatch.force_kernel("triton"):
+        assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it

@@ -27,6 +27,8 @@ from ..ops import swiglu as swiglu_op  # noqa: F401  (registers torch.ops.induct
 from . import cudagraph_watch, monitor
 from .pass_config import PassConfig
 from .pass_manager import PostGradPassManager, compose, current_compile_id
+from .pre_grad.install import slot_patch as pre_grad_slot_patch
+from .pre_grad.install import training_ops_in
 from .records import RECORDS
 
 log = logging.getLogger("inductor_swiglu.compile")
@@ -72,6 +74,8 @@ def config_patches(mode: str | None, options: dict[str, Any] | None, pass_config
     patches.update(options)
     existing = options.get(_PASS_SLOT, getattr(torch._inductor.config, _PASS_SLOT))
     patches[_PASS_SLOT] = compose(_pass_for(pass_config), existing)
+    # training graphs: the whole MLP becomes one differentiable op before AOTAutograd (compiler/pre_grad/)
+    patches.update(pre_grad_slot_patch(options, pass_config))
     return patches
 
 
@@ -93,6 +97,7 @@ def _inner_compile(gm, example_inputs, **kwargs):
     cid = current_compile_id()
     before = len(RECORDS.graphs_for(cid))
     hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
+    training_ops = training_ops_in(gm)   # before the post-grad passes, so that a cache hit counts them too
     compiled = compile_fx_inner(gm, example_inputs, **kwargs)
     graphs = RECORDS.graphs_for(cid)
     if len(graphs) > before:
@@ -101,6 +106,7 @@ def _inner_compile(gm, example_inputs, **kwargs):
         rec = RECORDS.new_graph(cid)
         rec.pass_ran = False
     rec.fx_graph_cache_hit = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] > hits
+    rec.gated_mlp_forward_ops, rec.gated_mlp_backward_ops = training_ops
     if not rec.pass_ran:
         if rec.fx_graph_cache_hit:
             rec.not_run_reason = ("Inductor's FX graph cache: the graph was compiled in an earlier run, its rewrites are "

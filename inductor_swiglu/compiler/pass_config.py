@@ -41,6 +41,18 @@ class PassConfig:
     act(gate) * up) into torch.ops.inductor_swiglu.swiglu_grouped, where the fused grouped kernel
     serves the device (CPU graphs: always, for the tests)."""
 
+    gated_mlp: bool = True
+    """Training graphs (a gated MLP whose output needs a gradient): rewrite the whole MLP, before
+    AOTAutograd, into the differentiable op torch.ops.inductor_swiglu.gated_mlp_forward, whose
+    registered backward is torch.ops.inductor_swiglu.gated_mlp_backward, so the forward and the
+    backward graph both run it and only x and the pre-activation pair are saved
+    (compiler/pre_grad/gated_mlp.py).  Off: training graphs are left to stock, as before."""
+
+    gated_mlp_recompute: bool = False
+    """With ``gated_mlp``: save only x for the backward, which recomputes the pre-activations from
+    it (the MLP's saved activations shrink from [M, K + 2N] to [M, K], for one more GEMM pair in
+    the backward): what activation checkpointing around each MLP saves, for less work."""
+
     fuse_on_cpu: bool = True
     """Rewrite graphs on CPU too (the op runs its fp32 reference there).  On by
     default so CPU runs and CI exercise exactly the graph a GPU run gets."""

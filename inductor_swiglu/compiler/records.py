@@ -56,6 +56,8 @@ class GraphRecord:
     fx_graph_cache_hit: bool = False
     aot_autograd_cache_hit: bool = False
     swiglu_ops_in_output_code: int | None = None   # counted in Inductor's generated code
+    gated_mlp_forward_ops: int = 0   # the training form's ops in this graph, as AOTAutograd handed it over
+    gated_mlp_backward_ops: int = 0
     output_code: str = ""        # captured only while diagnostics are recording
 
     def as_dict(self, with_text: bool = False) -> dict:
@@ -66,6 +68,14 @@ class GraphRecord:
             for p in d["passes"]:
                 p.pop("graph_after")
         return d
+
+
+@dataclass
+class PreGradRecord:
+    """The training form's pass (compiler/pre_grad/) on one Dynamo graph, before AOTAutograd."""
+    compile_id: str
+    rewrites: list[Rewrite] = field(default_factory=list)
+    near_misses: list[NearMiss] = field(default_factory=list)
 
 
 @dataclass
@@ -97,6 +107,7 @@ class Records:
         self.pass_errors = 0
         self.cudagraph_skips: list[tuple[str, bool]] = []   # (reason, caused by our op)
         self.capture_text = 0     # >0 while a diagnostics session records graph text
+        self.pre_grad: list[PreGradRecord] = []   # the training form's rewrites and near misses
         self._local = threading.local()
 
     def new_graph(self, compile_id: str) -> GraphRecord:
@@ -125,6 +136,12 @@ class Records:
         with self._lock:
             return [g for g in self.graphs if g.compile_id == compile_id]
 
+    def new_pre_grad(self, compile_id: str) -> PreGradRecord:
+        with self._lock:
+            rec = PreGradRecord(compile_id)
+            self.pre_grad.append(rec)
+            return rec
+
     def add_frame(self, frame: FrameRecord) -> None:
         with self._lock:
             self.frames.append(frame)
@@ -138,6 +155,7 @@ class Records:
             self.graphs.clear()
             self.frames.clear()
             self.cudagraph_skips.clear()
+            self.pre_grad.clear()
             self.pass_errors = 0
 
 

@@ -26,10 +26,17 @@ def counters() -> dict:
       in the graphs whose generated code was seen;
       ``graphs_code_not_seen`` how many were not (e.g. an AOTInductor compile, an AOTAutograd
       cache hit): their op calls are unknown, not 0.
+
+    The training form (compiler/pre_grad/, before AOTAutograd): ``gated_mlp_rewrites`` the MLPs
+    it rewrote; ``gated_mlp_forward_ops`` / ``gated_mlp_backward_ops`` its ops in the forward and
+    backward graphs Inductor compiled; ``gated_mlp_near_misses`` what it declined and why (also
+    counted in ``near_misses``).
     """
     monitor.flush()
     frames = list(RECORDS.frames)
     graphs = list(RECORDS.graphs)
+    pre_grad = list(RECORDS.pre_grad)
+    pre_grad_misses = [m for p in pre_grad for m in p.near_misses]
     return {
         "frames": len(frames),
         "recompiles": sum(1 for f in frames if f.recompile_index > 0),
@@ -40,7 +47,11 @@ def counters() -> dict:
         "swiglu_ops_in_output_code": sum(g.swiglu_ops_in_output_code or 0 for g in graphs),
         "graphs_pass_not_run": dict(collections.Counter(g.not_run_reason or "unknown" for g in graphs if not g.pass_ran)),
         "graphs_code_not_seen": sum(1 for g in graphs if g.swiglu_ops_in_output_code is None),
-        "near_misses": sum(len(g.near_misses) for g in graphs),
+        "near_misses": sum(len(g.near_misses) for g in graphs) + len(pre_grad_misses),
+        "gated_mlp_rewrites": sum(len(p.rewrites) for p in pre_grad),
+        "gated_mlp_forward_ops": sum(g.gated_mlp_forward_ops for g in graphs),
+        "gated_mlp_backward_ops": sum(g.gated_mlp_backward_ops for g in graphs),
+        "gated_mlp_near_misses": [{"location": m.location, "reason": m.reason} for m in pre_grad_misses],
         "pass_errors": RECORDS.pass_errors,
         "cudagraph_skips": int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]),
         # reasons seen while our backend was installed; "ours": the reason names our op

@@ -205,7 +205,9 @@ def rowwise_dispatch_text(M: int | None, decode_note: str) -> str:
 # Worth it                                                                     #
 # ---------------------------------------------------------------------------- #
 
-FORMS = ("swiglu", "swiglu_fp8", "swiglu_fp8_weight", "linear_fp8", "linear_fp8_weight", "swiglu_grouped")
+FORMS = ("swiglu", "swiglu_fp8", "swiglu_fp8_weight", "linear_fp8", "linear_fp8_weight", "swiglu_grouped", "gated_mlp")
+# Where the training form's GPU measurements are kept (its reason points there, the figures stay in the file).
+GATED_MLP_EVIDENCE = "benchmarks/data/training/gated_mlp_h100.json"
 # the FP8 forms launch from Python as swiglu_fp8 does: its host costs speak for them
 HOST_COSTS_OF = {"swiglu_fp8": "swiglu_fp8", "swiglu_fp8_weight": "swiglu_fp8", "linear_fp8": "swiglu_fp8",
                  "linear_fp8_weight": "swiglu_fp8", "swiglu_grouped": "swiglu_grouped"}
@@ -256,8 +258,19 @@ def _known(*dims) -> bool:
     return all(isinstance(d, int) for d in dims)
 
 
+def _gated_mlp_worth_it(recompute: bool) -> Decision:
+    """The training form on a GPU: its fused kernels measured slower than stock's cuBLAS GEMMs and
+    fused elementwise kernels at every shape timed (GATED_MLP_EVIDENCE), so it is rewritten where
+    the user trades time for activation memory (recompute mode) or asks for the kernel by name."""
+    if recompute or forced_kernel() == "triton":
+        return Decision()
+    return Decision("the training form's fused kernels measured slower than stock on this GPU "
+                    f"({GATED_MLP_EVIDENCE}): stock runs; PassConfig(gated_mlp_recompute=True) rewrites it "
+                    "to keep only x for the backward")
+
+
 def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K, *, cudagraphs: bool,
-             dtype: str = "", E: int | None = None, fast_accum: bool = False) -> Decision:
+             dtype: str = "", E: int | None = None, fast_accum: bool = False, recompute: bool = False) -> Decision:
     """Whether rewriting a GPU problem of `form` into its op is worth it (the module docstring has
     the rules); M (None, or a symbol, where unknown when compiling), N, K are the problem's sizes
     (for swiglu_grouped M is the routed rows S over E experts, `dtype` theirs).  One table lookup."""
@@ -265,6 +278,8 @@ def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K
         raise ValueError(f"{form!r} is not one of {FORMS}")
     if form == "swiglu":
         return Decision()   # the op plans each call, the unfused path included: never slower than stock
+    if form == "gated_mlp":
+        return _gated_mlp_worth_it(recompute)
     name = forced_kernel()
     if name == "triton" and form not in ("linear_fp8", "linear_fp8_weight"):
         return Decision()   # the user asked for the fused kernel

@@ -45,7 +45,9 @@ FP8_WEIGHT_TRITON = "fp8_weight_triton"  # the fused kernel on weight-only FP8 (
 WEIGHT_LINEAR_TRITON = "weight_linear_triton"  # the weight-only FP8 down projection at decode sizes (linear_fp8_weight_op)
 REFERENCE_CPU = "reference_cpu"      # CPU, fp32/fp64 inputs: the fp32 reference itself
 UNFUSED_CPU = "unfused_cpu"          # CPU, 16-bit inputs: the GEMMs in the input dtype, as stock Inductor
-FUSED = frozenset({DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON, SCALED_TRITON, SCALED_CUTLASS, GROUPED_TRITON,
+GATED_MLP_TRITON = "gated_mlp_triton"        # the training form's fused kernels (ops/gated_mlp.py), forward or backward
+GATED_MLP_REFERENCE = "gated_mlp_reference"  # the training form's unfused reference (CPU, or the reason it ran on a GPU)
+FUSED = frozenset({GATED_MLP_TRITON, DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON, SCALED_TRITON, SCALED_CUTLASS, GROUPED_TRITON,
                    BLOCK_FP8_TRITON, FP8_WEIGHT_TRITON, WEIGHT_LINEAR_TRITON, ROWWISE_TRITON})
 
 _lock = threading.Lock()

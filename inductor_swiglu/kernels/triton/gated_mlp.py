@@ -142,21 +142,23 @@ _MEDIUM_M = 256
 
 
 def default_forward_config(M: int) -> GatedForwardConfig:
-    """The forward's config where nothing measured chose one: only the row tile follows M."""
+    """The forward's config by M: at prefill sizes the row that was fastest at every point of the
+    kernel sweep (benchmarks/bench_gated_mlp.py, kept in benchmarks/data/training/)."""
     if M <= _DECODE_M:
         return FORWARD_CONFIGS[0]
     if M <= _MEDIUM_M:
         return FORWARD_CONFIGS[1]
-    return FORWARD_CONFIGS[3]
+    return FORWARD_CONFIGS[6]
 
 
 def default_dgated_config(M: int) -> DgatedConfig:
-    """The backward's config where nothing measured chose one: only the row tile follows M."""
+    """The backward's config by M: at prefill sizes the row that was fastest at every point of the
+    kernel sweep (benchmarks/bench_gated_mlp.py, kept in benchmarks/data/training/)."""
     if M <= _DECODE_M:
         return DGATED_CONFIGS[0]
     if M <= _MEDIUM_M:
         return DGATED_CONFIGS[1]
-    return DGATED_CONFIGS[2]
+    return DGATED_CONFIGS[3]
 
 
 @functools.cache

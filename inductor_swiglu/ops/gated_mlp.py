@@ -1,0 +1,318 @@
+"""The training form: a whole gated MLP ``down(act(gate(x)) * up(x))`` as one differentiable op.
+
+    y = (act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up)) @ w_down.T + b_down
+
+Two operators, tied by ``torch.library.register_autograd``:
+
+* ``inductor_swiglu::gated_mlp_forward(x, w_gate, w_up, w_down, b_gate?, b_up?, b_down?, activation,
+  recompute) -> (y, saved)``.  ``saved`` is the pre-activation pair that the backward reads:
+  a contiguous ``[M, 2N]`` tensor (M = the rows of x flattened to ``[M, K]``), gate in columns
+  ``[:N]`` and up in ``[N:]`` (two halves, not interleaved), in x's dtype, biases included.  In
+  recompute mode it is an empty tensor and the backward recomputes it from x.
+* ``inductor_swiglu::gated_mlp_backward(dy, x, saved, w_gate, w_up, w_down, b_gate?, b_up?,
+  has_b_down, activation, recompute, output_mask) -> (dx, dw_gate, dw_up, dw_down, db_gate, db_up,
+  db_down)``; a gradient that ``output_mask`` does not ask for (or a bias that is absent) is an
+  empty tensor.
+
+What autograd keeps for the backward (``setup_context``): x and ``saved``, and the weights and
+biases, which are inputs of the graph anyway.  So AOTAutograd's partitioner, which cannot look
+inside the op, saves exactly that: ``[M, K] + [M, 2N]`` per MLP (``[M, K]`` in recompute mode),
+where stock saves gate, up and often h, ``3 x [M, N]``.
+
+Numerics, on every path: the GEMMs in the input dtype (fp32 accumulation), the activation, its
+derivative and the products in fp32 on ``[M, N]`` values, each result rounded once.  No weight is
+copied or upcast.  Implementations are chosen in one place (``forward_kernel``,
+``backward_kernel``): the fused Triton kernels (``kernels/triton/gated_mlp.py``) on sm_90 when they
+are importable and the call has no biases, else the reference below (CPU, other GPUs); which one
+ran is counted in ``op_stats()``, with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+
+from ..kernels import activations
+from . import impl_stats
+
+log = logging.getLogger("inductor_swiglu.op")
+
+OP_NAMESPACE = "inductor_swiglu"
+FORWARD_QUALNAME = f"{OP_NAMESPACE}::gated_mlp_forward"
+BACKWARD_QUALNAME = f"{OP_NAMESPACE}::gated_mlp_backward"
+FORWARD_SCHEMA = ("(Tensor x, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor? b_gate=None, Tensor? b_up=None, "
+                  "Tensor? b_down=None, str activation=\"silu\", bool recompute=False) -> (Tensor, Tensor)")
+BACKWARD_SCHEMA = ("(Tensor dy, Tensor x, Tensor saved, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor? b_gate, "
+                   "Tensor? b_up, bool has_b_down, str activation, bool recompute, bool[] output_mask) "
+                   "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
+# output_mask and the backward's results, in this order
+GRAD_NAMES = ("dx", "dw_gate", "dw_up", "dw_down", "db_gate", "db_up", "db_down")
+WHO = "inductor_swiglu.gated_mlp"
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_inputs(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, activation=activations.SILU) -> None:
+    """Raise a clear error, naming the argument, for inputs the op does not define; works on fake tensors."""
+    activations.check(activation)
+    named = (("x", x), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down), ("b_gate", b_gate), ("b_up", b_up),
+             ("b_down", b_down))
+    if x.dtype not in _FLOAT_DTYPES:
+        raise TypeError(f"{WHO}: x has dtype {x.dtype}; expected one of fp16, bf16, fp32, fp64")
+    for name, t in named[1:]:
+        if t is not None and (t.dtype != x.dtype or t.device != x.device):
+            raise TypeError(f"{WHO}: x is {x.dtype} on {x.device} but {name} is {t.dtype} on {t.device}; "
+                            "all inputs must share one dtype and device")
+    if x.dim() < 1 or any(w.dim() != 2 for w in (w_gate, w_up, w_down)):
+        raise ValueError(f"{WHO}: x must be [..., K] and the weights 2-D (nn.Linear layout); got x "
+                         f"{tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, "
+                         f"w_down {tuple(w_down.shape)}")
+    N, K = w_gate.shape
+    torch._check_value(tuple(w_up.shape) == (N, K) and x.shape[-1] == K and w_down.shape[1] == N,
+                       lambda: f"{WHO}: shapes do not chain: x {tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, "
+                               f"w_up {tuple(w_up.shape)}, w_down {tuple(w_down.shape)} (expected [..., K], [N, K], "
+                               "[N, K], [D, N])")
+    for name, b, n in (("b_gate", b_gate, N), ("b_up", b_up, N), ("b_down", b_down, w_down.shape[0])):
+        if b is not None:
+            torch._check_value(b.dim() == 1 and b.shape[0] == n,
+                               lambda: f"{WHO}: {name} must have shape [{n}], got {tuple(b.shape)}")
+
+
+def _rows(x: torch.Tensor) -> int:
+    # explicit: reshape(-1, K) cannot infer the rows when K == 0
+    return math.prod(x.shape[:-1])
+
+
+# --------------------------------------------------------------------------- #
+# The reference implementation (CPU, and GPUs the fused kernels do not serve)   #
+# --------------------------------------------------------------------------- #
+
+def preactivations(x2, w_gate, w_up, b_gate=None, b_up=None) -> torch.Tensor:
+    """gu = x2 @ [w_gate; w_up].T (+ biases): two GEMMs writing the halves of one [M, 2N] buffer,
+    so the weights are read as they are (no concatenated copy)."""
+    M, N = x2.shape[0], w_gate.shape[0]
+    gu = x2.new_empty((M, 2 * N))
+    for half, w, b in ((gu[:, :N], w_gate, b_gate), (gu[:, N:], w_up, b_up)):
+        if b is None:
+            torch.mm(x2, w.t(), out=half)
+        else:
+            torch.addmm(b, x2, w.t(), out=half)
+    return gu
+
+
+def gated_reference(gu: torch.Tensor, activation: str) -> torch.Tensor:
+    """h = act(g) * u from the pre-activation pair, in fp32, rounded once to gu's dtype."""
+    N = gu.shape[1] // 2
+    cdt = torch.float64 if gu.dtype == torch.float64 else torch.float32
+    return (activations.apply(activation, gu[:, :N].to(cdt)) * gu[:, N:].to(cdt)).to(gu.dtype)
+
+
+def dgated_reference(dh: torch.Tensor, gu: torch.Tensor, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dgu, h): dgu = [d_gate | d_up] as a [M, 2N] buffer in gu's layout, and h for dW_down, from
+    dh = dy @ w_down and the pre-activations; act' and the products in fp32."""
+    N = gu.shape[1] // 2
+    cdt = torch.float64 if gu.dtype == torch.float64 else torch.float32
+    g, u, dhc = gu[:, :N].to(cdt), gu[:, N:].to(cdt), dh.to(cdt)
+    a, da = activations.value_and_grad(activation, g)
+    dgu = torch.empty_like(gu)
+    dgu[:, :N] = dhc * u * da
+    dgu[:, N:] = dhc * a
+    return dgu, (a * u).to(gu.dtype)
+
+
+# --------------------------------------------------------------------------- #
+# Which implementation runs: the seam where the fused GPU kernels plug in       #
+# --------------------------------------------------------------------------- #
+
+REFERENCE = impl_stats.GATED_MLP_REFERENCE
+FUSED_TRITON = impl_stats.GATED_MLP_TRITON
+
+
+def gpu_kernels():
+    """The fused Triton kernels' module (``gated_mlp_forward_gpu``, ``gated_mlp_dgated_gpu``), or
+    None where it cannot be imported (no Triton, or not written yet)."""
+    try:
+        from ..kernels.triton import gated_mlp as kernels
+    except ImportError:
+        return None
+    needed = ("gated_mlp_forward_gpu", "gated_mlp_dgated_gpu")
+    return kernels if all(hasattr(kernels, name) for name in needed) else None
+
+
+FUSED_ACTIVATIONS = (activations.SILU, activations.GELU_TANH)
+
+
+def gated_mlp_impl(x: torch.Tensor, has_bias: bool, activation: str = activations.SILU) -> tuple[str, str]:
+    """(implementation, reason) for a call on tensors like x: the one rule both directions follow,
+    so that a ``saved`` written by one implementation is read by the same one."""
+    if not x.is_cuda:
+        return REFERENCE, "CPU: the reference (GEMMs in the input dtype, act in fp32)"
+    if torch.cuda.get_device_capability(x.device) != (9, 0):
+        return REFERENCE, "not an sm_90 GPU: the fused kernels are written for Hopper"
+    if has_bias:
+        return REFERENCE, "gate/up biases: the fused kernels take none"
+    if activation not in FUSED_ACTIVATIONS:
+        return REFERENCE, f"{activation}: the fused kernels take {', '.join(FUSED_ACTIVATIONS)}"
+    if gpu_kernels() is None:
+        return REFERENCE, "the fused Triton kernels (kernels/triton/gated_mlp.py) cannot be imported"
+    return FUSED_TRITON, "sm_90, the fused Triton kernels"
+
+
+def _record(impl: str, reason: str, x: torch.Tensor) -> None:
+    impl_stats.record(impl, reason)
+    if x.is_cuda and impl != FUSED_TRITON:
+        log.warning("inductor_swiglu.gated_mlp ran its unfused reference on %s: %s", x.device, reason)
+
+
+def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact: bool):
+    """(h, gu): h = act(g) * u [M, N], and the pre-activation pair [M, 2N] (see the module
+    docstring for its layout) when store_preact, else None."""
+    impl, reason = gated_mlp_impl(x2, b_gate is not None or b_up is not None, activation)
+    _record(impl, reason, x2)
+    if impl == FUSED_TRITON:
+        h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
+        return h, (gu if store_preact else None)
+    gu = preactivations(x2, w_gate, w_up, b_gate, b_up)
+    return gated_reference(gu, activation), (gu if store_preact else None)
+
+
+def recompute_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str) -> torch.Tensor:
+    """The pre-activation pair again, from x (recompute mode's backward)."""
+    impl, _ = gated_mlp_impl(x2, b_gate is not None or b_up is not None, activation)
+    if impl == FUSED_TRITON:
+        return gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, True)[1]
+    return preactivations(x2, w_gate, w_up, b_gate, b_up)
+
+
+def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
+    """(dgu, h): the down projection's input gradient dh = dy @ w_down with the activation's
+    derivative applied (d_gate, d_up in gu's layout), and h for dW_down."""
+    impl, reason = gated_mlp_impl(dy2, has_bias, activation)
+    _record(impl, reason, dy2)
+    if impl == FUSED_TRITON:
+        return gpu_kernels().gated_mlp_dgated_gpu(dy2, w_down, gu, activation)
+    return dgated_reference(dy2 @ w_down, gu, activation)
+
+
+# --------------------------------------------------------------------------- #
+# The operators                                                                 #
+# --------------------------------------------------------------------------- #
+
+def _forward(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, activation=activations.SILU,
+             recompute=False):
+    check_inputs(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation)
+    M, K, D = _rows(x), x.shape[-1], w_down.shape[0]
+    h, gu = forward_kernel(x.reshape(M, K), w_gate, w_up, b_gate, b_up, activation, not recompute)
+    y = torch.nn.functional.linear(h, w_down, b_down).reshape(*x.shape[:-1], D)
+    return y, (x.new_empty(0) if recompute else gu)
+
+
+def _forward_fake(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, activation=activations.SILU,
+                  recompute=False):
+    check_inputs(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation)
+    y = x.new_empty((*x.shape[:-1], w_down.shape[0]))
+    return y, (x.new_empty(0) if recompute else x.new_empty((_rows(x), 2 * w_gate.shape[0])))
+
+
+def _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask):
+    """Each gradient's shape, or None where it is not asked for (its result is then empty)."""
+    shapes = (x.shape, w_gate.shape, w_up.shape, w_down.shape, None if b_gate is None else b_gate.shape,
+              None if b_up is None else b_up.shape, (w_down.shape[0],) if has_b_down else None)
+    return [s if (s is not None and want) else None for s, want in zip(shapes, output_mask)]
+
+
+def _backward(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, has_b_down, activation, recompute, output_mask):
+    M, K, N, D = _rows(x), x.shape[-1], w_gate.shape[0], w_down.shape[0]
+    want = _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask)
+    x2, dy2 = x.reshape(M, K), dy.reshape(M, D).contiguous()
+    gu = recompute_kernel(x2, w_gate, w_up, b_gate, b_up, activation) if recompute else saved
+    dgu, h = backward_kernel(dy2, w_down, gu, activation, b_gate is not None or b_up is not None)
+    dg, du = dgu[:, :N], dgu[:, N:]
+    empty = x.new_empty(0)
+    dx = empty
+    if want[0] is not None:
+        dx = torch.mm(dg, w_gate)
+        dx.addmm_(du, w_up)   # dx = dg @ w_gate + du @ w_up, accumulated in place
+        dx = dx.reshape(x.shape)
+    grads = [
+        dx,
+        torch.mm(dg.t(), x2) if want[1] is not None else empty,
+        torch.mm(du.t(), x2) if want[2] is not None else empty,
+        torch.mm(dy2.t(), h) if want[3] is not None else empty,
+        dg.sum(0, dtype=torch.float32).to(dg.dtype) if want[4] is not None else empty,
+        du.sum(0, dtype=torch.float32).to(du.dtype) if want[5] is not None else empty,
+        dy2.sum(0, dtype=torch.float32).to(dy2.dtype) if want[6] is not None else empty,
+    ]
+    return tuple(grads)
+
+
+def _backward_fake(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, has_b_down, activation, recompute, output_mask):
+    want = _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask)
+    return tuple(x.new_empty(s) if s is not None else x.new_empty(0) for s in want)
+
+
+torch.library.define(FORWARD_QUALNAME, FORWARD_SCHEMA)
+torch.library.define(BACKWARD_QUALNAME, BACKWARD_SCHEMA)
+torch.library.register_fake(FORWARD_QUALNAME)(_forward_fake)
+torch.library.register_fake(BACKWARD_QUALNAME)(_backward_fake)
+torch.library.impl(FORWARD_QUALNAME, ("cpu", "cuda"))(_forward)
+torch.library.impl(BACKWARD_QUALNAME, ("cpu", "cuda"))(_backward)
+
+gated_mlp_forward_op = torch.ops.inductor_swiglu.gated_mlp_forward.default
+gated_mlp_backward_op = torch.ops.inductor_swiglu.gated_mlp_backward.default
+
+
+def _setup_context(ctx, inputs, output):
+    x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation, recompute = inputs
+    saved = output[1]
+    ctx.mark_non_differentiable(saved)
+    ctx.activation, ctx.recompute, ctx.has_b_down = activation, recompute, b_down is not None
+    ctx.save_for_backward(x, saved, w_gate, w_up, w_down, b_gate, b_up)
+
+
+def _autograd_backward(ctx, dy, _dsaved):
+    x, saved, w_gate, w_up, w_down, b_gate, b_up = ctx.saved_tensors
+    # the dispatcher drops trailing arguments equal to their defaults, and their flags with them
+    need = (*ctx.needs_input_grad, *([False] * 7))
+    mask = [bool(need[i]) for i in range(7)]
+    grads = gated_mlp_backward_op(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, ctx.has_b_down, ctx.activation,
+                                  ctx.recompute, mask)
+    return (*(g if want else None for g, want in zip(grads, mask)), None, None)
+
+
+torch.library.register_autograd(FORWARD_QUALNAME, _autograd_backward, setup_context=_setup_context)
+
+
+# Autocast: the op stands for three F.linear calls, which autocast runs in its lower-precision dtype,
+# so under torch.autocast the op does too (as the swiglu op does): floating inputs other than fp64
+# are cast, then the op runs with autocast off below it.  The casts are graph ops, so the
+# gradients reach the fp32 parameters through them, as with F.linear.
+def _autocast_kernel(device_type: str):
+    def kernel(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, activation=activations.SILU,
+               recompute=False):
+        dtype = torch.get_autocast_dtype(device_type)
+
+        def cast(t):
+            return t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != torch.float64 else t
+
+        with torch.autocast(device_type, enabled=False):
+            return gated_mlp_forward_op(cast(x), cast(w_gate), cast(w_up), cast(w_down), cast(b_gate), cast(b_up),
+                                        cast(b_down), activation, recompute)
+
+    return kernel
+
+
+for _device_type, _key in (("cuda", "AutocastCUDA"), ("cpu", "AutocastCPU")):
+    torch.library.impl(FORWARD_QUALNAME, _key)(_autocast_kernel(_device_type))
+
+
+def gated_mlp(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, activation: str = activations.SILU,
+              recompute: bool = False) -> torch.Tensor:
+    """``down(act(gate(x)) * up(x))`` as one differentiable op; see the module docstring.
+
+    x ``[..., K]``; w_gate, w_up ``[N, K]``; w_down ``[D, N]`` (``nn.Linear`` layouts); biases
+    ``[N]``, ``[N]``, ``[D]`` or None.  ``activation``: ``"silu"`` (SwiGLU), ``"gelu_tanh"`` or
+    ``"gelu"`` (GeGLU).  ``recompute``: keep only x for the backward, which recomputes the
+    pre-activations (less memory, one more GEMM pair)."""
+    return gated_mlp_forward_op(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation, recompute)[0]

@@ -1,0 +1,112 @@
+"""The training form on a GPU: the pass leaves training graphs to stock unless recompute mode is on
+(its kernels measured slower than stock); with it, the fused Triton kernels run forward and backward,
+and the gradients are as close to an fp32 reference as stock's, at odd sizes, for zero tokens and
+under CUDA-graph replay."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_swiglu
+from inductor_swiglu.kernels.triton import gated_mlp as kernels
+from inductor_swiglu.ops import impl_stats
+from inductor_swiglu.testing.numerics import error_stats
+
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0) or not kernels.available()[0]:
+    pytest.skip("needs an sm_90 GPU and Triton", allow_module_level=True)
+
+RECOMPUTE = inductor_swiglu.PassConfig(gated_mlp_recompute=True)
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, K: int, N: int, act=F.silu):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(K, N, bias=False)
+        self.up_proj = torch.nn.Linear(K, N, bias=False)
+        self.down_proj = torch.nn.Linear(N, K, bias=False)
+        self.act = act
+
+    def forward(self, x):
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+def grads(model, x, dy, run):
+    x = x.detach().clone().requires_grad_()
+    run(x).backward(dy)
+    return [x.grad, *(p.grad for p in model.parameters())]
+
+
+def train_step(K, N, M, backend, act=F.silu, mode=None):
+    """(ours, stock, fp32 reference) gradients of x and the three weights, one step each."""
+    torch.manual_seed(0)
+    model = Mlp(K, N, act).cuda().to(torch.bfloat16)
+    stock_model, ref_model = copy.deepcopy(model), copy.deepcopy(model).float()
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    ours = grads(model, x, dy, torch.compile(model, backend=backend, mode=mode))
+    stock = grads(stock_model, x, dy, torch.compile(stock_model, backend="inductor", mode=mode))
+    ref = grads(ref_model, x.float(), dy.float(), ref_model)
+    return ours, stock, ref
+
+
+def assert_as_close_as_stock(ours, stock, ref):
+    for name, o, s, r in zip(("x", "gate", "up", "down"), ours, stock, ref):
+        eo, es = error_stats(o.float(), r), error_stats(s.float(), r)
+        assert eo["nonfinite"] == 0, name
+        assert eo["normwise"] <= 1.25 * es["normwise"] + 1e-4, (name, eo, es)
+
+
+@pytest.mark.parametrize("K,N,M", [(200, 328, 37), (904, 4872, 1025), (896, 4864, 2048)])
+def test_recompute_mode_runs_the_fused_kernels_with_stocks_accuracy(K, N, M):
+    torch._dynamo.reset()
+    impl_stats.reset_op_stats()
+    ours, stock, ref = train_step(K, N, M, inductor_swiglu.backend(pass_config=RECOMPUTE))
+    calls = inductor_swiglu.op_stats()["calls"]
+    assert calls.get(impl_stats.GATED_MLP_TRITON, 0) >= 2, calls       # forward and backward
+    assert impl_stats.GATED_MLP_REFERENCE not in calls, calls
+    assert_as_close_as_stock(ours, stock, ref)
+
+
+def test_without_recompute_the_gpu_graph_stays_stock():
+    torch._dynamo.reset()
+    inductor_swiglu.reset_counters()
+    impl_stats.reset_op_stats()
+    ours, stock, ref = train_step(256, 512, 64, "inductor_swiglu")
+    c = inductor_swiglu.counters()
+    assert c.get("gated_mlp_rewrites", 0) == 0, c
+    assert any("measured slower than stock" in m["reason"] for m in c["gated_mlp_near_misses"]), c
+    assert impl_stats.GATED_MLP_TRITON not in inductor_swiglu.op_stats()["calls"]
+    assert_as_close_as_stock(ours, stock, ref)
+
+
+def test_gelu_tanh_and_zero_tokens():
+    w = [torch.randn(s, device="cuda", dtype=torch.bfloat16, requires_grad=True) for s in ((96, 64), (96, 64), (64, 96))]
+    x = torch.randn(0, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    y = inductor_swiglu.gated_mlp(x, *w, activation="gelu_tanh", recompute=True)
+    y.backward(torch.ones_like(y))
+    assert y.shape == (0, 64) and x.grad.shape == (0, 64)
+    assert all(t.grad is not None and not t.grad.any() for t in w)
+    ours, stock, ref = train_step(120, 72, 33, inductor_swiglu.backend(pass_config=RECOMPUTE),
+                                  act=lambda t: F.gelu(t, approximate="tanh"))
+    assert_as_close_as_stock(ours, stock, ref)
+
+
+def test_cuda_graph_replay_under_reduce_overhead():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Mlp(256, 512).cuda().to(torch.bfloat16)
+    run = torch.compile(model, backend=inductor_swiglu.backend(pass_config=RECOMPUTE), mode="reduce-overhead")
+    eager = copy.deepcopy(model)
+    for step in range(3):     # the first calls warm up and record; the last replays
+        x = torch.randn(48, 256, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(48, 256, device="cuda", dtype=torch.bfloat16)
+        for m in (model, eager):
+            m.zero_grad(set_to_none=True)
+        got = grads(model, x, dy, run)
+        want = grads(eager, x, dy, eager)
+        for g, e in zip(got, want):
+            assert error_stats(g.float(), e.float())["normwise"] < 2e-2, step
