@@ -7,7 +7,7 @@ lane per program: no GEMM, no activation.  ``bench_kernels.py`` times it
 beside the op at M <= 16 and reports the best of ``CONFIGS``.
 
 The kernel is jitted at its first launch, once per interpreter mode, so a test can run it under
-``TRITON_INTERPRET=1`` on CPU tensors (see tests/test_weight_read.py).
+``TRITON_INTERPRET=1`` on CPU tensors (see tests/benchmarks/test_weight_read.py).
 """
 
 from __future__ import annotations

@@ -54,50 +54,50 @@ def rowwise_scaled_mm():
 # parametrizations, or a prefix of them ending in "[" or "-"), each with why, and where the feature keeps a
 # fast case.  A name here that no longer matches a test of a collected file is an error.
 SLOW = {
-    "tests/test_interleaved_gemm_layout.py::test_every_interleaved_config_pairs_gate_and_up":
+    "tests/csrc/test_interleaved_gemm_layout.py::test_every_interleaved_config_pairs_gate_and_up":
         "nvcc compiles CUTLASS's host-side layout check for every configuration; run it when csrc/ or "
         "kernels/configs.py change",
-    "tests/test_decode_wgmma_layout.py::test_every_decode_wgmma_config_pairs_gate_and_up_rows":
+    "tests/csrc/test_decode_wgmma_layout.py::test_every_decode_wgmma_config_pairs_gate_and_up_rows":
         "nvcc compiles the decode GEMM's layout check for every configuration; as above",
-    "tests/test_smollm2.py::test_smollm2_all_mlps_rewritten_and_greedy_agrees_with_eager":
+    "tests/models/test_smollm2.py::test_smollm2_all_mlps_rewritten_and_greedy_agrees_with_eager":
         "loads the real SmolLM2 weights and decodes eager and compiled (make demo runs the same)",
-    "tests/test_decode_warmup.py::test_static_decoder_compiled_matches_eager_and_settles":
+    "tests/models/test_decode_warmup.py::test_static_decoder_compiled_matches_eager_and_settles":
         "compiles a Qwen2 decoder's prefill and decode step; the fast case: test_static_decoder_rejects_bad_batch_...",
-    "tests/test_diagnostics.py::test_cli_on_the_qwen25_example":
+    "tests/diagnostics/test_diagnostics.py::test_cli_on_the_qwen25_example":
         "runs examples/diagnose_qwen25.py, a whole model, in the CLI; the CLI's fast cases: test_cli_script_in_process, ...",
-    "tests/test_diagnostics.py::test_cli_subprocess":
+    "tests/diagnostics/test_diagnostics.py::test_cli_subprocess":
         "the CLI in a fresh interpreter compiling a model; its in-process cases stay",
-    "tests/test_export_and_save.py::test_aoti_package_fuses_and_runs_in_a_fresh_process":
+    "tests/compiler/test_export_and_save.py::test_aoti_package_fuses_and_runs_in_a_fresh_process":
         "an AOTInductor package compiled to C++ and loaded in a fresh interpreter; test_compiled_module_can_be_saved_and_loaded stays",
-    "tests/test_input_forms.py::test_out_of_process_compile_mode_is_reported":
+    "tests/compiler/passes/utility/test_input_forms.py::test_out_of_process_compile_mode_is_reported":
         "a fresh interpreter compiling in Inductor's subprocess mode",
-    "tests/test_bench_model_cli.py::test_bench_model_runs_transformers_fp8_dynamic_layers":
+    "tests/benchmarks/test_bench_model_cli.py::test_bench_model_runs_transformers_fp8_dynamic_layers":
         "bench_model.py on a transformers FP8 model, every variant compiled; the other bench_model.py cases stay",
-    "tests/test_tensor_parallel.py::test_sharded_mlps_are_rewritten_on_every_rank_and_match_unsharded":
+    "tests/models/test_tensor_parallel.py::test_sharded_mlps_are_rewritten_on_every_rank_and_match_unsharded":
         "two gloo processes, each compiling its shard; test_the_plan_splits_gate_and_up_... stays",
-    "tests/test_gated_mlp_training.py::test_transformers_models_train_like_stock[Qwen2Config]":
+    "tests/compiler/pre_grad/test_gated_mlp.py::test_transformers_models_train_like_stock[Qwen2Config]":
         "a whole model compiled and trained twice (ours, stock); Llama's MLP is the same form and stays",
-    "tests/test_backend.py::test_modes[max-autotune-no-cudagraphs]":
+    "tests/compiler/test_backend.py::test_modes[max-autotune-no-cudagraphs]":
         "autotunes every GEMM on the CPU; the other modes stay",
     # transformers' tiny MoE models are the slowest compiles of the CPU tests: one per graph form
     # stays (batched_mm: mixtral-batched_mm; grouped_mm: test_geglu_experts_are_rewritten_with_their_activation)
-    "tests/test_moe.py::test_transformers_experts_are_rewritten_once_per_moe_layer[qwen3_moe-":
+    "tests/compiler/passes/fusion/test_swiglu_grouped.py::test_transformers_experts_are_rewritten_once_per_moe_layer[qwen3_moe-":
         "a whole MoE model per form; mixtral-batched_mm and the GeGLU experts' qwen3_moe grouped_mm stay",
-    "tests/test_moe.py::test_transformers_experts_are_rewritten_once_per_moe_layer[mixtral-grouped_mm]":
+    "tests/compiler/passes/fusion/test_swiglu_grouped.py::test_transformers_experts_are_rewritten_once_per_moe_layer[mixtral-grouped_mm]":
         "as above",
-    "tests/test_moe.py::test_experts_that_receive_no_tokens":
+    "tests/compiler/passes/fusion/test_swiglu_grouped.py::test_experts_that_receive_no_tokens":
         "a whole MoE model; experts without rows: test_the_op_computes_each_experts_rows[...0, 0, 0...]",
-    "tests/test_moe.py::test_gpt_oss_clamped_interleaved_experts_are_a_near_miss":
+    "tests/compiler/passes/fusion/test_swiglu_grouped.py::test_gpt_oss_clamped_interleaved_experts_are_a_near_miss":
         "a whole gpt-oss model; declined forms: test_the_rewrite_declines_odd_forms_with_a_reason",
-    "tests/test_moe.py::test_moe_rewrite_can_be_switched_off":
+    "tests/compiler/passes/fusion/test_swiglu_grouped.py::test_moe_rewrite_can_be_switched_off":
         "a whole MoE model compiled twice",
-    "tests/test_fp8_checkpoints.py::test_the_swapped_model_compiled_lands_where_stock_inductor_does":
+    "tests/integrations/test_transformers_fp8.py::test_the_swapped_model_compiled_lands_where_stock_inductor_does":
         "a transformers FP8 model compiled by both backends; test_the_swapped_model_compiles_with_the_op_in_the_graph stays",
     # one family per gated MLP form stays: llama (SwiGLU), phi3 (merged gate_up_proj), gemma (GeGLU)
-    **{f"tests/test_model_families.py::test_family[{family}]": "the same MLP form as a family that stays"
+    **{f"tests/models/test_model_families.py::test_family[{family}]": "the same MLP form as a family that stays"
        for family in ("mistral", "qwen2", "qwen3", "glm4 (merged gate_up_proj)", "olmo2", "granite", "cohere",
                       "qwen2_moe (shared expert)", "gemma2 (GeGLU, gelu tanh)", "gemma3 (GeGLU, gelu tanh)")},
-    "tests/test_model_families.py::test_family[starcoder2 (GELU MLP, not gated)]":
+    "tests/models/test_model_families.py::test_family[starcoder2 (GELU MLP, not gated)]":
         "a plain GELU MLP is left alone: test_pattern_pass.py::test_not_rewritten[gelu_not_gated]",
     # cross products of independent parameters (a whole FP8 model compiled per case): the cases of
     # one diagonal stay, so every value of every parameter keeps one
@@ -112,13 +112,13 @@ SLOW = {
            ("test_fp8_weight_only.py::test_torchao_weight_only_models_are_rewritten", ("gelu_tanh-2", "silu-3")))
        for params in off_diagonal},
     # Triton's interpreter at K=4096 (its slowest cases); the same kernels' smaller shapes stay
-    "tests/test_fp8_down_projection.py::test_the_decode_kernel_matches_the_reference[True-16-64-4096]":
+    "tests/compiler/passes/fusion/test_linear_fp8.py::test_the_decode_kernel_matches_the_reference[True-16-64-4096]":
         "the interpreter at K=4096; [True-5-200-640] stays",
-    "tests/test_fp8_down_projection.py::test_the_decode_kernel_matches_the_reference[False-16-64-4096]":
+    "tests/compiler/passes/fusion/test_linear_fp8.py::test_the_decode_kernel_matches_the_reference[False-16-64-4096]":
         "the interpreter at K=4096; [False-5-200-640] stays",
-    "tests/test_fp8_down_projection.py::test_the_decode_kernel_quantizes_per_tensor[16-64-4096]":
+    "tests/compiler/passes/fusion/test_linear_fp8.py::test_the_decode_kernel_quantizes_per_tensor[16-64-4096]":
         "the interpreter at K=4096; [5-200-640] stays",
-    "tests/test_fp8_gated_mlp.py::test_the_down_kernel_takes_the_row_maxima_from_parts[16-64-4096-130]":
+    "tests/compiler/passes/fusion/test_gated_mlp_fp8.py::test_the_down_kernel_takes_the_row_maxima_from_parts[16-64-4096-130]":
         "the interpreter at K=4096; the smaller shapes stay",
 }
 

@@ -152,7 +152,7 @@ def test_transformers_fp8_model_swapped_and_compiled(mode):
     def rel(a, b):
         return float((a - b).norm() / b.norm())
 
-    # the swap (see tests/test_fp8_checkpoints.py: the down projection requantizes, which turns
+    # the swap (see tests/integrations/test_transformers_fp8.py: the down projection requantizes, which turns
     # bf16-level differences into e4m3 steps), then compiled against eager, both with the swap.
     # Inductor's fusions of the other ops round differently and the requantization amplifies that:
     # stock's own compile of this model lands 0.07 from eager (H200 12-05 under reduce-overhead: 0.072

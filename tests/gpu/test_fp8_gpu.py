@@ -140,6 +140,6 @@ def test_torchao_float8_model_compiled(granularity, M):
         want = torch.compile(model)(x)
     assert got.dtype == want.dtype and got.shape == want.shape
     # against stock torch.compile of the same model: torchao's eager quantization of x differs from its
-    # compiled one by 1.6-2.1% (H200, 2026-12-03; 1.5% on the CPU, tests/test_fp8.py); stock rounds gate
+    # compiled one by 1.6-2.1% (H200, 2026-12-03; 1.5% on the CPU, tests/compiler/passes/fusion/test_swiglu_fp8.py); stock rounds gate
     # and up to bf16 before the product, the fused kernel does not
     assert ((got.float() - want.float()).norm() / want.float().norm()).item() < 1e-2

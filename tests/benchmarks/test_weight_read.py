@@ -2,16 +2,16 @@
 interpreter: every configuration reads every element of both weights exactly once."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton")
 
+import repo_paths
 import torch  # noqa: E402
 from cpu_support import triton_interpreter_reason  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(repo_paths.BENCHMARKS))
 try:
     import weight_read as wr  # noqa: E402
 finally:

@@ -153,7 +153,7 @@ def test_not_rewritten(model, inputs, reason):
 
 
 def test_training_graph_left_unfused_with_correct_gradients():
-    """With the training form off (tests/test_gated_mlp_training.py has it on), the post-grad path
+    """With the training form off (tests/compiler/pre_grad/test_gated_mlp.py has it on), the post-grad path
     declines a training graph, whose gate and up are saved for the backward, with the reason."""
     model = GatedMLP(32, 48)
     x = torch.randn(4, 32, requires_grad=True)

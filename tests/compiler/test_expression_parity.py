@@ -91,7 +91,7 @@ def test_a_merged_gate_up_in_a_training_graph_is_declined_not_computed_twice(ran
     merged GEMM for the saved halves, the projection twice.  The separate-projection form declines
     there; the merged one must too, with the reason, and the model must train as in eager.  (With
     the training form off: on, it rewrites the whole MLP before AOTAutograd instead,
-    tests/test_gated_mlp_training.py.)"""
+    tests/compiler/pre_grad/test_gated_mlp.py.)"""
     from inductor_swiglu.compiler.records import RECORDS
 
     torch._dynamo.reset()

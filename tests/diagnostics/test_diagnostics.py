@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import repo_paths
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -25,7 +26,7 @@ from inductor_swiglu.diagnostics import cli, guards
 from inductor_swiglu.diagnostics.session import MARKER
 
 HAS_DEPYF = importlib.util.find_spec("depyf") is not None
-REPO = Path(__file__).resolve().parent.parent
+REPO = repo_paths.REPO
 
 
 class HitAndMiss(nn.Module):

@@ -5,12 +5,12 @@ interpreter, the rewrite of the forms transformers and hand-written MoE code pro
 up weights), the near misses (gpt-oss's interleaved, clamped SwiGLU; training graphs), and the
 routed-expert rows of the dispatch."""
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import repo_paths
 import torch
 import torch.nn.functional as F
 from moe_models import (
@@ -247,7 +247,7 @@ def test_batched_expert_ids_out_of_range_are_an_error():
             except RuntimeError as e:
                 print("raised:", e)
     """)
-    res = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-c", script, str(repo_paths.TESTS)], capture_output=True, text=True,
                          timeout=300)
     assert "no error" not in res.stdout, res.stdout
     assert res.stdout.count("out of bounds") == 2 or res.returncode != 0, (res.stdout, res.stderr[-2000:])

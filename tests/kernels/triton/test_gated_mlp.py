@@ -1,7 +1,7 @@
 """The gated MLP's training kernels (kernels/triton/gated_mlp.py) on CPU.
 
 Numbers: both kernels run under Triton's interpreter (TRITON_INTERPRET=1, set for the interpreter
-tests only, as tests/test_triton_swiglu.py explains) at odd sizes against the fp32 reference, their
+tests only, as tests/kernels/triton/test_swiglu.py explains) at odd sizes against the fp32 reference, their
 outputs poisoned with NaN first so that a tile left unwritten shows.  bf16 runs too: the launcher
 widens bf16 tiles to fp32 before ``tl.dot`` under the interpreter, whose bf16 ``tl.dot``
 multiplies bit patterns (triton-lang/triton#11584); so these tests check bf16's loads, masks,

@@ -2,6 +2,7 @@
 a non-contiguous activation is cloned once per projection.  Equal copies of one input are one input."""
 
 import pytest
+import repo_paths
 import torch
 from mlp_models import GatedMLP
 
@@ -130,7 +131,7 @@ def test_out_of_process_compile_mode_is_reported(tmp_path):
         (reason, n), = c["graphs_pass_not_run"].items()
         assert n == 1 and "out-of-process" in reason and c["swiglu_rewrites"] == 0, c
         print("ok")
-    """ % os.path.dirname(__file__))
+    """ % str(repo_paths.TESTS))
     env = dict(os.environ, TORCHINDUCTOR_FX_COMPILE_MODE="subprocess")
     res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-2000:]
