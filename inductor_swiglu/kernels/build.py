@@ -99,9 +99,13 @@ CXX_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", f"-DTORCH_TARG
 # one configuration (two kernels), 4.5 GB for four (eight); CUTLASS kernels cost ~0.3 GB each.
 PEAK_GB_BASE = 1.9
 PEAK_GB_PER_KERNEL = 0.33
-# and its time on one core, fitted to the units' compile times with nvcc 13.0 (to order and size the units)
+# and its time on one core, fitted to the units' compile times with nvcc 13.0 (to order and size the
+# units): a fixed cost per unit for the headers, then a cost per kernel that depends on the family
+# (the interleaved GEMM's epilogue pairs rows and costs the most; the decode GEMM's tiles are small)
 SECONDS_BASE = 30
 SECONDS_PER_KERNEL = 17
+SECONDS_PER_KERNEL_OF = {"interleaved_gemm.cu": 20, "interleaved_gemm_any_activation.cu": 20, "scaled_gemm.cu": 14,
+                         "decode_wgmma.cu": 6, "dual_gemm.cu": 9}
 
 # The kernel families a build may compile in several translation units (csrc/api/config_shards.hpp),
 # by source, with the entry swiglu_api.cu routes each shard's configurations through.
@@ -315,8 +319,9 @@ def shard_size(total: int, shards: int, shard: int) -> int:
     return total // shards + (1 if shard < total % shards else 0)
 
 
-def unit_seconds(kernels: int) -> float:
-    return SECONDS_BASE + SECONDS_PER_KERNEL * kernels
+def unit_seconds(kernels: int, family: str = "") -> float:
+    """A unit's estimated compile time on one core: `kernels` kernels of `family` (a source name)."""
+    return SECONDS_BASE + SECONDS_PER_KERNEL_OF.get(family, SECONDS_PER_KERNEL) * kernels
 
 
 def makespan(unit_times: list[float], cores: int) -> float:
@@ -331,20 +336,29 @@ def makespan(unit_times: list[float], cores: int) -> float:
 def plan_shards(kernels: dict[str, int], cores: int) -> dict[str, int]:
     """How many translation units each sharded family compiles in on `cores` cores.
 
-    Each unit pays the headers' fixed cost again, so the families are split into units of at most
-    k kernels for the k whose estimated wall time (``makespan``) is the shortest, the fewest units
-    among equals: on two cores nothing is split, on sixteen the large families are."""
+    Each unit pays the headers' fixed cost again, so a family is split only while that shortens the
+    estimated wall time (``makespan``): starting from one unit per family, the family whose units
+    are the longest is split once more, and the plan with the shortest makespan seen (the fewest
+    units among equals) is kept.  Each family gets its own count, so a large family is cut finer
+    than a small one; on two cores nothing is split, on sixteen the large families are."""
     families = {f: k for f, k in kernels.items() if k > 0}
 
-    def plan_for(most: int) -> dict[str, int]:
-        return {f: -(-k // most) for f, k in families.items()}
+    def longest(plan: dict[str, int], f: str) -> float:
+        return unit_seconds(shard_size(families[f], plan[f], 0), f)
 
     def cost(plan: dict[str, int]) -> tuple[float, int]:
-        times = [unit_seconds(shard_size(families[f], n, i))
-                 for f, n in plan.items() for i in range(n)]
+        times = [unit_seconds(shard_size(families[f], n, i), f) for f, n in plan.items() for i in range(n)]
         return makespan(times, cores), len(times)
 
-    best = min((plan_for(m) for m in range(1, max(families.values(), default=1) + 1)), key=cost, default={})
+    plan = {f: 1 for f in families}
+    best, best_cost = plan, cost(plan)
+    while families:
+        f = max(plan, key=lambda f: longest(plan, f))
+        if plan[f] >= families[f] or sum(plan.values()) >= 2 * max(1, cores):
+            break
+        plan = {**plan, f: plan[f] + 1}
+        if cost(plan) < best_cost:
+            best, best_cost = plan, cost(plan)
     return {f: best.get(f, 1) for f in kernels}
 
 
@@ -518,8 +532,8 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     todo.sort(key=lambda t: -t[0].kernels(selection))
     memory = available_gb()
     budget = memory * 0.9 if memory is not None and not jobs else float("inf")
-    estimate = sum(unit_seconds(u.kernels(selection)) for u, _ in todo if u.kernels(selection))
-    wall = max([unit_seconds(u.kernels(selection)) for u, _ in todo if u.kernels(selection)], default=0.0)
+    estimate = sum(unit_seconds(u.kernels(selection), u.src.name) for u, _ in todo if u.kernels(selection))
+    wall = max([unit_seconds(u.kernels(selection), u.src.name) for u, _ in todo if u.kernels(selection)], default=0.0)
     rows = ", ".join(f"{impl} {len(r)}" for impl, r in selection.rows.items())
     log(f"kernels: {selection.kernels} ({rows} configurations; {', '.join(selection.dtypes)}); "
         f"{len(units)} units, {len(todo)} to compile on {cores} core(s)"

@@ -187,8 +187,8 @@ def test_sixteen_cores_split_the_large_families_into_shards_that_cover_every_row
         assert sum(u.kernels(sel) for u in us) == sel.kernels_in(name), name
         if name not in build.SHARDED_ENTRIES:
             assert len(us) == 1, name
-    longest = max(build.unit_seconds(u.kernels(sel)) for u in units)
-    one_unit_each = max(build.unit_seconds(sel.kernels_in(n)) for n in build.SHARDED_ENTRIES)
+    longest = max(build.unit_seconds(u.kernels(sel), u.src.name) for u in units)
+    one_unit_each = max(build.unit_seconds(sel.kernels_in(n), n) for n in build.SHARDED_ENTRIES)
     assert longest < one_unit_each / 2
 
 
