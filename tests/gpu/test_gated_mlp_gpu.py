@@ -60,7 +60,7 @@ def assert_as_close_as_stock(ours, stock, ref):
         assert eo["normwise"] <= 1.25 * es["normwise"] + 1e-4, (name, eo, es)
 
 
-@pytest.mark.parametrize("K,N,M", [(200, 328, 37), (904, 4872, 1025), (896, 4864, 2048)])
+@pytest.mark.parametrize("K,N,M", [(200, 328, 37), (896, 4864, 2048)])
 def test_recompute_mode_runs_the_fused_kernels_with_stocks_accuracy(K, N, M):
     torch._dynamo.reset()
     impl_stats.reset_op_stats()
