@@ -26,6 +26,7 @@ the tests do.)
 from __future__ import annotations
 
 import functools
+import re
 import types
 from dataclasses import dataclass
 
@@ -117,6 +118,11 @@ class TileConfig:
         return (f"{prefix}{'swap_' if swap_ab else ''}m{self.block_m}_n{self.block_n}_k{self.block_k}"
                 f"_w{self.num_warps}_s{self.num_stages}{suffix}")
 
+    def meta(self, **constexprs) -> dict:
+        """The launch's keyword arguments: the tile's sizes, `constexprs`, warps and stages."""
+        return dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, BLOCK_K=self.block_k, **constexprs,
+                    num_warps=self.num_warps, num_stages=self.num_stages)
+
     def smem_bytes(self, element_size: int) -> int:
         """Shared memory of the pipelined tiles (x and both weights): an upper bound.
 
@@ -128,6 +134,21 @@ class TileConfig:
         """
         per_stage = (self.block_m + 2 * self.block_n) * self.block_k * element_size
         return self.num_stages * per_stage
+
+
+_TILE = re.compile(r"m(\d+)_n(\d+)_k(\d+)_w(\d+)_s(\d+)")
+
+
+def tile_configs(cls, tiles: str, **fields) -> tuple:
+    """``cls(block_m, block_n, block_k, num_warps, num_stages, **fields)`` for each tile of `tiles`, in
+    order: white-space separated in the form of the names (``m16_n64_k128_w4_s4``)."""
+    configs = []
+    for tile in tiles.split():
+        match = _TILE.fullmatch(tile)
+        if match is None:
+            raise ValueError(f"tile_configs: {tile!r} is not of the form m<M>_n<N>_k<K>_w<warps>_s<stages>")
+        configs.append(cls(*map(int, match.groups()), **fields))
+    return tuple(configs)
 
 
 def activate(g, ACTIVATION: tl.constexpr):

@@ -116,25 +116,16 @@ class DgatedConfig(TileConfig):
 
 FORWARD_CONFIGS: tuple[GatedForwardConfig, ...] = (
     # Decode-size M: bound by reading the weights; narrow row tiles, deep K steps.
-    GatedForwardConfig(16, 64, 128, 4, 4),
-    GatedForwardConfig(64, 64, 64, 4, 4),
+    *triton_helpers.tile_configs(GatedForwardConfig, "m16_n64_k128_w4_s4 m64_n64_k64_w4_s4"),
     # Prefill: compute bound; two 128-wide accumulators are a 128x256 tile of the MMA.
-    GatedForwardConfig(128, 64, 64, 8, 4),
-    GatedForwardConfig(128, 128, 64, 8, 3),
-    GatedForwardConfig(128, 128, 64, 8, 4),
-    GatedForwardConfig(64, 128, 64, 4, 4),
-    GatedForwardConfig(128, 128, 32, 8, 5),
+    *triton_helpers.tile_configs(GatedForwardConfig, "m128_n64_k64_w8_s4 m128_n128_k64_w8_s3 m128_n128_k64_w8_s4 "
+                                 "m64_n128_k64_w4_s4 m128_n128_k32_w8_s5"),
 )
 
-DGATED_CONFIGS: tuple[DgatedConfig, ...] = (
-    # One accumulator, so the prefill tiles can be twice as wide as the forward's.
-    DgatedConfig(16, 64, 128, 4, 4),
-    DgatedConfig(64, 128, 64, 4, 4),
-    DgatedConfig(128, 128, 64, 8, 4),
-    DgatedConfig(128, 256, 64, 8, 3),
-    DgatedConfig(128, 128, 64, 4, 4),
-    DgatedConfig(256, 128, 64, 8, 3),
-)
+# One accumulator, so the prefill tiles can be twice as wide as the forward's.
+DGATED_CONFIGS: tuple[DgatedConfig, ...] = triton_helpers.tile_configs(
+    DgatedConfig, "m16_n64_k128_w4_s4 m64_n128_k64_w4_s4 m128_n128_k64_w8_s4 m128_n256_k64_w8_s3 m128_n128_k64_w4_s4 "
+    "m256_n128_k64_w8_s3")
 
 # Up to _DECODE_M rows the weights' bytes bound the kernels; up to _MEDIUM_M, 128-row tiles would
 # leave most SMs without a tile.
@@ -381,9 +372,8 @@ def gated_mlp_forward_gpu(
     gu_arg = gu if gu is not None else h
     args = (x, w_gate, w_up, h, gu_arg, M, N, K, x.stride(0), w_gate.stride(0), w_up.stride(0), h.stride(0),
             gu_arg.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                ACTIVATION=activations.activation_id(activation), STORE_PREACT=store_preact,
-                WIDEN=_widen(x), num_warps=config.num_warps, num_stages=config.num_stages)
+    meta = config.meta(GROUP_M=config.group_m, ACTIVATION=activations.activation_id(activation),
+                       STORE_PREACT=store_preact, WIDEN=_widen(x))
     _launch(_kernels(interpreting())[0], x, _grid(M, N, config), args, meta)
     return h, gu
 
@@ -420,9 +410,8 @@ def gated_mlp_dgated_gpu(
     config = config or default_dgated_config(M)
     args = (dy, w_down, gu, dgu, h, M, N, H, dy.stride(0), w_down.stride(0), gu.stride(0), dgu.stride(0),
             h.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy), EPI_CHUNKS=config.epilogue_chunks,
-                num_warps=config.num_warps, num_stages=config.num_stages)
+    meta = config.meta(GROUP_M=config.group_m, ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy),
+                       EPI_CHUNKS=config.epilogue_chunks)
     _launch(_kernels(interpreting())[1], dy, _grid(M, N, config), args, meta)
     return dgu, h
 

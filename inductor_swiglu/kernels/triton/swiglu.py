@@ -69,17 +69,10 @@ class TritonConfig(TileConfig):
 CONFIGS: tuple[TritonConfig, ...] = (
     # Decode (M <= 16): memory bound on the weights; the sweep trades tile width
     # (programs in flight) against K depth (bytes per load).
-    TritonConfig(16, 32, 128, 4, 4),
-    TritonConfig(16, 64, 64, 4, 4),
-    TritonConfig(16, 64, 128, 4, 4),
-    TritonConfig(16, 64, 256, 4, 3),
-    TritonConfig(16, 128, 64, 4, 4),
-    TritonConfig(16, 128, 128, 8, 3),
+    *common.tile_configs(TritonConfig, "m16_n32_k128_w4_s4 m16_n64_k64_w4_s4 m16_n64_k128_w4_s4 m16_n64_k256_w4_s3 "
+                         "m16_n128_k64_w4_s4 m16_n128_k128_w8_s3"),
     # Prefill / batched (larger M): compute bound; bigger tiles reuse each load more.
-    TritonConfig(64, 64, 64, 4, 3),
-    TritonConfig(64, 128, 64, 4, 4),
-    TritonConfig(128, 64, 64, 4, 3),
-    TritonConfig(128, 128, 64, 8, 3),
+    *common.tile_configs(TritonConfig, "m64_n64_k64_w4_s3 m64_n128_k64_w4_s4 m128_n64_k64_w4_s3 m128_n128_k64_w8_s3"),
 )
 
 
@@ -218,10 +211,8 @@ def swiglu_triton(
         raise ValueError(f"swiglu_triton: M={M} needs {grid[1]} row tiles of {config.block_m}, "
                          f"more than the grid allows ({_MAX_GRID_Y}); use a larger block_m")
     args = (x2, w_gate, w_up, out, M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
-                # either mode, and "tf32" is Triton's own default for them.
-                DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id,
-                num_warps=config.num_warps, num_stages=config.num_stages)
+    # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
+    # either mode, and "tf32" is Triton's own default for them.
+    meta = config.meta(DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id)
     common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)
