@@ -258,12 +258,17 @@ def _dgated_sets(M, N, H, seed):
     return [one() for _ in range(n)]
 
 
-def _timed(bench: Interleaved, M: int, row: dict, key: str) -> dict:
-    """Medians per call into row[key], the spread (interquartile range, % of the median) into
-    row[key + "_iqr_pct"]; sustained figures (after 1 s of load) from 2048 tokens on."""
+def _timed(bench: Interleaved, M: int, row: dict, prefix: str) -> dict:
+    """Medians per call into row[prefix + "us"], the spread (interquartile range, % of the median)
+    into row[prefix + "us_iqr_pct"], the candidates that failed and the clocks into
+    row[prefix + "errors"] and row[prefix + "clock"]; sustained figures (after 1 s of load) from
+    2048 tokens on."""
     t = bench.run(rounds=10 if M >= 8192 else 15, warm_s=1.0 if M >= 2048 else 0.0)
+    key = prefix + "us"
     row[key] = {name: round(v.us, 2) for name, v in t.items()}
     row[key + "_iqr_pct"] = {name: round(100 * (v.us_p75 - v.us_p25) / v.us, 1) for name, v in t.items()}
+    row[prefix + "errors"] = dict(bench.errors)
+    row[prefix + "clock"] = bench.clock_summary()
     return row[key]
 
 
@@ -284,9 +289,7 @@ def kernels_point(model, M, act, clock) -> dict:
     for c in gm.FORWARD_CONFIGS:
         bench.add(c.name, lambda x, wg, wu, wcat, h, gu, c=c: gm.gated_mlp_forward_gpu(
             x, wg, wu, act, True, config=c, out=h, preact=gu))
-    _timed(bench, M, row, "forward_us")
-    row["forward_errors"] = dict(bench.errors)
-    row["forward_clock"] = bench.clock_summary()
+    _timed(bench, M, row, "forward_")
     del bench, sets
     torch.cuda.empty_cache()
 
@@ -297,9 +300,7 @@ def kernels_point(model, M, act, clock) -> dict:
     for c in gm.DGATED_CONFIGS:
         bench.add(c.name, lambda dy, wd, gu, dgu, h, c=c: gm.gated_mlp_dgated_gpu(
             dy, wd, gu, act, config=c, out=dgu, h_out=h))
-    _timed(bench, M, row, "dgated_us")
-    row["dgated_errors"] = dict(bench.errors)
-    row["dgated_clock"] = bench.clock_summary()
+    _timed(bench, M, row, "dgated_")
     del bench, sets
     torch.cuda.empty_cache()
     return row
@@ -379,9 +380,7 @@ def mlp_point(model, M, act, clock) -> dict:
     bench = Interleaved(sets, clock)
     for name, mlp in candidates.items():
         bench.add(name, _step(mlp))
-    _timed(bench, M, row, "us")
-    row["errors"] = dict(bench.errors)
-    row["clock"] = bench.clock_summary()
+    _timed(bench, M, row, "")
     del bench, sets
     torch.cuda.empty_cache()
     return row

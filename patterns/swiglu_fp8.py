@@ -77,19 +77,25 @@ PRODUCTS: dict[str, Callable] = {
 
 
 @dataclass(frozen=True)
-class ScaledPattern:
+class Fp8Pattern:
+    """What the FP8 gated forms' patterns have in common."""
+
     name: str
     search: Callable
     activation: str              # the op's activation argument
     product: str
     rank: int                    # 2 or 3: rank of x
-    x_scale_reshaped: bool       # x's scale reaches the GEMM through a reshape
-    w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
-    out_reshaped: bool = False   # rank 2: the products are reshaped to [..., N] before the activation
 
     @property
     def op_activation(self) -> str:
         return self.activation
+
+
+@dataclass(frozen=True)
+class ScaledPattern(Fp8Pattern):
+    x_scale_reshaped: bool       # x's scale reaches the GEMM through a reshape
+    w_scale_transposed: bool     # the weight's scale reaches the GEMM as .t()
+    out_reshaped: bool = False   # rank 2: the products are reshaped to [..., N] before the activation
 
     def replacement(self, out_dtype: torch.dtype, use_fast_accum: bool = False, out_shape=None) -> Callable:
         """`out_shape`: where the products were reshaped (out_reshaped), the reshape's target as the

@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from .swiglu_fp8 import ACTIVATIONS, PRODUCTS
+from .swiglu_fp8 import ACTIVATIONS, PRODUCTS, Fp8Pattern
 
 # --------------------------------------------------------------------------- #
 # The replacement: one op, with the activation the search computed.            #
@@ -45,17 +45,7 @@ def weight_only_replacement(activation: str) -> Callable:
 
 
 @dataclass(frozen=True)
-class WeightOnlyPattern:
-    name: str
-    search: Callable
-    activation: str              # the op's activation argument
-    product: str
-    rank: int                    # 2 or 3: rank of x
-
-    @property
-    def op_activation(self) -> str:
-        return self.activation
-
+class WeightOnlyPattern(Fp8Pattern):
     def replacement(self) -> Callable:
         return weight_only_replacement(self.activation)
 

@@ -86,6 +86,19 @@ def ratio(row: dict, ref: str, best: str, bursts: bool = True) -> str:
     return s
 
 
+def table_lines(rows: list[dict], header: tuple[str, ...], point, cells) -> list[str]:
+    """A markdown table of the sweep's points: `header`, then per row the columns ``point(row)`` that
+    name the point, its best candidate and ``cells(row, best)``, or "none ran" where no candidate ran."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        best, named = best_name(r), point(r)
+        if best is None:
+            lines.append("| " + " | ".join([*named, "none ran"]) + " |" + " |" * (len(header) - len(named) - 1))
+        else:
+            lines.append("| " + " | ".join([*named, best, *cells(r, best)]) + " |")
+    return lines
+
+
 def geomean_lines(rows: list[dict], refs: tuple[str, ...], label: str = "{ref}") -> list[str]:
     """Per reference: the geomean of its time over each row's best candidate's, and at how many
     points the best candidate is at or faster."""

@@ -282,18 +282,16 @@ def markdown(rows: list[dict], meta: dict) -> str:
         scales += "; graphs asking for use_fast_accum=True"
     lines = [f"FP8 (e4m3, {scales}, bf16 out) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
              "GPU us per call, CUDA-graph replays interleaved, weights from HBM; sustained from M >= "
-             f"{meta['sustained_from']} (burst in parentheses).", "",
-             "| model | M | best | us | vs scaled_mm 2N | vs its fast accumulation | vs stock | vs unfused | vs transformers "
-             "| weight read | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        best = base.best_name(r)
-        if best is None:
-            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | | | |")
-            continue
+             f"{meta['sustained_from']} (burst in parentheses).", ""]
+    header = ("model", "M", "best", "us", "vs scaled_mm 2N", "vs its fast accumulation", "vs stock", "vs unfused",
+              "vs transformers", "weight read", "SM MHz")
+
+    def cells(r, best):
         wr = r["references"].get("weight_read", {}).get("us")
-        cols = " | ".join(base.ratio(r, ref, best) for ref in ("scaled_mm_2N", "scaled_mm_2N_fast", "stock",
-                                                                 plans.UNFUSED, "transformers"))
-        lines.append(f"| {r['model']} | {r['M']} | {best} | {base.figure(r['candidates'][best])} | {cols} | "
-                     f"{f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
+        return [base.figure(r["candidates"][best]),
+                *(base.ratio(r, ref, best) for ref in ("scaled_mm_2N", "scaled_mm_2N_fast", "stock", plans.UNFUSED,
+                                                       "transformers")),
+                f"{wr:.1f}" if wr else "-", str(r.get("sm_mhz_median"))]
+
+    lines += base.table_lines(rows, header, lambda r: [r["model"], str(r["M"])], cells)
     return "\n".join(lines + base.geomean_lines(rows, ("scaled_mm_2N", "scaled_mm_2N_fast", "stock", "transformers"))) + "\n"

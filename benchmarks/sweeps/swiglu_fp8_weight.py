@@ -168,17 +168,15 @@ def table(rows: list[dict], meta: dict, args, ctx: dict) -> tables.Table:
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"Weight-only FP8 (bf16 x, e4m3 weights, per-row scales) {meta['date']} on {meta['device']}, torch "
              f"{meta['torch']}: GPU us per call, CUDA-graph replays interleaved, weights from HBM; sustained from "
-             f"M >= {meta['sustained_from']}.  Ratios: the column's time over the best candidate's.", "",
-             "| model | M | best | us | vs stock | vs bf16_rewrite | vs mm_2N | vs unfused | weight read | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        best = base.best_name(r)
-        if best is None:
-            lines.append(f"| {r['model']} | {r['M']} | none ran | | | | | | | |")
-            continue
+             f"M >= {meta['sustained_from']}.  Ratios: the column's time over the best candidate's.", ""]
+    header = ("model", "M", "best", "us", "vs stock", "vs bf16_rewrite", "vs mm_2N", "vs unfused", "weight read",
+              "SM MHz")
+
+    def cells(r, best):
         wr = r["references"].get("weight_read", {}).get("us")
-        cols = " | ".join(base.ratio(r, ref, best, bursts=False) for ref in ("stock", "bf16_rewrite", "mm_2N",
-                                                                            plans.UNFUSED))
-        lines.append(f"| {r['model']} | {r['M']} | {best} | {r['candidates'][best]['us']:.1f} | {cols} | "
-                     f"{f'{wr:.1f}' if wr else '-'} | {r.get('sm_mhz_median')} |")
+        return [f"{r['candidates'][best]['us']:.1f}",
+                *(base.ratio(r, ref, best, bursts=False) for ref in ("stock", "bf16_rewrite", "mm_2N", plans.UNFUSED)),
+                f"{wr:.1f}" if wr else "-", str(r.get("sm_mhz_median"))]
+
+    lines += base.table_lines(rows, header, lambda r: [r["model"], str(r["M"])], cells)
     return "\n".join(lines + base.geomean_lines(rows, ("stock", "bf16_rewrite", "mm_2N"))) + "\n"

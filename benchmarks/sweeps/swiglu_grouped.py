@@ -193,15 +193,10 @@ def table(rows: list[dict], meta: dict, args, ctx: dict) -> tables.Table:
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"MoE routed experts (bf16, gate/up + SiLU) {meta['date']} on {meta['device']}, torch {meta['torch']}: "
              "GPU us per call, CUDA-graph replays interleaved, weights from HBM, a fresh top-k routing per input set; "
-             f"sustained from {meta['sustained_from']} tokens (burst in parentheses).", "",
-             "| model | tokens | S | best | us | vs stock | vs unfused | vs grouped_mm alone | SM MHz |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        best = base.best_name(r)
-        if best is None:
-            lines.append(f"| {r['model']} | {r['tokens']} | {r['M']} | none ran | | | | | |")
-            continue
-        lines.append(f"| {r['model']} | {r['tokens']} | {r['M']} | {best} | {base.figure(r['candidates'][best])} | "
-                     f"{base.ratio(r, 'stock', best)} | {base.ratio(r, plans.UNFUSED, best)} | "
-                     f"{base.ratio(r, 'grouped_mm', best)} | {r.get('sm_mhz_median')} |")
+             f"sustained from {meta['sustained_from']} tokens (burst in parentheses).", ""]
+    header = ("model", "tokens", "S", "best", "us", "vs stock", "vs unfused", "vs grouped_mm alone", "SM MHz")
+    lines += base.table_lines(rows, header, lambda r: [r["model"], str(r["tokens"]), str(r["M"])],
+                              lambda r, best: [base.figure(r["candidates"][best]),
+                                               *(base.ratio(r, ref, best) for ref in ("stock", plans.UNFUSED, "grouped_mm")),
+                                               str(r.get("sm_mhz_median"))])
     return "\n".join(lines + base.geomean_lines(rows, ("stock",), "vs {ref}")) + "\n"

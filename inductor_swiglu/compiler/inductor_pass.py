@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable
 
@@ -75,9 +76,11 @@ def recording_check(reason_of: Callable[[Match], str], what: str) -> Callable[[M
 
 class PatternPass(GraphPass):
     """A rewrite by registered patterns.  Subclasses set ``name``, ``what`` (the rewrite in words,
-    for the logs) and implement ``patterns()`` (the ``RegisteredPattern``s to register),
-    ``can_rewrite(match, spec)`` ('' or the reason not to) and ``handler(spec)``; ``applies(graph)``
-    may skip graphs without the ops the patterns start from."""
+    for the logs) and implement ``patterns()`` (the ``RegisteredPattern``s to register) and
+    ``replace(match, spec, kwargs)`` (the rewrite of one match, from the pattern's named nodes);
+    the pass's module defines ``can_rewrite(match, spec, config)`` ('' or the reason not to), unless
+    the subclass overrides the method of that name; ``applies(graph)`` may skip graphs without the
+    ops the patterns start from."""
 
     what: str = ""
 
@@ -91,13 +94,21 @@ class PatternPass(GraphPass):
     def patterns(self) -> Iterable:
         """The patterns to register (``pattern_registry.RegisteredPattern``)."""
 
-    @abc.abstractmethod
     def can_rewrite(self, match: Match, spec) -> str:
-        """'' when replacing `match` is exact and worth it, else the reason it is not."""
+        """'' when replacing `match` is exact and worth it, else the reason it is not: the pass
+        module's ``can_rewrite(match, spec, config)``, looked up at each call (tests replace it)."""
+        return sys.modules[type(self).__module__].can_rewrite(match, spec, self.config)
 
     @abc.abstractmethod
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        """Rewrite `match` of the pattern `spec`; `kwargs`: the pattern's named nodes."""
+
     def handler(self, spec) -> Callable:
-        """The replacement handler of one pattern."""
+        """The replacement handler of one pattern, as Inductor's pattern matcher calls it."""
+        def handler(match: Match, *args, **kwargs) -> None:
+            self.replace(match, spec, kwargs)
+
+        return handler
 
     def applies(self, graph: torch.fx.Graph) -> bool:
         return True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from ..dispatch import forms
+from . import define
 from . import linear_fp8 as linear_fp8_op
 from . import swiglu_fp8 as swiglu_fp8_op
 
@@ -55,18 +56,15 @@ def gated_mlp_fp8_reference(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, 
                                                               zero_max_as_one)
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
-          gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
+def _result(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
+            gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
                  out_dtype)
-    return x.new_empty((*x.shape[:-1], w_down.shape[0]), dtype=out_dtype)
+    return x, x.shape[:-1], w_down.shape[0], out_dtype
 
 
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+# the two ops' run() answer an empty batch each
+@define.op(QUALNAME, SCHEMA, _result, empty=False)
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,
           gate_fast_accum, down_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, w_down, w_down_scale, activation, h_dtype,

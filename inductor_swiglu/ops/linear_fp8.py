@@ -37,7 +37,7 @@ import torch
 from ..dispatch import forms
 from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import impl_stats
+from . import define, impl_stats
 from . import swiglu_fp8 as swiglu_fp8_op
 
 QUALNAME = "inductor_swiglu::linear_fp8"
@@ -118,16 +118,13 @@ def _scaled_mm(q, s, w, w_scale, use_fast_accum, out_dtype) -> torch.Tensor:
     return torch._scaled_mm(q, w.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
+def _result(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     check_inputs(h, w, w_scale, out_dtype)
-    return h.new_empty((*h.shape[:-1], w.shape[0]), dtype=out_dtype)
+    return h, h.shape[:-1], w.shape[0], out_dtype
 
 
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+# run() checks the inputs and answers an empty batch itself: gated_mlp_fp8 calls it too
+@define.op(QUALNAME, SCHEMA, _result, empty=False)
 def _impl(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor=False, zero_max_as_one=False):
     return run(h, w, w_scale, use_fast_accum, out_dtype, h_per_tensor, zero_max_as_one=zero_max_as_one)
 

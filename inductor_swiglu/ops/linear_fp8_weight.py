@@ -28,7 +28,7 @@ import torch
 from ..dispatch import forms
 from ..kernels.triton import linear_fp8 as triton_fp8_rowwise_linear
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import impl_stats
+from . import define, impl_stats
 from .swiglu_fp8_weight import X_DTYPES, dequantize
 
 QUALNAME = "inductor_swiglu::linear_fp8_weight"
@@ -64,24 +64,12 @@ def linear_fp8_weight_reference(h, w, w_scale, out_dtype: torch.dtype | None = N
     return out.to(out_dtype or h.dtype).reshape(*h.shape[:-1], N)
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(h, w, w_scale):
-    check_inputs(h, w, w_scale)
-    return h.new_empty((*h.shape[:-1], w.shape[0]))
-
-
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+@define.op(QUALNAME, SCHEMA, define.by_weight_rows(check_inputs))
 def _impl(h, w, w_scale):
-    check_inputs(h, w, w_scale)
     K, N = h.shape[-1], w.shape[0]
     lead = h.shape[:-1]
     h2 = h.reshape(-1, K)
     M = h2.shape[0]
-    if M == 0 or N == 0 or K == 0:
-        return impl_stats.empty_result(h, lead, N, h.dtype)
     if h.is_cuda:
         ok, why = triton_scaled_swiglu.available(h.device)   # Triton and fp8 conversions (8.9+)
         if ok and forms.rowwise_linear_fused(M):

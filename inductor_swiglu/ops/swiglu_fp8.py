@@ -44,7 +44,7 @@ from ..dispatch import forms, plans
 from ..kernels import activations
 from ..kernels import library as kl
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import cuda_impl, cutlass_scaled_swiglu, impl_stats
+from . import cuda_impl, cutlass_scaled_swiglu, define, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_fp8"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
@@ -132,16 +132,13 @@ def unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_
     return (activations.apply(activation, gate.float()) * up.float()).to(out_dtype).reshape(*lead, N)
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
+def _result(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
     check_inputs(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
-    return x.new_empty((*x.shape[:-1], w_gate.shape[0]), dtype=out_dtype)
+    return x, x.shape[:-1], w_gate.shape[0], out_dtype
 
 
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+# run() checks the inputs and answers an empty batch itself: gated_mlp_fp8 calls it too
+@define.op(QUALNAME, SCHEMA, _result, empty=False)
 def _impl(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum=False):
     return run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, use_fast_accum)[0]
 

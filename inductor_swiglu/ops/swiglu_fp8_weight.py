@@ -36,7 +36,7 @@ from ..dispatch import forms, plans
 from ..kernels import activations
 from ..kernels import library as kl
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import cuda_impl, impl_stats
+from . import cuda_impl, define, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_fp8_weight"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"
@@ -101,21 +101,9 @@ def unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation) -> torch.Tens
     return out.reshape(*lead, N)
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
-    check_inputs(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
-    return x.new_empty((*x.shape[:-1], w_gate.shape[0]))
-
-
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+@define.op(QUALNAME, SCHEMA, define.by_weight_rows(check_inputs))
 def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
-    check_inputs(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
     K, N = x.shape[-1], w_gate.shape[0]
-    if x.numel() == 0 or N == 0:
-        return impl_stats.empty_result(x, x.shape[:-1], N, x.dtype)   # an empty batch, or K = 0
     if not x.is_cuda:
         impl_stats.record(impl_stats.UNFUSED_CPU, "CPU: dequantized weights, two GEMMs, then act(gate) * up")
         return unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)

@@ -35,7 +35,7 @@ from ..dispatch import forms, plans
 from ..kernels import activations
 from ..kernels import library as kl
 from ..kernels.triton import swiglu_grouped as triton_grouped_swiglu
-from . import cuda_impl, impl_stats
+from . import cuda_impl, define, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_grouped"
 SCHEMA = "(Tensor x, Tensor w, Tensor? w_up, Tensor offs, str activation) -> Tensor"
@@ -105,17 +105,12 @@ def unfused(x, w, w_up, offs, activation) -> torch.Tensor:
     return (activations.apply(activation, gate.float()).to(x.dtype) * up).contiguous()
 
 
-torch.library.define(QUALNAME, SCHEMA)
-
-
-@torch.library.register_fake(QUALNAME)
-def _fake(x, w, w_up, offs, activation):
+def _result(x, w, w_up, offs, activation):
     check_inputs(x, w, w_up, offs, activation)
-    n = w.shape[-1] if w_up is not None else w.shape[-1] // 2
-    return x.new_empty((x.shape[0], n))
+    return x, x.shape[:1], w.shape[-1] if w_up is not None else w.shape[-1] // 2, x.dtype
 
 
-@torch.library.impl(QUALNAME, ("cpu", "cuda"))
+@define.op(QUALNAME, SCHEMA, _result, empty=False)
 def _impl(x, w, w_up, offs, activation):
     check_inputs(x, w, w_up, offs, activation)
     if not x.is_cuda:

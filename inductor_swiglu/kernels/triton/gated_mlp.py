@@ -57,14 +57,15 @@ computes); compiled kernels always feed bf16 to the tensor cores.
 from __future__ import annotations
 
 import functools
-import types
 from dataclasses import dataclass
 
 import torch
 
 from .. import activations
 from . import common as triton_helpers
-from .common import TileConfig, activate, interpreting, tl, triton
+
+# available: asked of the training kernels by their callers
+from .common import TileConfig, activate, available, gate_up_dots, grouped_tile, interpreting, tile_offsets, tl, triton  # noqa: F401
 
 DTYPES = (torch.bfloat16, torch.float16)
 # The activations both kernels implement (the backward needs each one's derivative).
@@ -115,25 +116,16 @@ class DgatedConfig(TileConfig):
 
 FORWARD_CONFIGS: tuple[GatedForwardConfig, ...] = (
     # Decode-size M: bound by reading the weights; narrow row tiles, deep K steps.
-    GatedForwardConfig(16, 64, 128, 4, 4),
-    GatedForwardConfig(64, 64, 64, 4, 4),
+    *triton_helpers.tile_configs(GatedForwardConfig, "m16_n64_k128_w4_s4 m64_n64_k64_w4_s4"),
     # Prefill: compute bound; two 128-wide accumulators are a 128x256 tile of the MMA.
-    GatedForwardConfig(128, 64, 64, 8, 4),
-    GatedForwardConfig(128, 128, 64, 8, 3),
-    GatedForwardConfig(128, 128, 64, 8, 4),
-    GatedForwardConfig(64, 128, 64, 4, 4),
-    GatedForwardConfig(128, 128, 32, 8, 5),
+    *triton_helpers.tile_configs(GatedForwardConfig, "m128_n64_k64_w8_s4 m128_n128_k64_w8_s3 m128_n128_k64_w8_s4 "
+                                 "m64_n128_k64_w4_s4 m128_n128_k32_w8_s5"),
 )
 
-DGATED_CONFIGS: tuple[DgatedConfig, ...] = (
-    # One accumulator, so the prefill tiles can be twice as wide as the forward's.
-    DgatedConfig(16, 64, 128, 4, 4),
-    DgatedConfig(64, 128, 64, 4, 4),
-    DgatedConfig(128, 128, 64, 8, 4),
-    DgatedConfig(128, 256, 64, 8, 3),
-    DgatedConfig(128, 128, 64, 4, 4),
-    DgatedConfig(256, 128, 64, 8, 3),
-)
+# One accumulator, so the prefill tiles can be twice as wide as the forward's.
+DGATED_CONFIGS: tuple[DgatedConfig, ...] = triton_helpers.tile_configs(
+    DgatedConfig, "m16_n64_k128_w4_s4 m64_n128_k64_w4_s4 m128_n128_k64_w8_s4 m128_n256_k64_w8_s3 m128_n128_k64_w4_s4 "
+    "m256_n128_k64_w8_s3")
 
 # Up to _DECODE_M rows the weights' bytes bound the kernels; up to _MEDIUM_M, 128-row tiles would
 # leave most SMs without a tile.
@@ -161,38 +153,13 @@ def default_dgated_config(M: int) -> DgatedConfig:
     return DGATED_CONFIGS[3]
 
 
-@functools.cache
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
-
-
-def available() -> tuple[bool, str]:
-    """(True, "") if the kernels can run here, else (False, why not) in user words: a CUDA GPU of
-    compute capability 8.0 or newer (the current device), or Triton's interpreter on CPU."""
-    if triton is None:
-        return False, triton_helpers.IMPORT_ERROR
-    if interpreting():
-        return True, ""
-    if not torch.cuda.is_available():
-        return False, "no CUDA GPU (and TRITON_INTERPRET is not set)"
-    major, minor = _capability(torch.cuda.current_device())
-    if major < 8:
-        return False, f"GPU compute capability {major}.{minor} is older than 8.0"
-    return True, ""
-
-
 def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     # Plain integer arithmetic rather than tl.cdiv: library JIT functions are tied to the mode
     # Triton was imported in (see triton_helpers), which would break the interpreter tests.
     pid = tl.program_id(0)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
-    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_rows
-    pid_n = (pid % in_group) // group_rows
-    return pid_m, pid_n
+    return grouped_tile(pid, tiles_m, tiles_n, GROUP_M)
 
 
 def _act_and_grad(g, ACTIVATION: tl.constexpr):
@@ -216,42 +183,9 @@ def _forward_kernel(
     ACTIVATION: tl.constexpr, STORE_PREACT: tl.constexpr, WIDEN: tl.constexpr,
 ):
     pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
-    # int64 row offsets: M * 2N of a long prefill passes 2^31 elements.
-    rows_m = offs_m.to(tl.int64)
-    rows_n = offs_n.to(tl.int64)
-
-    x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
-    # The [BLOCK_N, BLOCK_K] weight tiles addressed as their transposes, tl.dot's B operand;
-    # K stays the unit-stride axis, so the loads remain coalesced.
-    wg_ptrs = wg_ptr + rows_n[None, :] * stride_wg + offs_k[:, None]
-    wu_ptrs = wu_ptr + rows_n[None, :] * stride_wu + offs_k[:, None]
-
-    # tl.full rather than tl.zeros, for the same reason as the integer cdiv above.
-    acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-        # zeros past the K tail add nothing to either product
-        mask_k = offs_k < K - k0 * BLOCK_K
-        x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        if WIDEN:
-            x = x.to(tl.float32)
-            wg = wg.to(tl.float32)
-            wu = wu.to(tl.float32)
-            acc_g = tl.dot(x, wg, acc_g, input_precision="ieee")
-            acc_u = tl.dot(x, wu, acc_u, input_precision="ieee")
-        else:
-            acc_g = tl.dot(x, wg, acc_g)
-            acc_u = tl.dot(x, wu, acc_u)
-        x_ptrs += BLOCK_K
-        wg_ptrs += BLOCK_K
-        wu_ptrs += BLOCK_K
+    offs_m, offs_n, offs_k, mask_m, mask_n, rows_m = tile_offsets(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, BLOCK_K)
+    acc_g, acc_u = gate_up_dots(x_ptr, wg_ptr, wu_ptr, rows_m, offs_n, offs_k, mask_m, mask_n, K, stride_xm,
+                                stride_wg, stride_wu, BLOCK_M, BLOCK_N, BLOCK_K, "tf32", WIDEN)
 
     mask = mask_m[:, None] & mask_n[None, :]
     h = activate(acc_g, ACTIVATION) * acc_u
@@ -271,12 +205,7 @@ def _dgated_kernel(
     ACTIVATION: tl.constexpr, WIDEN: tl.constexpr, EPI_CHUNKS: tl.constexpr,
 ):
     pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
-    rows_m = offs_m.to(tl.int64)
+    offs_m, offs_n, offs_k, mask_m, mask_n, rows_m = tile_offsets(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, BLOCK_K)
 
     dy_ptrs = dy_ptr + rows_m[:, None] * stride_dym + offs_k[None, :]
     # w_down is [H, N] row-major: its [BLOCK_K, BLOCK_N] tile is tl.dot's B operand as it lies.
@@ -347,19 +276,9 @@ def _kernels(interpret: bool):
     # Keyed by the mode because triton.jit picks compiled or interpreted when it wraps.  M is not
     # specialised: one compiled kernel serves every token count, so a CUDA graph captured at one M
     # never waits for a compile at another (M == 1 would otherwise get its own).
-    # Like common.jit_with_helpers, with one namespace for the kernels and their device
-    # functions: the epilogue calls _act_and_grad, so helpers must see each other's JIT forms too.
-    namespace = dict(globals(), activate=triton.jit(triton_helpers.activate))
-
-    def rebound(fn):
-        f = types.FunctionType(fn.__code__, namespace, fn.__name__)
-        f.__annotations__ = dict(fn.__annotations__)   # the tl.constexpr marks
-        f.__qualname__ = fn.__qualname__
-        return f
-
-    for fn in (_tile_ids, _act_and_grad, _halves, _dgated_epilogue):
-        namespace[fn.__name__] = triton.jit(rebound(fn))
-    return tuple(triton.jit(rebound(k), do_not_specialize=["M"]) for k in (_forward_kernel, _dgated_kernel))
+    helpers = {fn.__name__: fn for fn in (_tile_ids, _act_and_grad, _halves, _dgated_epilogue)}
+    return tuple(triton_helpers.jit_with_helpers(k, extra=helpers, do_not_specialize=["M"])
+                 for k in (_forward_kernel, _dgated_kernel))
 
 
 def jit_kernels(interpret: bool = False):
@@ -400,21 +319,17 @@ def _unit_last(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 or t.shape[-1] <= 1 else t.contiguous()
 
 
-def _launch(kernel, device: torch.device, grid: tuple, args: tuple, meta: dict) -> None:
+def _launch(kernel, first: torch.Tensor, grid: tuple, args: tuple, meta: dict) -> None:
     if triton is None:
         raise RuntimeError(f"gated_mlp: {triton_helpers.IMPORT_ERROR}")
     if not interpreting():
-        if device.type != "cuda":
-            _fail(f"tensors are on {device}; the kernels take CUDA tensors (CPU tensors only under "
+        if not first.is_cuda:
+            _fail(f"tensors are on {first.device}; the kernels take CUDA tensors (CPU tensors only under "
                   "TRITON_INTERPRET=1)")
-        if _capability(device.index) < (8, 0):
+        if triton_helpers.capability(first.device.index) < (8, 0):
             raise RuntimeError("gated_mlp: GPU compute capability {}.{} is older than 8.0".format(
-                *_capability(device.index)))
-        # Triton launches on the current device, which need not be the tensors'.
-        with torch.cuda.device(device):
-            kernel[grid](*args, **meta)
-    else:
-        kernel[grid](*args, **meta)
+                *triton_helpers.capability(first.device.index)))
+    triton_helpers.launch(kernel, grid, first, args, meta)
 
 
 def _grid(M: int, N: int, config: TileConfig) -> tuple[int]:
@@ -459,10 +374,9 @@ def gated_mlp_forward_gpu(
     gu_arg = gu if gu is not None else h
     args = (x, w_gate, w_up, h, gu_arg, M, N, K, x.stride(0), w_gate.stride(0), w_up.stride(0), h.stride(0),
             gu_arg.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                ACTIVATION=activations.activation_id(activation), STORE_PREACT=store_preact,
-                WIDEN=_widen(x), num_warps=config.num_warps, num_stages=config.num_stages)
-    _launch(_kernels(interpreting())[0], x.device, _grid(M, N, config), args, meta)
+    meta = config.meta(GROUP_M=config.group_m, ACTIVATION=activations.activation_id(activation),
+                       STORE_PREACT=store_preact, WIDEN=_widen(x))
+    _launch(_kernels(interpreting())[0], x, _grid(M, N, config), args, meta)
     return h, gu
 
 
@@ -498,10 +412,9 @@ def gated_mlp_dgated_gpu(
     config = config or default_dgated_config(M)
     args = (dy, w_down, gu, dgu, h, M, N, H, dy.stride(0), w_down.stride(0), gu.stride(0), dgu.stride(0),
             h.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy), EPI_CHUNKS=config.epilogue_chunks,
-                num_warps=config.num_warps, num_stages=config.num_stages)
-    _launch(_kernels(interpreting())[1], dy.device, _grid(M, N, config), args, meta)
+    meta = config.meta(GROUP_M=config.group_m, ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy),
+                       EPI_CHUNKS=config.epilogue_chunks)
+    _launch(_kernels(interpreting())[1], dy, _grid(M, N, config), args, meta)
     return dgu, h
 
 

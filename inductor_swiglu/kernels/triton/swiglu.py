@@ -45,7 +45,7 @@ from .. import activations
 from . import common
 
 # available, importable, interpreting: asked of the dense kernel by its callers
-from .common import TileConfig, activate, available, importable, interpreting, tl, triton  # noqa: F401
+from .common import TileConfig, activate, available, gate_up_dots, importable, interpreting, tile_offsets, tl, triton  # noqa: F401
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -69,17 +69,10 @@ class TritonConfig(TileConfig):
 CONFIGS: tuple[TritonConfig, ...] = (
     # Decode (M <= 16): memory bound on the weights; the sweep trades tile width
     # (programs in flight) against K depth (bytes per load).
-    TritonConfig(16, 32, 128, 4, 4),
-    TritonConfig(16, 64, 64, 4, 4),
-    TritonConfig(16, 64, 128, 4, 4),
-    TritonConfig(16, 64, 256, 4, 3),
-    TritonConfig(16, 128, 64, 4, 4),
-    TritonConfig(16, 128, 128, 8, 3),
+    *common.tile_configs(TritonConfig, "m16_n32_k128_w4_s4 m16_n64_k64_w4_s4 m16_n64_k128_w4_s4 m16_n64_k256_w4_s3 "
+                         "m16_n128_k64_w4_s4 m16_n128_k128_w8_s3"),
     # Prefill / batched (larger M): compute bound; bigger tiles reuse each load more.
-    TritonConfig(64, 64, 64, 4, 3),
-    TritonConfig(64, 128, 64, 4, 4),
-    TritonConfig(128, 64, 64, 4, 3),
-    TritonConfig(128, 128, 64, 8, 3),
+    *common.tile_configs(TritonConfig, "m64_n64_k64_w4_s3 m64_n128_k64_w4_s4 m128_n64_k64_w4_s3 m128_n128_k64_w8_s3"),
 )
 
 
@@ -114,39 +107,9 @@ def _swiglu_kernel(
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
-    # Row offsets in int64: M * N of a large prefill passes 2^31 elements.
-    rows_m = offs_m.to(tl.int64)
-    rows_n = offs_n.to(tl.int64)
-
-    x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
-    # The [BLOCK_N, BLOCK_K] weight tiles are addressed as their transposes
-    # [BLOCK_K, BLOCK_N], which is the operand tl.dot takes; K stays the
-    # unit-stride axis, so the loads remain coalesced.
-    wg_ptrs = wg_ptr + rows_n[None, :] * stride_wg + offs_k[:, None]
-    wu_ptrs = wu_ptr + rows_n[None, :] * stride_wu + offs_k[:, None]
-
-    # tl.full and plain arithmetic rather than tl.zeros / tl.cdiv: those two are
-    # @triton.jit library functions whose compiled-or-interpreted form is fixed
-    # when triton is first imported, so they would tie the interpreter (the CPU
-    # tests) to TRITON_INTERPRET being set before anything imports triton.
-    acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-        # Zeros past the K tail add nothing to either product.
-        mask_k = offs_k < K - k0 * BLOCK_K
-        x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        acc_g = tl.dot(x, wg, acc_g, input_precision=DOT_PRECISION)
-        acc_u = tl.dot(x, wu, acc_u, input_precision=DOT_PRECISION)
-        x_ptrs += BLOCK_K
-        wg_ptrs += BLOCK_K
-        wu_ptrs += BLOCK_K
+    offs_m, offs_n, offs_k, mask_m, mask_n, rows_m = tile_offsets(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, BLOCK_K)
+    acc_g, acc_u = gate_up_dots(x_ptr, wg_ptr, wu_ptr, rows_m, offs_n, offs_k, mask_m, mask_n, K, stride_xm,
+                                stride_wg, stride_wu, BLOCK_M, BLOCK_N, BLOCK_K, DOT_PRECISION, False)
 
     # ACTIVATION: 0 SiLU, 1 GELU (tanh), 2 GELU (erf); the ids of kernels/activations.py
     act = activate(acc_g, ACTIVATION)
@@ -248,10 +211,8 @@ def swiglu_triton(
         raise ValueError(f"swiglu_triton: M={M} needs {grid[1]} row tiles of {config.block_m}, "
                          f"more than the grid allows ({_MAX_GRID_Y}); use a larger block_m")
     args = (x2, w_gate, w_up, out, M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0))
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
-                # either mode, and "tf32" is Triton's own default for them.
-                DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id,
-                num_warps=config.num_warps, num_stages=config.num_stages)
+    # "ieee" keeps fp32 inputs off tf32; 16-bit operands are exact in
+    # either mode, and "tf32" is Triton's own default for them.
+    meta = config.meta(DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", ACTIVATION=act_id)
     common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)

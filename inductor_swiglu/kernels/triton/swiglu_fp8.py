@@ -113,35 +113,23 @@ class ScaledConfig(common.TileConfig):
 CONFIGS: tuple[ScaledConfig, ...] = (
     # Decode: weight-streaming; the sweep trades weight rows per program against K depth.  The MMA
     # rate is not what bounds these, so they widen to bf16 for exact sums (MMA_NOTE).
-    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(16, 64, 256, 8, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(16, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(32, 64, 256, 8, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(32, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(64, 128, 128, 8, 4, swap_ab=True, bf16_mma=True),
-    ScaledConfig(16, 64, 256, 4, 4, swap_ab=True),
-    ScaledConfig(64, 128, 128, 8, 4, swap_ab=True),
+    *common.tile_configs(ScaledConfig, "m16_n64_k128_w4_s4 m16_n64_k256_w8_s4 m16_n128_k128_w8_s4 m32_n64_k256_w8_s4 "
+                         "m32_n128_k128_w8_s4 m64_n128_k128_w8_s4", swap_ab=True, bf16_mma=True),
+    *common.tile_configs(ScaledConfig, "m16_n64_k256_w4_s4 m64_n128_k128_w8_s4", swap_ab=True),
     # Prefill: compute bound, fp8 MMAs; larger tiles reuse each load more.  (Two fp32 accumulators
     # and their per-128-K partial sums: 4 warps spill beyond 64 x 128; 128-row tiles take 8 warps.)
-    ScaledConfig(64, 64, 128, 4, 4, bf16_mma=True),
-    ScaledConfig(64, 64, 128, 4, 4),
-    ScaledConfig(64, 128, 128, 4, 4),
-    ScaledConfig(64, 256, 128, 8, 3),
-    ScaledConfig(128, 64, 128, 8, 4),
-    ScaledConfig(128, 128, 64, 8, 4),
-    ScaledConfig(128, 128, 128, 8, 3),
-    ScaledConfig(128, 128, 128, 8, 4),
+    *common.tile_configs(ScaledConfig, "m64_n64_k128_w4_s4", bf16_mma=True),
+    *common.tile_configs(ScaledConfig, "m64_n64_k128_w4_s4 m64_n128_k128_w4_s4 m64_n256_k128_w8_s3 m128_n64_k128_w8_s4 "
+                         "m128_n128_k64_w8_s4 m128_n128_k128_w8_s3 m128_n128_k128_w8_s4"),
     # Added for block scales (one K step of 128 per scale block): more row-tile shapes at 8 warps,
     # a 32-token swapped tile ...
-    ScaledConfig(32, 128, 128, 8, 4, swap_ab=True),
+    *common.tile_configs(ScaledConfig, "m32_n128_k128_w8_s4", swap_ab=True),
     # ... and for decode on fp8 MMAs, one K step per scale block (the per-row decode configurations
     # step 256, and widening to bf16 is slower there)
-    ScaledConfig(16, 64, 128, 4, 4, swap_ab=True),
-    ScaledConfig(16, 64, 128, 4, 6, swap_ab=True),
-    ScaledConfig(16, 128, 128, 4, 4, swap_ab=True),
-    ScaledConfig(64, 128, 128, 8, 4),
-    ScaledConfig(64, 128, 128, 8, 4, bf16_mma=True),
-    ScaledConfig(128, 64, 128, 8, 3),
+    *common.tile_configs(ScaledConfig, "m16_n64_k128_w4_s4 m16_n64_k128_w4_s6 m16_n128_k128_w4_s4", swap_ab=True),
+    *common.tile_configs(ScaledConfig, "m64_n128_k128_w8_s4"),
+    *common.tile_configs(ScaledConfig, "m64_n128_k128_w8_s4", bf16_mma=True),
+    *common.tile_configs(ScaledConfig, "m128_n64_k128_w8_s3"),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -521,11 +509,10 @@ def _run(x, xs, w_gate, wgs, w_up, wus, activation, out_dtype, config, out, bloc
     args = (x2, xs[0], w_gate, wgs[0], w_up, wus[0], out, out if amax is None else amax, M, N, K,
             x2.stride(0), xs[1], w_gate.stride(0), wgs[1], w_up.stride(0), wus[1], out.stride(0),
             xs[2], wgs[2], wus[2])
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0, ACTIVATION=act_id,
-                PROMOTE_K=None if config.bf16_mma or weight_only else min(config.block_k, PROMOTE_EVERY_K),
-                BF16_MMA=config.bf16_mma,
-                BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only, ROW_AMAX=amax is not None,
-                num_warps=config.num_warps, num_stages=config.num_stages)
+    meta = config.meta(GROUP_M=config.group_m, SWAP_AB=config.swap_ab, EVEN_K=K % config.block_k == 0,
+                       ACTIVATION=act_id,
+                       PROMOTE_K=None if config.bf16_mma or weight_only else min(config.block_k, PROMOTE_EVERY_K),
+                       BF16_MMA=config.bf16_mma,
+                       BLOCKWISE=blockwise, WEIGHT_ONLY=weight_only, ROW_AMAX=amax is not None)
     common.launch(_kernel(interpret), grid, x, args, meta)
     return out.view(*x.shape[:-1], N)

@@ -76,27 +76,15 @@ class GroupedConfig(common.TileConfig):
 CONFIGS: tuple[GroupedConfig, ...] = (
     # Decode: each active expert's weights stream once; the sweep trades columns per program
     # (programs in flight) against K depth.
-    GroupedConfig(16, 32, 128, 4, 4, swap_ab=True),
-    GroupedConfig(16, 64, 128, 4, 4, swap_ab=True),
-    GroupedConfig(16, 64, 256, 4, 3, swap_ab=True),
-    GroupedConfig(16, 128, 128, 4, 3, swap_ab=True),
-    GroupedConfig(32, 64, 128, 4, 4, swap_ab=True),
-    GroupedConfig(64, 64, 128, 4, 3, swap_ab=True),
+    *common.tile_configs(GroupedConfig, "m16_n32_k128_w4_s4 m16_n64_k128_w4_s4 m16_n64_k256_w4_s3 m16_n128_k128_w4_s3 "
+                         "m32_n64_k128_w4_s4 m64_n64_k128_w4_s3", swap_ab=True),
     # Prefill: compute bound; larger tiles reuse each load more (two fp32 accumulators: 128 x 128
     # takes 8 warps).
-    GroupedConfig(64, 64, 64, 4, 4),
-    GroupedConfig(64, 128, 64, 4, 4),
-    GroupedConfig(64, 128, 64, 8, 4),
-    GroupedConfig(128, 64, 64, 4, 4),
-    GroupedConfig(128, 128, 64, 8, 3),
-    GroupedConfig(128, 128, 64, 8, 4),
-    GroupedConfig(64, 256, 64, 8, 3),
+    *common.tile_configs(GroupedConfig, "m64_n64_k64_w4_s4 m64_n128_k64_w4_s4 m64_n128_k64_w8_s4 m128_n64_k64_w4_s4 "
+                         "m128_n128_k64_w8_s3 m128_n128_k64_w8_s4 m64_n256_k64_w8_s3"),
     # The same tiles with TMA loads (Hopper): the copy engine fetches each tile, no address math.
-    GroupedConfig(64, 128, 64, 4, 4, tma=True),
-    GroupedConfig(128, 64, 64, 4, 4, tma=True),
-    GroupedConfig(128, 128, 64, 8, 3, tma=True),
-    GroupedConfig(128, 128, 64, 8, 4, tma=True),
-    GroupedConfig(64, 256, 64, 8, 3, tma=True),
+    *common.tile_configs(GroupedConfig, "m64_n128_k64_w4_s4 m128_n64_k64_w4_s4 m128_n128_k64_w8_s3 m128_n128_k64_w8_s4 "
+                         "m64_n256_k64_w8_s3", tma=True),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -299,9 +287,7 @@ def swiglu_grouped_triton(x, w_gate, w_up, offs, activation: str = activations.S
     descs, w_rows, up_row0 = tma if tma is not None else ((x, w_gate, w_up), 0, 0)
     args = (x, w_gate, w_up, offs, out, *descs, S, N, K, E, tile_slots, w_rows, up_row0, x.stride(0),
             *w_gate.stride(), *w_up.stride(), out.stride(0))
-    meta = dict(E_POW2=triton.next_power_of_2(E), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                BLOCK_K=config.block_k, GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
-                EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None,
-                num_warps=config.num_warps, num_stages=config.num_stages)
+    meta = config.meta(E_POW2=triton.next_power_of_2(E), GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
+                       EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None)
     common.launch(_kernel(interpret), grid, x, args, meta)
     return out

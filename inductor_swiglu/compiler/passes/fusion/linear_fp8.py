@@ -170,35 +170,29 @@ class LinearFp8Fusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_scaled_down_patterns(self.config.ranks)
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            (gemm,) = calls_in(match.nodes, aten._scaled_mm.default)
-            out_dtype = node_arg(gemm, 6, "out_dtype")
-            fast = bool(node_arg(gemm, 7, "use_fast_accum"))
-            h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
-            per_tensor = not spec.zero_max_as_one and bool(per_tensor_scale(match, h.dim()))
-            operands, out_shape = [kwargs["h"], kwargs["w"], kwargs["w_scale"]], None
-            if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
-                out_shape, sizes = reshape_target(match.output_node())
-                operands += sizes
-            op = torch.ops.inductor_swiglu.linear_fp8.default
-            before = set(match.graph.find_nodes(op="call_function", target=op))
-            N, K = show_shape(w.shape)
-            record = self.rewrite(
-                match, spec, spec.replacement(out_dtype, fast, per_tensor, out_shape), operands, h, N, K,
-                str(h.dtype).replace("torch.", ""),
-                lambda: ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda"
-                         else forms.rowwise_dispatch_text(static_rows(h.shape), forms.ROWWISE_NOTE))
-                + f"; h quantized {'per tensor' if per_tensor else 'per row'}"
-                + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else ""))
-            # the new op's node, by name: merge_fp8_mlp notes the merge on this record, and a source
-            # location cannot find it (torch 2.11 gives the replacement the replacement's own)
-            added = [n.name for n in match.graph.find_nodes(op="call_function", target=op) if n not in before]
-            if record is not None:
-                record.node = added[0] if len(added) == 1 else ""
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        (gemm,) = calls_in(match.nodes, aten._scaled_mm.default)
+        out_dtype = node_arg(gemm, 6, "out_dtype")
+        fast = bool(node_arg(gemm, 7, "use_fast_accum"))
+        h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
+        per_tensor = not spec.zero_max_as_one and bool(per_tensor_scale(match, h.dim()))
+        operands, out_shape = [kwargs["h"], kwargs["w"], kwargs["w_scale"]], None
+        if spec.out_reshaped:   # the product's reshape target: ints, and size nodes under dynamic shapes
+            out_shape, sizes = reshape_target(match.output_node())
+            operands += sizes
+        op = torch.ops.inductor_swiglu.linear_fp8.default
+        before = set(match.graph.find_nodes(op="call_function", target=op))
+        N, K = show_shape(w.shape)
+        record = self.rewrite(
+            match, spec, spec.replacement(out_dtype, fast, per_tensor, out_shape), operands, h, N, K,
+            str(h.dtype).replace("torch.", ""),
+            lambda: ("on the CPU: the quantization, then torch._scaled_mm" if h.device.type != "cuda"
+                     else forms.rowwise_dispatch_text(static_rows(h.shape), forms.ROWWISE_NOTE))
+            + f"; h quantized {'per tensor' if per_tensor else 'per row'}"
+            + (" (a zero row's maximum taken as 1)" if spec.zero_max_as_one else ""))
+        # the new op's node, by name: merge_fp8_mlp notes the merge on this record, and a source
+        # location cannot find it (torch 2.11 gives the replacement the replacement's own)
+        added = [n.name for n in match.graph.find_nodes(op="call_function", target=op) if n not in before]
+        if record is not None:
+            record.node = added[0] if len(added) == 1 else ""
 

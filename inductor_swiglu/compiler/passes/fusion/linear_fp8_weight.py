@@ -79,16 +79,10 @@ class LinearFp8WeightFusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_weight_only_down_patterns(self.config.ranks)
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
-            N, K = show_shape(w.shape)
-            self.rewrite(match, spec, spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]], h, N, K,
-                         f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight",
-                         lambda: ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda"
-                                  else forms.rowwise_dispatch_text(static_rows(h.shape), NOTE)))
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        h, w = meta_val(kwargs["h"]), meta_val(kwargs["w"])
+        N, K = show_shape(w.shape)
+        self.rewrite(match, spec, spec.replacement(), [kwargs["h"], kwargs["w"], kwargs["w_scale"]], h, N, K,
+                     f"{str(h.dtype).replace('torch.', '')} h, float8_e4m3fn weight",
+                     lambda: ("on the CPU: the weight dequantized, then one GEMM" if h.device.type != "cuda"
+                              else forms.rowwise_dispatch_text(static_rows(h.shape), NOTE)))

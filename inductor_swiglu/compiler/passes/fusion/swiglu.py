@@ -115,22 +115,16 @@ class SwigluFusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_patterns(self.config.variant_key())
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            x = meta_val(kwargs["x"])
-            wg = meta_val(kwargs["w_gate"])
-            n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
-            N, K = wg.shape[n_dim], wg.shape[k_dim]
-            names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
-            # weight-only FP8 left here (no measured rows for its own op): say what that costs
-            dequantized = dequantized_from_fp8(kwargs["w_gate"]) or dequantized_from_fp8(kwargs["w_up"])
-            self.rewrite(match, spec, spec.replacement, [kwargs[n] for n in names], x, N, K,
-                         str(x.dtype).replace("torch.", ""),
-                         lambda: ("weights dequantized from float8 on every call (no weight-only FP8 rows for this "
-                                  "device); " if dequantized else "")
-                         + _dispatch_for(x, N, K, spec.projection.bias, spec.op_activation))
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        x = meta_val(kwargs["x"])
+        wg = meta_val(kwargs["w_gate"])
+        n_dim, k_dim = (1, 0) if spec.projection.weights_in_out else (0, 1)
+        N, K = wg.shape[n_dim], wg.shape[k_dim]
+        names = ["x", "w_gate", "w_up"] + (["b_gate", "b_up"] if spec.projection.bias else [])
+        # weight-only FP8 left here (no measured rows for its own op): say what that costs
+        dequantized = dequantized_from_fp8(kwargs["w_gate"]) or dequantized_from_fp8(kwargs["w_up"])
+        self.rewrite(match, spec, spec.replacement, [kwargs[n] for n in names], x, N, K,
+                     str(x.dtype).replace("torch.", ""),
+                     lambda: ("weights dequantized from float8 on every call (no weight-only FP8 rows for this "
+                              "device); " if dequantized else "")
+                     + _dispatch_for(x, N, K, spec.projection.bias, spec.op_activation))

@@ -148,24 +148,18 @@ class SwigluFp8Fusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_scaled_patterns(self.config.ranks)
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
-            gemm = _scaled_gemms(match)[0]
-            out_dtype = node_arg(gemm, 6, "out_dtype")
-            fast = asks_fast_accum(match)
-            names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-            operands = [kwargs[n] for n in names]
-            out_shape = None
-            if spec.out_reshaped:   # the gate product's reshape target: ints, and size nodes under dynamic shapes
-                (view,) = (u for u in gemm.users if u in match.nodes)
-                out_shape, sizes = reshape_target(view)
-                operands += sizes
-            N, K = show_shape(wg.shape)
-            self.rewrite(match, spec, spec.replacement(out_dtype, fast, out_shape), operands, x, N, K,
-                         str(x.dtype).replace("torch.", ""), lambda: _dispatch_text(x, N, K, spec.op_activation, fast))
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
+        gemm = _scaled_gemms(match)[0]
+        out_dtype = node_arg(gemm, 6, "out_dtype")
+        fast = asks_fast_accum(match)
+        names = ("x", "x_scale", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
+        operands = [kwargs[n] for n in names]
+        out_shape = None
+        if spec.out_reshaped:   # the gate product's reshape target: ints, and size nodes under dynamic shapes
+            (view,) = (u for u in gemm.users if u in match.nodes)
+            out_shape, sizes = reshape_target(view)
+            operands += sizes
+        N, K = show_shape(wg.shape)
+        self.rewrite(match, spec, spec.replacement(out_dtype, fast, out_shape), operands, x, N, K,
+                     str(x.dtype).replace("torch.", ""), lambda: _dispatch_text(x, N, K, spec.op_activation, fast))

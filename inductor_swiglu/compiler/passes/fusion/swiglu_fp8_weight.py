@@ -106,16 +106,10 @@ class SwigluFp8WeightFusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_weight_only_patterns(self.config.ranks)
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
-            names = ("x", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
-            N, K = show_shape(wg.shape)
-            self.rewrite(match, spec, spec.replacement(), [kwargs[n] for n in names], x, N, K,
-                         f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights",
-                         lambda: _dispatch_text(x, N, K, spec.op_activation))
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        x, wg = meta_val(kwargs["x"]), meta_val(kwargs["w_gate"])
+        names = ("x", "w_gate", "w_gate_scale", "w_up", "w_up_scale")
+        N, K = show_shape(wg.shape)
+        self.rewrite(match, spec, spec.replacement(), [kwargs[n] for n in names], x, N, K,
+                     f"{str(x.dtype).replace('torch.', '')} x, float8_e4m3fn weights",
+                     lambda: _dispatch_text(x, N, K, spec.op_activation))

@@ -194,17 +194,11 @@ class SwigluGroupedFusion(PatternPass):
     def patterns(self):
         return pattern_registry.build_grouped_patterns(self.config.activations)
 
-    def can_rewrite(self, match: Match, spec) -> str:
-        return can_rewrite(match, spec, self.config)
-
-    def handler(self, spec):
-        def handler(match: Match, *args, **kwargs) -> None:
-            x, E, K, N, _ = _problem(match, spec)
-            names = {"grouped": ("x", "w", "offs", *(("mask",) if spec.masked else ())),
-                     "grouped_pair": ("x", "w_gate", "w_up", "offs"), "batched": ("x", "w", "expert_ids")}[spec.form]
-            replacement = spec.gate_second_replacement if _gate_second(match, spec) else spec.replacement
-            self.rewrite(match, spec, replacement, [kwargs[n] for n in names], x, N, K,
-                         str(x.dtype).replace("torch.", ""),
-                         lambda: f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}")
-
-        return handler
+    def replace(self, match: Match, spec, kwargs: dict) -> None:
+        x, E, K, N, _ = _problem(match, spec)
+        names = {"grouped": ("x", "w", "offs", *(("mask",) if spec.masked else ())),
+                 "grouped_pair": ("x", "w_gate", "w_up", "offs"), "batched": ("x", "w", "expert_ids")}[spec.form]
+        replacement = spec.gate_second_replacement if _gate_second(match, spec) else spec.replacement
+        self.rewrite(match, spec, replacement, [kwargs[n] for n in names], x, N, K,
+                     str(x.dtype).replace("torch.", ""),
+                     lambda: f"{E} experts: {_dispatch_text(x, N, K, E, spec.op_activation)}")
