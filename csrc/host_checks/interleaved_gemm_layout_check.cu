@@ -212,18 +212,10 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   const bool staged_ok = kStaged && pitch_ok;
 
   std::mt19937 rng(1234 + M * 7 + N + K + (up_lower ? 1 : 0));
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
 
-  std::vector<char> sx, sw, so;
-  ElementIn* x = aligned_buffer<ElementIn>(size_t(M) * ld_x, sx);
-  size_t wsize = size_t(N) * ld_w;
-  ElementIn* wbuf = aligned_buffer<ElementIn>(2 * wsize + gap_in, sw);
-  ElementIn* lo = wbuf;
-  ElementIn* hi = wbuf + wsize + gap_in;
-  ElementIn* w_gate = up_lower ? hi : lo;
-  ElementIn* w_up = up_lower ? lo : hi;
-  for (int64_t i = 0; i < int64_t(M) * ld_x; ++i) x[i] = ElementIn(uni(rng));
-  for (size_t i = 0; i < 2 * wsize + gap_in; ++i) wbuf[i] = ElementIn(uni(rng) * 0.25f);
+  GateUpInputs<ElementIn> in(M, N, ld_x, ld_w, gap_in, up_lower, rng);
+  ElementIn *x = in.x, *lo = in.lo, *hi = in.hi, *w_gate = in.w_gate, *w_up = in.w_up;
+  std::vector<char> so;
   // the scaled GEMM's scales, one per row whatever scale_step: a step of 0 must read only the first
   std::uniform_real_distribution<float> scale_dist(0.5f, 2.f);
   std::vector<float> scale_x, scale_gate, scale_up;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 struct Desc {
@@ -58,6 +59,31 @@ static T* aligned_buffer(size_t elems, std::vector<char>& storage) {
   uintptr_t p = (reinterpret_cast<uintptr_t>(storage.data()) + 255) & ~uintptr_t(255);
   return reinterpret_cast<T*>(p);
 }
+
+// x [rows, ld_x] and the two [N, ld_w] weights of a check, filled with uniform values (the weights
+// scaled by 1/4) in that order from `rng`: the weights lie in one buffer `gap` elements apart, so
+// both the paired view (lo, hi) and either order of gate and up (`up_lower`) are exercised.
+template <class Element>
+struct GateUpInputs {
+  std::vector<char> sx, sw;
+  Element* x;
+  Element* lo;
+  Element* hi;
+  Element* w_gate;
+  Element* w_up;
+
+  GateUpInputs(int rows, int N, int64_t ld_x, int64_t ld_w, size_t gap, bool up_lower, std::mt19937& rng) {
+    std::uniform_real_distribution<float> uni(-1.f, 1.f);
+    x = aligned_buffer<Element>(size_t(rows) * ld_x, sx);
+    size_t wsize = size_t(N) * ld_w;
+    lo = aligned_buffer<Element>(2 * wsize + gap, sw);
+    hi = lo + wsize + gap;
+    w_gate = up_lower ? hi : lo;
+    w_up = up_lower ? lo : hi;
+    for (int64_t i = 0; i < int64_t(rows) * ld_x; ++i) x[i] = Element(uni(rng));
+    for (size_t i = 0; i < 2 * wsize + gap; ++i) lo[i] = Element(uni(rng) * 0.25f);
+  }
+};
 
 // The gate/up operand a kernel loads by TMA from two weights, read back through its descriptor `d`:
 // `g` is CuTe's (BLK, BLK_K, tiles, k_tiles, l) tensor of the tiles' TMA coordinates.  Virtual row vg

@@ -23,7 +23,6 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import torch  # noqa: E402
-from cpu_support import triton_interpreter_reason  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
@@ -38,22 +37,13 @@ SHAPES = [(1, 40, 24), (7, 72, 80), (33, 40, 80)]   # (M, N, K): no size a multi
 H = 48
 
 
-@pytest.fixture(scope="module")
-def interpreter():
-    if triton_interpreter_reason():
-        pytest.skip(triton_interpreter_reason())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITON_INTERPRET", "1")
-        yield
-
-
 @pytest.fixture
 def compiled(monkeypatch):
     # the kernels must be wrapped as compiled JIT functions, whichever tests ran before
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
 
-interpreted = pytest.mark.usefixtures("interpreter")
+interpreted = pytest.mark.usefixtures("interpreter_for_module")
 
 
 def _randn(*shape, dtype, gen, scale=1.0):
