@@ -99,3 +99,21 @@ def tiny_model(arch: str = "qwen3", dtype=torch.bfloat16, device="cpu", layers: 
     torch.manual_seed(0)
     model = cls(config).to(device=device, dtype=dtype).eval()
     return quantize_model(model)
+
+
+def weights(N, K, seed=0, per_row=True):
+    """FP8 [N, K] weights and their scales (per output row, or one), for the FP8 down projection's tests."""
+    g = torch.Generator().manual_seed(seed)
+    w = (torch.randn(N, K, generator=g) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    s = (torch.rand(N, 1, generator=g) + 0.5) / (64 * K**0.5) if per_row else torch.tensor([0.01])
+    return w, s
+
+
+def grid_h(M, K, seed=0):
+    """bf16 h whose quantized values need no rounding: h / s lands on e4m3's grid (Triton 3.6's
+    interpreter rounds values that carry into the next power of two wrongly; the GPU test holds the
+    kernel's rounding to torch's on random h)."""
+    g = torch.Generator().manual_seed(seed)
+    v = (torch.randn(M, K, generator=g) * 100).clamp(-440, 440).to(torch.float8_e4m3fn).float()
+    v[:, 0] = 448.0
+    return (v * 2.0 ** torch.randint(-8, 2, (M, 1), generator=g).float()).to(torch.bfloat16)

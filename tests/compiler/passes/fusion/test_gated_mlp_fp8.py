@@ -5,6 +5,7 @@ row maxima of |h| in parts, read by the down projection's decode kernel instead 
 
 import pytest
 import torch
+from fp8_models import grid_h, weights
 from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
@@ -130,7 +131,6 @@ def test_the_gated_kernel_writes_each_rows_maximum_in_parts(interpreter, swap, M
 @pytest.mark.parametrize("M,N,K,T", [(1, 96, 1000, 7), (5, 200, 640, 1), (16, 64, 4096, 130), (2, 64, 1536, 3),
                                      (3, 64, 1536, 700)])   # more parts than one load takes
 def test_the_down_kernel_takes_the_row_maxima_from_parts(interpreter, M, N, K, T):
-    from test_fp8_down_projection import grid_h, weights
 
     from inductor_swiglu.kernels.triton import linear_fp8 as tfl
 

@@ -5,6 +5,7 @@ graphs and the speed are tested on the device (tests/gpu/test_fp8_down_projectio
 
 import pytest
 import torch
+from fp8_models import grid_h, weights
 from mlp_models import GatedMLP, ScaledMMMLP
 
 import inductor_swiglu
@@ -18,23 +19,6 @@ FP8 = torch.float8_e4m3fn
 
 def relerr(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
-
-
-def weights(N, K, seed=0, per_row=True):
-    g = torch.Generator().manual_seed(seed)
-    w = (torch.randn(N, K, generator=g) * 64).clamp(-448, 448).to(FP8)
-    s = (torch.rand(N, 1, generator=g) + 0.5) / (64 * K**0.5) if per_row else torch.tensor([0.01])
-    return w, s
-
-
-def grid_h(M, K, seed=0):
-    """bf16 h whose quantized values need no rounding: h / s lands on e4m3's grid (Triton 3.6's
-    interpreter rounds values that carry into the next power of two wrongly; the GPU test holds the
-    kernel's rounding to torch's on random h)."""
-    g = torch.Generator().manual_seed(seed)
-    v = (torch.randn(M, K, generator=g) * 100).clamp(-440, 440).to(FP8).float()
-    v[:, 0] = 448.0
-    return (v * 2.0 ** torch.randint(-8, 2, (M, 1), generator=g).float()).to(torch.bfloat16)
 
 
 def test_the_op_is_the_quantization_then_a_scaled_gemm(rowwise_scaled_mm):
