@@ -75,8 +75,8 @@ def test_cpp_plan_matches_python_plan_everywhere(forced):
                 for act, a in plans.ACTIVATION_IDS.items():
                     for M, N, K in _probe_points():
                         py = dispatch.plan(kind, dtype, act, M, N, K)
-                        want = (py.impl, py.config, py.reason, py.triton, py.triton_reason,
-                                *(*py.fallbacks, -1, -1)[:2])
+                        want = (py.impl_id, py.config_id, py.reason, py.triton_id, py.triton_reason,
+                                *(*py.fallback_ids, -1, -1)[:2])
                         got = native.plan(device, dt * 4 + a, M, N, K)
                         if got != want:
                             mismatches.append((kind.name, dtype, act, M, N, K, got, want))
