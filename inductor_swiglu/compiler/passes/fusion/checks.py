@@ -81,6 +81,16 @@ def is_row_scale(t, N) -> bool:
                                               and statically_equal(t.shape[1], 1))
 
 
+def gate_up_shape_reason(x, wg, wu) -> str:
+    """'' where the gate and up weights are both [N, K] (nn.Linear's layout) and x has K features,
+    else why not."""
+    if wg.dim() != 2 or tuple(wg.shape) != tuple(wu.shape):
+        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights are not both [N, K]"
+    if not statically_equal(x.shape[-1], wg.shape[1]):
+        return f"x has {x.shape[-1]} features, weights expect {wg.shape[1]}"
+    return ""
+
+
 def weight_reason(h, w, ws) -> str:
     """The down projection passes' shared check of the weight ('' or why not): float8_e4m3fn
     [N, K] taking h's K features, with an fp32 scale."""

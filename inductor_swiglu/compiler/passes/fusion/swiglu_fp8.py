@@ -45,7 +45,7 @@ from ...fx_utils import (
 )
 from ...inductor_pass import PatternPass
 from ...pass_config import PassConfig
-from .checks import ignored_args_reason, rewrite_reason
+from .checks import gate_up_shape_reason, ignored_args_reason, rewrite_reason
 
 aten = torch.ops.aten
 
@@ -85,11 +85,10 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
             return f"{name} is {t.dtype}, not float32"
     if not (x.device == xs.device == wg.device == wu.device):
         return "inputs on different devices"
-    if wg.dim() != 2 or tuple(wg.shape) != tuple(wu.shape):
-        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights are not both [N, K]"
+    reason = gate_up_shape_reason(x, wg, wu)
+    if reason:
+        return reason
     N, K = wg.shape
-    if not statically_equal(x.shape[-1], K):
-        return f"x has {x.shape[-1]} features, weights expect {K}"
     M = math.prod(x.shape[:-1])
     if not (statically_equal(xs.numel(), 1) or (statically_equal(xs.numel(), M) and statically_equal(xs.shape[-1], 1))):
         return f"x's scale {list(xs.shape)} is neither one scale nor one per row"

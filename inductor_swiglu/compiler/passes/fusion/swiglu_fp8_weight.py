@@ -34,11 +34,10 @@ from ...fx_utils import (
     reads_rows,
     show_shape,
     static_rows,
-    statically_equal,
 )
 from ...inductor_pass import PatternPass
 from ...pass_config import PassConfig
-from .checks import FP8, ignored_args_reason, is_row_scale, rewrite_reason
+from .checks import FP8, gate_up_shape_reason, ignored_args_reason, is_row_scale, rewrite_reason
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -64,11 +63,10 @@ def can_rewrite(match: Match, spec, config: PassConfig) -> str:
             return f"{name} is {t.dtype}, not float32"
     if not (x.device == wg.device == wgs.device == wu.device == wus.device):
         return "inputs on different devices"
-    if wg.dim() != 2 or tuple(wg.shape) != tuple(wu.shape):
-        return f"gate {list(wg.shape)} and up {list(wu.shape)} weights are not both [N, K]"
+    reason = gate_up_shape_reason(x, wg, wu)
+    if reason:
+        return reason
     N, K = wg.shape
-    if not statically_equal(x.shape[-1], K):
-        return f"x has {x.shape[-1]} features, weights expect {K}"
     for name, t in (("w_gate_scale", wgs), ("w_up_scale", wus)):
         if not is_row_scale(t, N):
             return f"{name} {list(t.shape)} is neither one scale nor one per weight row ([N, 1])"
