@@ -357,8 +357,9 @@ def plan_shards(kernels: dict[str, int], cores: int) -> dict[str, int]:
         if plan[f] >= families[f] or sum(plan.values()) >= 2 * max(1, cores):
             break
         plan = {**plan, f: plan[f] + 1}
-        if cost(plan) < best_cost:
-            best, best_cost = plan, cost(plan)
+        now = cost(plan)
+        if now < best_cost:
+            best, best_cost = plan, now
     return {f: best.get(f, 1) for f in kernels}
 
 
