@@ -150,9 +150,20 @@ def cublas_blockwise(device_index: int) -> str:
 # refuses weight scales whose K-block count is not a multiple of 4 (K = 896: "Invalid scaling
 # configuration", H200, torch 2.11), or, for the [M, 2N, K] GEMM of both weights at
 # K = 896, returned wrong numbers (norm-wise error 0.09; H200 and H100): the unfused path
-# pads the rows to 16 and takes cuBLAS only where K is a multiple of 512.
+# pads the rows to 16 and takes cuBLAS only where K is a multiple of 512.  torch._scaled_mm also
+# refuses an N that is not a multiple of 16 (the weight's TMA rows).
 CUBLAS_ROWS = 16
 CUBLAS_K = 512
+CUBLAS_N = 16
+
+
+def cublas_shape_reason(N: int, K: int) -> str:
+    """Why the block-scaled cuBLAS GEMM cannot take gate/up of this shape ('' if it can)."""
+    if K % CUBLAS_K:
+        return f"K={K} is not a multiple of {CUBLAS_K}, which torch._scaled_mm's block scales need"
+    if N % CUBLAS_N:
+        return f"N={N} is not a multiple of {CUBLAS_N}, which torch._scaled_mm needs"
+    return ""
 
 
 def scaled_mm_blockwise(xq, xs, w, ws, out_dtype):
@@ -168,8 +179,7 @@ def unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation) -> tuple[torc
     lead, x2 = x.shape[:-1], x.reshape(-1, K)
     M = x2.shape[0]
     why = cublas_blockwise(x.device.index or 0) if x.is_cuda else "CPU"
-    if not why and K % CUBLAS_K:
-        why = f"K={K} is not a multiple of {CUBLAS_K}, which torch._scaled_mm's block scales need"
+    why = why or cublas_shape_reason(N, K)
     if not why:
         xq, xs = quantize_blocks(x2, CUBLAS_ROWS)
         gate = scaled_mm_blockwise(xq, xs, w_gate, w_gate_scale, x.dtype)[:M]
