@@ -20,10 +20,12 @@ Sections (each point's failure is recorded in the results, never fatal):
              dgated   ours (every config of DGATED_CONFIGS) vs cuBLAS dy @ Wd + Inductor-compiled
                       dSwiGLU pointwise writing (d_gate, d_up, h)
   mlp      one MLP forward+backward (gradients of x and of the three weights; bf16; a random
-           upstream gradient): ours (an autograd.Function of the two kernels, torch.mm for the
-           down projection, dx and the weight gradients) vs stock torch.compile of the eager MLP;
-           time (CUDA-graph replay, interleaved) and memory (saved activations: allocated after the
-           forward minus before it, less the output; peak of forward+backward over the start).
+           upstream gradient), ``mlp_candidates``: stock torch.compile of the eager MLP, and of it
+           under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
+           implementation) saving the pre-activations, and in recompute mode; the two fused-GEMM
+           kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
+           interleaved) and memory (saved activations: allocated after the forward minus before it,
+           less the output; peak of forward+backward over the start).
 
 Writes bench_gated_mlp.json and bench_gated_mlp.md under --out (default $OUT), and prints a
 compact line per point as it goes.  Triton kernels need no build: PYTHONPATH=$PWD is enough.
@@ -41,10 +43,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
 
+import inductor_swiglu  # noqa: E402
 from inductor_swiglu.kernels import activations  # noqa: E402
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
@@ -360,12 +364,30 @@ def _memory(mlp, s) -> dict:
     return {"saved_mb": round(saved / 2**20, 1), "peak_mb": round(peak / 2**20, 1)}
 
 
+def _op(act: str, recompute: bool):
+    """The training form's op as the pass rewrites to it (its default implementation)."""
+    return lambda x, wg, wu, wd: inductor_swiglu.gated_mlp(x, wg, wu, wd, activation=act, recompute=recompute)
+
+
+def mlp_candidates(act: str) -> dict:
+    """What one MLP forward+backward can run: stock (with and without checkpointing around the MLP,
+    which is what users do today to save its activations), the op (saving the pre-activations, or
+    only x), and the fused-GEMM Triton kernels."""
+    def checkpointed(x, wg, wu, wd):
+        return checkpoint(_mlp_eager, x, wg, wu, wd, act, use_reentrant=False)
+
+    return {"stock_compile": _compiled(lambda x, wg, wu, wd: _mlp_eager(x, wg, wu, wd, act)),
+            "stock_checkpoint": _compiled(checkpointed),
+            "ours": _op(act, False),
+            "ours_recompute": _op(act, True),
+            "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
+
+
 def mlp_point(model, M, act, clock) -> dict:
     K, N = MLP_SHAPES[model]
     row = {"model": model, "M": M, "N": N, "K": K, "act": act}
     sets = _mlp_sets(M, N, K, seed=M + K)
-    candidates = {"stock_compile": _compiled(lambda x, wg, wu, wd: _mlp_eager(x, wg, wu, wd, act)),
-                  "ours": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
+    candidates = mlp_candidates(act)
     x, wg, wu, wd, dy = sets[0]
     leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
     ref = _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
@@ -387,13 +409,16 @@ def mlp_point(model, M, act, clock) -> dict:
 
 
 def describe_mlp(r) -> str:
-    us, ms, mo = r["us"], r["stock_compile_memory"], r["ours_memory"]
-    speed = f"{us['stock_compile'] / us['ours']:.2f}x" if "ours" in us and "stock_compile" in us else "-"
-    worst = {n: max(v["normwise"] for v in g.values()) for n, g in r["numerics"].items()}
-    return (f"MLP {r['model']} M={r['M']}: stock {us.get('stock_compile', '-')} us, ours {us.get('ours', '-')} us "
-            f"({speed}); saved MB stock {ms['saved_mb']} ours {mo['saved_mb']}; peak MB stock {ms['peak_mb']} "
-            f"ours {mo['peak_mb']}; worst grad norm-wise err stock {worst['stock_compile']:.1e} ours "
-            f"{worst['ours']:.1e}" + (f" | errors: {r['errors']}" if r["errors"] else ""))
+    us = r["us"]
+    base = us.get("stock_compile")
+    parts = [f"MLP {r['model']} M={r['M']}: stock {base} us"]
+    for name in ("stock_checkpoint", "ours", "ours_recompute", "ours_triton"):
+        if name in us:
+            parts.append(f"{name} {us[name]} us ({base / us[name]:.2f}x)" if base else f"{name} {us[name]} us")
+    saved = {n.removesuffix("_memory"): m["saved_mb"] for n, m in r.items() if n.endswith("_memory")}
+    worst = {n: f"{max(v['normwise'] for v in g.values()):.1e}" for n, g in r["numerics"].items()}
+    return ("; ".join(parts) + f" | saved MB {saved} | worst grad norm-wise err {worst}"
+            + (f" | errors: {r['errors']}" if r["errors"] else ""))
 
 
 # ---------------------------------------------------------------- driver
@@ -441,16 +466,18 @@ def markdown(result: dict) -> str:
                          f"{d.get('cublas+dact')} | {d.get(r['dgated_default'])} | {dbus} ({db}) |")
         lines.append("")
     if result.get("mlp"):
-        lines += ["## MLP forward+backward", "", "| model | M | stock compile us | ours us | speedup | saved MB stock "
-                  "| saved MB ours | peak MB stock | peak MB ours |", "|---|---|---|---|---|---|---|---|---|"]
+        names = ("stock_compile", "stock_checkpoint", "ours", "ours_recompute", "ours_triton")
+        lines += ["## MLP forward+backward (us, and the speedup over stock_compile; saved MB)", "",
+                  "| model | M | " + " | ".join(names) + " | " + " | ".join(f"saved MB {n}" for n in names) + " |",
+                  "|---|---|" + "---|" * (2 * len(names))]
         for r in result["mlp"]:
             if "error" in r:
                 lines.append(f"| {r['model']} | {r['M']} | error: {r['error'][:120]} |")
                 continue
-            us, ms, mo = r["us"], r["stock_compile_memory"], r["ours_memory"]
-            sp = f"{us['stock_compile'] / us['ours']:.3f}" if "ours" in us and "stock_compile" in us else "-"
-            lines.append(f"| {r['model']} | {r['M']} | {us.get('stock_compile')} | {us.get('ours')} | {sp} | "
-                         f"{ms['saved_mb']} | {mo['saved_mb']} | {ms['peak_mb']} | {mo['peak_mb']} |")
+            us, base = r["us"], r["us"].get("stock_compile")
+            cells = [f"{us[n]} ({base / us[n]:.3f}x)" if n in us and base else str(us.get(n, "-")) for n in names]
+            saved = [str(r.get(f"{n}_memory", {}).get("saved_mb", "-")) for n in names]
+            lines.append(f"| {r['model']} | {r['M']} | " + " | ".join(cells + saved) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -269,6 +269,16 @@ def _gated_mlp_worth_it(recompute: bool) -> Decision:
                     "to keep only x for the backward")
 
 
+def gated_mlp_kernels(has_bias: bool) -> tuple[str, str]:
+    """('triton' or 'cublas', why) for the training form on an sm_90 GPU: its fused-GEMM Triton
+    kernels measured slower than cuBLAS's GEMMs followed by one fused elementwise kernel
+    (GATED_MLP_EVIDENCE), so they run only where the user asks for them by name."""
+    if forced_kernel() == "triton" and not has_bias:
+        return "triton", "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
+    return "cublas", ("cuBLAS GEMMs with the fused elementwise kernels (the fused-GEMM Triton kernels measured "
+                      f"slower, {GATED_MLP_EVIDENCE})")
+
+
 def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K, *, cudagraphs: bool,
              dtype: str = "", E: int | None = None, fast_accum: bool = False, recompute: bool = False) -> Decision:
     """Whether rewriting a GPU problem of `form` into its op is worth it (the module docstring has

@@ -21,10 +21,11 @@ where stock saves gate, up and often h, ``3 x [M, N]``.
 
 Numerics, on every path: the GEMMs in the input dtype (fp32 accumulation), the activation, its
 derivative and the products in fp32 on ``[M, N]`` values, each result rounded once.  No weight is
-copied or upcast.  Implementations are chosen in one place (``forward_kernel``,
-``backward_kernel``): the fused Triton kernels (``kernels/triton/gated_mlp.py``) on sm_90 when they
-are importable and the call has no biases, else the reference below (CPU, other GPUs); which one
-ran is counted in ``op_stats()``, with the reason.
+copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, with dispatch's
+``gated_mlp_kernels``): on a GPU, cuBLAS's GEMMs followed by one fused elementwise kernel per
+direction (``kernels/triton/gated_mlp.py``), or the fused-GEMM Triton kernels of that module where
+they are asked for; the reference below on the CPU; which one ran is counted in ``op_stats()``,
+with the reason.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import math
 
 import torch
 
+from ..dispatch import forms
 from ..kernels import activations
 from . import impl_stats
 
@@ -126,17 +128,19 @@ def dgated_reference(dh: torch.Tensor, gu: torch.Tensor, activation: str) -> tup
 # --------------------------------------------------------------------------- #
 
 REFERENCE = impl_stats.GATED_MLP_REFERENCE
+CUBLAS = impl_stats.GATED_MLP_CUBLAS
 FUSED_TRITON = impl_stats.GATED_MLP_TRITON
 
 
 def gpu_kernels():
-    """The fused Triton kernels' module (``gated_mlp_forward_gpu``, ``gated_mlp_dgated_gpu``), or
-    None where it cannot be imported (no Triton, or not written yet)."""
+    """The Triton kernels' module (the fused GEMMs ``gated_mlp_forward_gpu``,
+    ``gated_mlp_dgated_gpu`` and the elementwise ``gated_pointwise_gpu``, ``dgated_pointwise_gpu``),
+    or None where it cannot be imported (no Triton)."""
     try:
         from ..kernels.triton import gated_mlp as kernels
     except ImportError:
         return None
-    needed = ("gated_mlp_forward_gpu", "gated_mlp_dgated_gpu")
+    needed = ("gated_mlp_forward_gpu", "gated_mlp_dgated_gpu", "gated_pointwise_gpu", "dgated_pointwise_gpu")
     return kernels if all(hasattr(kernels, name) for name in needed) else None
 
 
@@ -148,20 +152,19 @@ def gated_mlp_impl(x: torch.Tensor, has_bias: bool, activation: str = activation
     so that a ``saved`` written by one implementation is read by the same one."""
     if not x.is_cuda:
         return REFERENCE, "CPU: the reference (GEMMs in the input dtype, act in fp32)"
-    if torch.cuda.get_device_capability(x.device) != (9, 0):
-        return REFERENCE, "not an sm_90 GPU: the fused kernels are written for Hopper"
-    if has_bias:
-        return REFERENCE, "gate/up biases: the fused kernels take none"
     if activation not in FUSED_ACTIVATIONS:
-        return REFERENCE, f"{activation}: the fused kernels take {', '.join(FUSED_ACTIVATIONS)}"
+        return REFERENCE, f"{activation}: the training kernels take {', '.join(FUSED_ACTIVATIONS)}"
     if gpu_kernels() is None:
-        return REFERENCE, "the fused Triton kernels (kernels/triton/gated_mlp.py) cannot be imported"
-    return FUSED_TRITON, "sm_90, the fused Triton kernels"
+        return REFERENCE, "the training form's Triton kernels (kernels/triton/gated_mlp.py) cannot be imported"
+    name, reason = forms.gated_mlp_kernels(has_bias)
+    if name == "triton" and torch.cuda.get_device_capability(x.device) != (9, 0):
+        return CUBLAS, "not an sm_90 GPU: the fused-GEMM Triton kernels are written for Hopper; cuBLAS runs the GEMMs"
+    return (FUSED_TRITON if name == "triton" else CUBLAS), reason
 
 
 def _record(impl: str, reason: str, x: torch.Tensor) -> None:
     impl_stats.record(impl, reason)
-    if x.is_cuda and impl != FUSED_TRITON:
+    if x.is_cuda and impl == REFERENCE:
         log.warning("inductor_swiglu.gated_mlp ran its unfused reference on %s: %s", x.device, reason)
 
 
@@ -174,7 +177,8 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
         h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
         return h, (gu if store_preact else None)
     gu = preactivations(x2, w_gate, w_up, b_gate, b_up)
-    return gated_reference(gu, activation), (gu if store_preact else None)
+    h = gpu_kernels().gated_pointwise_gpu(gu, activation) if impl == CUBLAS else gated_reference(gu, activation)
+    return h, (gu if store_preact else None)
 
 
 def recompute_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str) -> torch.Tensor:
@@ -192,6 +196,8 @@ def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
     _record(impl, reason, dy2)
     if impl == FUSED_TRITON:
         return gpu_kernels().gated_mlp_dgated_gpu(dy2, w_down, gu, activation)
+    if impl == CUBLAS:
+        return gpu_kernels().dgated_pointwise_gpu(dy2 @ w_down, gu, activation)
     return dgated_reference(dy2 @ w_down, gu, activation)
 
 

@@ -321,3 +321,11 @@ def test_the_training_form_is_rewritten_on_a_gpu_only_where_it_is_asked_for():
     assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False, recompute=True).worth_it
     with dispatch.force_kernel("triton"):
         assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it
+
+
+def test_the_training_form_runs_cublas_unless_the_fused_gemms_are_forced():
+    assert forms.gated_mlp_kernels(has_bias=False)[0] == "cublas"
+    with dispatch.force_kernel("triton"):
+        name, reason = forms.gated_mlp_kernels(has_bias=False)
+        assert name == "triton" and "INDUCTOR_SWIGLU_FORCE_KERNEL" in reason
+        assert forms.gated_mlp_kernels(has_bias=True)[0] == "cublas"   # the fused GEMMs take no biases

@@ -1,7 +1,7 @@
 """The training form on a GPU: the pass leaves training graphs to stock unless recompute mode is on
-(its kernels measured slower than stock); with it, the fused Triton kernels run forward and backward,
-and the gradients are as close to an fp32 reference as stock's, at odd sizes, for zero tokens and
-under CUDA-graph replay."""
+(the form measured no faster than stock); with it, cuBLAS's GEMMs and the fused elementwise kernels
+run forward and backward (the fused-GEMM Triton kernels where forced), and the gradients are as
+close to an fp32 reference as stock's, at odd sizes, for zero tokens and under CUDA-graph replay."""
 
 from __future__ import annotations
 
@@ -60,15 +60,32 @@ def assert_as_close_as_stock(ours, stock, ref):
         assert eo["normwise"] <= 1.25 * es["normwise"] + 1e-4, (name, eo, es)
 
 
+@pytest.mark.parametrize("forced,impl", [(None, impl_stats.GATED_MLP_CUBLAS), ("triton", impl_stats.GATED_MLP_TRITON)])
 @pytest.mark.parametrize("K,N,M", [(200, 328, 37), (896, 4864, 2048)])
-def test_recompute_mode_runs_the_fused_kernels_with_stocks_accuracy(K, N, M):
+def test_recompute_mode_runs_the_gpu_kernels_with_stocks_accuracy(K, N, M, forced, impl):
     torch._dynamo.reset()
     impl_stats.reset_op_stats()
-    ours, stock, ref = train_step(K, N, M, inductor_swiglu.backend(pass_config=RECOMPUTE))
+    with inductor_swiglu.force_kernel(forced):
+        ours, stock, ref = train_step(K, N, M, inductor_swiglu.backend(pass_config=RECOMPUTE))
     calls = inductor_swiglu.op_stats()["calls"]
-    assert calls.get(impl_stats.GATED_MLP_TRITON, 0) >= 2, calls       # forward and backward
-    assert impl_stats.GATED_MLP_REFERENCE not in calls, calls
+    assert calls.get(impl, 0) >= 2, calls       # forward and backward
+    assert set(calls) == {impl}, calls
     assert_as_close_as_stock(ours, stock, ref)
+
+
+def test_biases_take_the_cublas_kernels():
+    w = [torch.randn(s, device="cuda", dtype=torch.bfloat16, requires_grad=True) for s in ((96, 64), (96, 64), (64, 96))]
+    b = [torch.randn(n, device="cuda", dtype=torch.bfloat16, requires_grad=True) for n in (96, 96, 64)]
+    x = torch.randn(40, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(40, 64, device="cuda", dtype=torch.bfloat16)
+    impl_stats.reset_op_stats()
+    inductor_swiglu.gated_mlp(x, *w, *b).backward(dy)
+    assert set(inductor_swiglu.op_stats()["calls"]) == {impl_stats.GATED_MLP_CUBLAS}
+    leaves = [t.detach().float().requires_grad_(True) for t in (x, *w, *b)]
+    xf, (wg, wu, wd), (bg, bu, bd) = leaves[0], leaves[1:4], leaves[4:]
+    F.linear(F.silu(F.linear(xf, wg, bg)) * F.linear(xf, wu, bu), wd, bd).backward(dy.float())
+    for got, want in zip((x, *w, *b), leaves):
+        assert error_stats(got.grad.float(), want.grad)["normwise"] < 2e-2
 
 
 def test_without_recompute_the_gpu_graph_stays_stock():

@@ -271,6 +271,31 @@ def _dgated_epilogue(dh, rows_m, mask_m, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_g
     tl.store(h_ptrs, (a * u).to(h_ptr.dtype.element_ty), mask=mask)
 
 
+def _gated_pointwise_kernel(gu_ptr, h_ptr, M, N, stride_gum, stride_hm,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACTIVATION: tl.constexpr):
+    # h = act(g) * u from the rounded pre-activations, as stock's fused elementwise kernel computes it
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    g_ptrs = gu_ptr + rows.to(tl.int64)[:, None] * stride_gum + cols[None, :]
+    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(g_ptrs + N, mask=mask, other=0.0).to(tl.float32)
+    h_ptrs = h_ptr + rows.to(tl.int64)[:, None] * stride_hm + cols[None, :]
+    tl.store(h_ptrs, (activate(g, ACTIVATION) * u).to(h_ptr.dtype.element_ty), mask=mask)
+
+
+def _dgated_pointwise_kernel(dh_ptr, gu_ptr, dgu_ptr, h_ptr, M, N, stride_dhm, stride_gum, stride_dgum, stride_hm,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACTIVATION: tl.constexpr):
+    # the dgated epilogue on a dh that a GEMM has written (rounded, as stock's dh is)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    n0 = tl.program_id(1) * BLOCK_N
+    cols = n0 + tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    dh = tl.load(dh_ptr + rows.to(tl.int64)[:, None] * stride_dhm + cols[None, :], mask=mask, other=0.0)
+    _dgated_epilogue(dh.to(tl.float32), rows.to(tl.int64), rows < M, n0, N, gu_ptr, dgu_ptr, h_ptr, stride_gum,
+                     stride_dgum, stride_hm, BLOCK_N, ACTIVATION)
+
+
 @functools.cache
 def _kernels(interpret: bool):
     # Keyed by the mode because triton.jit picks compiled or interpreted when it wraps.  M is not
@@ -278,11 +303,12 @@ def _kernels(interpret: bool):
     # never waits for a compile at another (M == 1 would otherwise get its own).
     helpers = {fn.__name__: fn for fn in (_tile_ids, _act_and_grad, _halves, _dgated_epilogue)}
     return tuple(triton_helpers.jit_with_helpers(k, extra=helpers, do_not_specialize=["M"])
-                 for k in (_forward_kernel, _dgated_kernel))
+                 for k in (_forward_kernel, _dgated_kernel, _gated_pointwise_kernel, _dgated_pointwise_kernel))
 
 
 def jit_kernels(interpret: bool = False):
-    """(forward, dgated) JIT kernels of the given mode, for ahead-of-time compile tests."""
+    """(forward, dgated, gated_pointwise, dgated_pointwise) JIT kernels of the given mode, for
+    ahead-of-time compile tests."""
     return _kernels(interpret)
 
 
@@ -415,6 +441,57 @@ def gated_mlp_dgated_gpu(
     meta = config.meta(GROUP_M=config.group_m, ACTIVATION=activations.activation_id(activation), WIDEN=_widen(dy),
                        EPI_CHUNKS=config.epilogue_chunks)
     _launch(_kernels(interpreting())[1], dy, _grid(M, N, config), args, meta)
+    return dgu, h
+
+
+# The elementwise kernels' tile: 32 x 128 elements, four warps (bandwidth bound, any tile this size
+# streams at the memory's rate).
+POINTWISE_BLOCK = (32, 128)
+
+
+def _pointwise_grid(M: int, N: int) -> tuple[int, int]:
+    return (triton.cdiv(M, POINTWISE_BLOCK[0]), triton.cdiv(N, POINTWISE_BLOCK[1]))
+
+
+def gated_pointwise_gpu(gu: torch.Tensor, activation: str = activations.SILU, *,
+                        out: torch.Tensor | None = None) -> torch.Tensor:
+    """h = act(gu[:, :N]) * gu[:, N:] [M, N] in gu's dtype, from pre-activations a GEMM has written:
+    the forward's elementwise half where cuBLAS runs the GEMMs (fp32 math, one rounding)."""
+    _check_common("gated_pointwise", {"gu": gu}, activation)
+    M, N = gu.shape[0], gu.shape[1] // 2
+    _check_out("gated_pointwise", "out", out, (M, N), gu)
+    h = out if out is not None else gu.new_empty((M, N))
+    if M == 0 or N == 0:
+        return h
+    gu = _unit_last(gu)
+    args = (gu, h, M, N, gu.stride(0), h.stride(0))
+    meta = {"BLOCK_M": POINTWISE_BLOCK[0], "BLOCK_N": POINTWISE_BLOCK[1],
+            "ACTIVATION": activations.activation_id(activation), "num_warps": 4}
+    _launch(_kernels(interpreting())[2], gu, _pointwise_grid(M, N), args, meta)
+    return h
+
+
+def dgated_pointwise_gpu(dh: torch.Tensor, gu: torch.Tensor, activation: str = activations.SILU, *,
+                         out: torch.Tensor | None = None,
+                         h_out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dgu, h) as ``gated_mlp_dgated_gpu`` returns them, from dh = dy @ w_down that a GEMM has
+    written [M, N]: the backward's elementwise half where cuBLAS runs the GEMM."""
+    _check_common("dgated_pointwise", {"dh": dh, "gu": gu}, activation)
+    M, N = dh.shape
+    if tuple(gu.shape) != (M, 2 * N):
+        _fail(f"dgated_pointwise: shapes do not match: dh {tuple(dh.shape)}, gu {tuple(gu.shape)} "
+              "(want dh [M, N], gu [M, 2N])")
+    _check_out("dgated_pointwise", "out", out, (M, 2 * N), dh)
+    _check_out("dgated_pointwise", "h_out", h_out, (M, N), dh)
+    dgu = out if out is not None else dh.new_empty((M, 2 * N))
+    h = h_out if h_out is not None else dh.new_empty((M, N))
+    if M == 0 or N == 0:
+        return dgu, h
+    dh, gu = _unit_last(dh), _unit_last(gu)
+    args = (dh, gu, dgu, h, M, N, dh.stride(0), gu.stride(0), dgu.stride(0), h.stride(0))
+    meta = {"BLOCK_M": POINTWISE_BLOCK[0], "BLOCK_N": POINTWISE_BLOCK[1],
+            "ACTIVATION": activations.activation_id(activation), "num_warps": 4}
+    _launch(_kernels(interpreting())[3], dh, _pointwise_grid(M, N), args, meta)
     return dgu, h
 
 

@@ -160,6 +160,44 @@ def test_strided_views_are_read_in_place():
     _assert_close(h, h_ref, "h")
 
 
+def _pointwise_reference(dh, gu, activation):
+    N = gu.shape[1] // 2
+    g, u = gu[:, :N].double(), gu[:, N:].double()
+    a, da = activations.value_and_grad(activation, g)
+    return torch.cat([dh.double() * u * da, dh.double() * a], dim=1), a * u
+
+
+@interpreted
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
+@pytest.mark.parametrize("M,N", [(1, 40), (33, 136), (70, 300)])
+def test_pointwise_kernels_match_fp64(M, N, dtype, activation):
+    # the elementwise halves that follow cuBLAS's GEMMs: h from gu, and (dgu, h) from a written dh;
+    # a gu with a wider row pitch than 2N is read in place
+    g = torch.Generator().manual_seed(M + N)
+    wide = _randn(M, 2 * N + 24, dtype=dtype, gen=g, scale=2.0)
+    gu, dh = wide[:, :2 * N], _randn(M, N, dtype=dtype, gen=g)
+    h = gm.gated_pointwise_gpu(gu, activation, out=_nan(M, N, dtype=dtype))
+    dgu, h_back = gm.dgated_pointwise_gpu(dh, gu, activation, out=_nan(M, 2 * N, dtype=dtype),
+                                          h_out=_nan(M, N, dtype=dtype))
+    dgu_ref, h_ref = _pointwise_reference(dh, gu, activation)
+    _assert_close(h, h_ref, "h")
+    _assert_close(h_back, h_ref, "h (backward)")
+    _assert_close(dgu[:, :N], dgu_ref[:, :N], "d_gate")
+    _assert_close(dgu[:, N:], dgu_ref[:, N:], "d_up")
+
+
+def test_pointwise_kernels_check_their_inputs(monkeypatch):
+    monkeypatch.setattr(gm, "_kernels", lambda *_: pytest.fail("launched for an empty input"))
+    gu = torch.zeros(0, 80, dtype=torch.bfloat16)
+    assert gm.gated_pointwise_gpu(gu).shape == (0, 40)
+    assert [t.shape for t in gm.dgated_pointwise_gpu(torch.zeros(0, 40, dtype=torch.bfloat16), gu)] == [(0, 80), (0, 40)]
+    with pytest.raises(ValueError, match="shapes do not match"):
+        gm.dgated_pointwise_gpu(torch.zeros(3, 40, dtype=torch.bfloat16), torch.zeros(3, 40, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="no backward kernel"):
+        gm.gated_pointwise_gpu(torch.zeros(3, 80, dtype=torch.bfloat16), "gelu")
+
+
 @pytest.mark.parametrize("activation", ACTS)
 def test_references_agree_with_autograd(activation):
     # the dgated reference is autograd's gradient of (h @ w_down^T) with respect to gu, and its h
