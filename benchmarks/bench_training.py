@@ -1,0 +1,175 @@
+"""A whole-model training step (forward, backward, AdamW) of a Qwen2.5-shaped model with random
+weights: stock torch.compile, stock with torch.utils.checkpoint around each MLP (what users do to
+save the MLP's activations), and this package's training form in recompute mode.
+
+    python benchmarks/bench_training.py --out DIR [--model q1.5B] [--layers 8] [--seq 2048]
+        [--batches 2,4] [--variants stock,stock_checkpoint,recompute] [--reps 10]
+
+One model per variant, identical weights; each variant is compiled and warmed up, then its steps are
+timed interleaved with the others' (each rep runs every variant, the first one rotating), CUDA-
+synchronized wall time, median over `--reps`; the SM clock is logged beside each rep.  Memory:
+the peak allocated during one step above what was allocated before it (parameters, gradients and
+optimizer state are allocated by then), per variant.  The loss of the first step of each variant
+is reported against stock's (the same inputs and weights).  Writes bench_training.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import GpuSensors  # noqa: E402
+
+import inductor_swiglu  # noqa: E402
+
+# Qwen2.5 configurations (hidden, intermediate, heads, kv heads, vocab); the MLP shapes are
+# inductor_swiglu.models.shapes'.
+MODELS = {"q0.5B": (896, 4864, 14, 2, 151936), "q1.5B": (1536, 8960, 12, 2, 151936), "q7B": (3584, 18944, 28, 4, 152064)}
+VARIANTS = ("stock", "stock_checkpoint", "recompute")
+
+
+def build(model: str, layers: int):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    hidden, inter, heads, kv, vocab = MODELS[model]
+    cfg = Qwen2Config(hidden_size=hidden, intermediate_size=inter, num_attention_heads=heads, num_key_value_heads=kv,
+                      num_hidden_layers=layers, vocab_size=vocab, max_position_embeddings=32768,
+                      tie_word_embeddings=model != "q7B", attn_implementation="sdpa", use_cache=False)
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+
+
+def checkpoint_mlps(model) -> None:
+    """torch.utils.checkpoint around each decoder layer's MLP, as a user adds it to save memory."""
+    from torch.utils.checkpoint import checkpoint
+
+    for layer in model.model.layers:
+        forward = layer.mlp.forward
+        layer.mlp.forward = lambda x, forward=forward: checkpoint(forward, x, use_reentrant=False)
+
+
+def variant(name: str, base):
+    model = copy.deepcopy(base)
+    if name == "stock_checkpoint":
+        checkpoint_mlps(model)
+    if name == "recompute":
+        backend = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(gated_mlp_recompute=True))
+    else:
+        backend = "inductor"
+    compiled = torch.compile(model, backend=backend)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
+
+    def step(ids):
+        loss = compiled(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    return step
+
+
+def measure(names, steps, batch, seq, vocab, reps, clock) -> dict:
+    g = torch.Generator(device="cuda").manual_seed(batch)
+    ids = [torch.randint(0, vocab, (batch, seq), device="cuda", generator=g) for _ in range(2)]
+    row = {"batch": batch, "tokens": batch * seq, "loss": {}, "peak_mb": {}, "warmup_s": {}, "ms": {}}
+    for name in names:
+        t0 = time.perf_counter()
+        loss = steps[name](ids[0])
+        row["loss"][name] = float(loss)
+        steps[name](ids[1])
+        torch.cuda.synchronize()
+        row["warmup_s"][name] = round(time.perf_counter() - t0, 1)
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        steps[name](ids[0])
+        torch.cuda.synchronize()
+        row["peak_mb"][name] = round((torch.cuda.max_memory_allocated() - before) / 2**20)
+    times = {n: [] for n in names}
+    clocks = []
+    for rep in range(reps):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for name in order:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            steps[name](ids[rep % 2])
+            torch.cuda.synchronize()
+            times[name].append(1e3 * (time.perf_counter() - t0))
+        clocks.append(clock.mhz())
+    row["ms"] = {n: round(statistics.median(v), 2) for n, v in times.items()}
+    row["sm_mhz"] = [c for c in clocks if c is not None]
+    row["op_calls"] = inductor_swiglu.op_stats()["calls"]
+    row["gated_mlp_rewrites"] = inductor_swiglu.counters().get("gated_mlp_rewrites", 0)
+    return row
+
+
+def markdown(result: dict) -> str:
+    names = result["meta"]["variants"]
+    lines = [f"# Training step: {result['meta']['model']} x {result['meta']['layers']} layers, sequence "
+             f"{result['meta']['seq']}: {result['meta']['device']}", "",
+             "| batch | " + " | ".join(f"{n} ms (vs stock)" for n in names) + " | "
+             + " | ".join(f"{n} peak MB" for n in names) + " | loss (stock, others) |",
+             "|---|" + "---|" * (2 * len(names) + 1)]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['batch']} | error: {r['error'][:160]} |")
+            continue
+        base = r["ms"].get("stock")
+        cells = [f"{r['ms'][n]} ({base / r['ms'][n]:.3f}x)" if base and n in r["ms"] else str(r["ms"].get(n, "-"))
+                 for n in names]
+        peaks = [str(r["peak_mb"].get(n, "-")) for n in names]
+        losses = ", ".join(f"{r['loss'][n]:.4f}" for n in names if n in r["loss"])
+        lines.append(f"| {r['batch']} | " + " | ".join(cells + peaks) + f" | {losses} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench_results")))
+    ap.add_argument("--model", default="q1.5B", choices=list(MODELS))
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--batches", default="2,4")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU", file=sys.stderr)
+        return 1
+    names = [n for n in args.variants.split(",") if n]
+    unknown = set(names) - set(VARIANTS)
+    if unknown:
+        ap.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch._dynamo.config.cache_size_limit = 64
+    base = build(args.model, args.layers)
+    steps = {n: variant(n, base) for n in names}
+    del base
+    clock = GpuSensors(torch.cuda.current_device())
+    result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "model": args.model,
+                       "layers": args.layers, "seq": args.seq, "variants": names}, "rows": []}
+    for batch in (int(b) for b in args.batches.split(",")):
+        try:
+            row = measure(names, steps, batch, args.seq, MODELS[args.model][4], args.reps, clock)
+        except torch.OutOfMemoryError as e:
+            row = {"batch": batch, "error": f"OutOfMemoryError: {str(e)[:300]}"}
+            torch.cuda.empty_cache()
+        result["rows"].append(row)
+        print(json.dumps(row), flush=True)
+        (args.out / "bench_training.json").write_text(json.dumps(result, indent=1))
+        (args.out / "bench_training.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
