@@ -56,7 +56,7 @@ from .plans import (
     UNFUSED_MEASURED,
     Plan,
 )
-from .table import M_BUCKETS, Key, Table, table_for
+from .table import M_BUCKETS, Key, Table, served, table_for
 from .triton_rules import choose
 
 FP8_DTYPE = "float8_e4m3fn"
@@ -137,18 +137,14 @@ def _fp8_plan(device: DeviceKind, activation: str, M: int, N: int, K: int, block
 def fp8_plan_in(table: Table | None, device: DeviceKind, activation: str, M: int, N: int, K: int,
                 blockwise: bool, fast_accum: bool, weight_only: bool, name: str | None) -> Plan:
     """fp8_plan from a table already looked up: a fast-accumulating call takes the fast key's rows
-    where one of its buckets holds M."""
-    key = fp8_key(activation, blockwise, weight_only=weight_only)
-    rows = _rows(table, key)
-    if fast_accum:
-        fast = _rows(table, fp8_key(activation, fast_accum=True))
-        if any(e.m_lo <= M <= e.m_hi for e in fast):
-            key, rows = fp8_key(activation, fast_accum=True), fast
-    where = f"{key.text} on {device.name}"
+    where one of its buckets holds M.  One pass: the table answers once (``served``), the rules
+    choose once, the Plan is built once."""
+    dtype = WEIGHT_ONLY_DTYPE if weight_only else BLOCK_DTYPE if blockwise else FP8_DTYPE
+    key, where, e = served(table, dtype, activation, M, N, K, device.name, prefer=FAST_ACCUM_DTYPE if fast_accum else "",
+                           look=name is None)
     if weight_only:
         # only the Triton kernel takes unquantized x (no CUTLASS row, and a forced CUTLASS name runs unfused)
-        c = choose(SCALED_TRITON, rows, M, N, K, name, tss.WEIGHT_ONLY_BY_NAME,
-                                tss.weight_only_default_config(M).name, where)
+        c = choose(SCALED_TRITON, e, name, tss.WEIGHT_ONLY_BY_NAME, tss.weight_only_default_config(M).name, where)
         return Plan(c.impl, c.config, FP8_REASONS[c.reason], c.detail)
     if name == "interleaved_gemm":
         # the interleaved GEMM's FP8 twin: its default row of the call's kind of scales
@@ -157,8 +153,7 @@ def fp8_plan_in(table: Table | None, device: DeviceKind, activation: str, M: int
     # of the CUTLASS kernel names the library's configurations, checked when it runs (a row of the
     # other kind of scales declines there)
     configs = {n: c for n, c in tss.BY_NAME.items() if c.blockwise} if blockwise else tss.BY_NAME
-    c = choose(SCALED_TRITON, rows, M, N, K, name, configs, tss.default_config(M, blockwise).name,
-                            where, (SCALED_CUTLASS,))
+    c = choose(SCALED_TRITON, e, name, configs, tss.default_config(M, blockwise).name, where, (SCALED_CUTLASS,))
     detail = f"{key.dtype} rows; {c.detail}" if key.dtype == FAST_ACCUM_DTYPE else c.detail
     return Plan(c.impl, c.config, FP8_REASONS[c.reason], detail)
 
@@ -171,9 +166,8 @@ def _grouped_plan(device: DeviceKind, dtype: str, activation: str, S: int, N: in
 
 def grouped_plan_in(table: Table | None, device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int,
                     E: int, name: str | None) -> Plan:
-    k = grouped_key(dtype, activation)
-    c = choose(GROUPED_TRITON, _rows(table, k), S, N, K, name, tgs.BY_NAME,
-                            tgs.default_config(S, E).name, f"{k.text} on {device.name}")
+    _, where, e = served(table, dtype, activation, S, N, K, device.name, form=GROUPED_FORM, look=name is None)
+    c = choose(GROUPED_TRITON, e, name, tgs.BY_NAME, tgs.default_config(S, E).name, where)
     stock_us = c.entry.record.get("stock_us") if c.entry is not None and c.impl == GROUPED_TRITON else None
     return Plan(c.impl, c.config, GROUPED_REASONS[c.reason], c.detail, stock_us=stock_us)
 

@@ -267,6 +267,23 @@ def nearest_shape(shapes, K: int, N: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: ((math.log(s[0]) - lk) ** 2 + (math.log(s[1]) - ln) ** 2, s))
 
 
+def served(table: Table | None, dtype: str, activation: str, M: int, N: int, K: int, on: str, *, form: str = "",
+           prefer: str = "", look: bool = True) -> tuple[Key, str, Entry | None]:
+    """The entry that serves a problem, in one pass over the table: the rows of key (form, `prefer`,
+    activation) where one of their M buckets holds M, else those of (form, dtype, activation), then
+    ``lookup``.  Returns the key whose rows serve it, where they are ("<key> on <on>") and the entry
+    (None: the table has no rows for the key, or there is no table; or not `look`: a forced
+    implementation needs the key alone)."""
+    key = Key(dtype, activation, form)
+    rows = table.rows_for(key) if table is not None else ()
+    if prefer:
+        preferred = Key(prefer, activation, form)
+        fast = table.rows_for(preferred) if table is not None else ()
+        if any(e.m_lo <= M <= e.m_hi for e in fast):
+            key, rows = preferred, fast
+    return key, f"{key.text} on {on}", lookup(rows, M, N, K) if look else None
+
+
 def lookup(rows: tuple[Entry, ...], M: int, N: int, K: int) -> Entry | None:
     """The entry for a problem: the nearest measured shape, then the bucket that holds M (or the
     nearest bucket where that shape lacks it).  The C++ op does the same lookup (checked by a test)."""

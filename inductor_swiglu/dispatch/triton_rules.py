@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .table import Entry, lookup
+from .table import Entry
 
 UNFUSED = "unfused"
 
@@ -29,22 +29,21 @@ class Choice:
     entry: Entry | None = None  # the table entry it came from
 
 
-def choose(fused: str, rows: tuple[Entry, ...], M: int, N: int, K: int, forced: str | None,
-           configs: set[str] | dict, default: str, no_table: str, others: tuple[str, ...] = ()) -> Choice:
-    """The choice for one call: `fused` is the kernel's implementation name, `rows` the table's rows
-    for the key (possibly none), `configs` the configuration names this version has, `default` the
-    configuration for this size where none was measured, `no_table` the detail of rule 3; `others`
-    names further fused implementations a row may choose (their configurations are checked where
-    they run)."""
+def choose(fused: str, e: Entry | None, forced: str | None, configs: set[str] | dict, default: str, no_table: str,
+           others: tuple[str, ...] = ()) -> Choice:
+    """The choice for one call: `fused` is the kernel's implementation name, `e` the table's entry
+    for the problem (``table.served``: None where the key has no rows), `configs` the configuration
+    names this version has, `default` the configuration for this size where none was measured,
+    `no_table` the detail of rule 3; `others` names further fused implementations a row may choose
+    (their configurations are checked where they run)."""
     if forced == "triton":
         return Choice(fused, default, "forced")
     if forced == UNFUSED:
         return Choice(UNFUSED, "", "forced")
     if forced is not None:
         return Choice(UNFUSED, "", "forced_cutlass", forced)
-    if not rows:
+    if e is None:
         return Choice(UNFUSED, "", "no_table", no_table)
-    e = lookup(rows, M, N, K)
     where = f"K={e.K} N={e.N} M in [{e.m_lo}, {e.m_hi}]"
     if e.impl in others:
         return Choice(e.impl, e.config, "measured", where, e)

@@ -44,7 +44,7 @@ from ..dispatch import forms, plans
 from ..kernels import activations
 from ..kernels import library as kl
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import cuda_impl, cutlass_scaled_swiglu, define, impl_stats
+from . import cuda_impl, cutlass_scaled_swiglu, define, fp8_launch, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_fp8"
 SCHEMA = ("(Tensor x, Tensor x_scale, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, "
@@ -158,41 +158,48 @@ def run(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtyp
                        use_fast_accum).contiguous(), None
     M = x.numel() // K
     plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, fast_accum=use_fast_accum)
-    if plan.cutlass:
-        out, why = _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.config)
-        if out is not None:
-            impl_stats.record(impl_stats.SCALED_CUTLASS, plans.REASONS[plan.reason], detail=plan.detail,
-                              config=plan.config)
-            return out, None
-        impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}", detail=plan.detail)
-        return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
-                       use_fast_accum).contiguous(), None
-    if plan.fused:
-        ok, why = triton_scaled_swiglu.available(x.device)
-        if ok:
-            impl_stats.record(impl_stats.SCALED_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
-                              config=plan.config)
-            operands = (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, plan.kernel_config)
-            if want_row_amax:
-                return triton_scaled_swiglu.swiglu_fp8_triton_row_amax(*operands)
-            return triton_scaled_swiglu.swiglu_fp8_triton(*operands), None
-        reason = f"the fused FP8 kernel cannot run here: {why}"
-    else:
-        reason = plans.REASONS[plan.reason]
-    impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
-    return unfused(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype,
-                   use_fast_accum).contiguous(), None
+    operands = (x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype)
+    return LAUNCHERS[plan.impl](plan, operands, use_fast_accum, want_row_amax)
 
 
-def _cutlass(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype, config):
-    """(out, '') from the scaled CUTLASS GEMM, or (None, why it cannot serve this call)."""
+# The launchers of the plan's implementations (``fp8_launch`` says why the op runs this way): each
+# takes the Plan, the operands and the graph's accumulation flag, and returns run()'s answer.
+
+def _launch_cutlass(plan, operands, use_fast_accum, want_row_amax):
+    """The scaled CUTLASS GEMM; the unfused path where it declines."""
+    x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, out_dtype = operands
     why = cutlass_scaled_swiglu.declines(x.device, activation, out_dtype)
+    if not why:
+        K, N = x.shape[-1], w_gate.shape[0]
+        out, why = cutlass_scaled_swiglu.run(cuda_impl.as_rows(x, K), x_scale, w_gate, w_gate_scale, w_up, w_up_scale,
+                                             activation, plan.config)
+        if out is not None:
+            fp8_launch.ran(impl_stats.SCALED_CUTLASS, plan)
+            return out.reshape(*x.shape[:-1], N), None
+    return _fall_back(plan, fp8_launch.CUTLASS_DECLINED + why, operands, use_fast_accum)
+
+
+def _launch_triton(plan, operands, use_fast_accum, want_row_amax):
+    """The fused Triton kernel (with h's row maxima where asked); the unfused path where it cannot run."""
+    why = fp8_launch.triton_declines(impl_stats.SCALED_TRITON, plan, operands[0].device)
     if why:
-        return None, why
-    K, N = x.shape[-1], w_gate.shape[0]
-    x2 = cuda_impl.as_rows(x, K)
-    out, why = cutlass_scaled_swiglu.run(x2, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
-    return (out.reshape(*x.shape[:-1], N) if out is not None else None), why
+        return _fall_back(plan, why, operands, use_fast_accum)
+    if want_row_amax:
+        return triton_scaled_swiglu.swiglu_fp8_triton_row_amax(*operands, plan.kernel_config)
+    return triton_scaled_swiglu.swiglu_fp8_triton(*operands, plan.kernel_config), None
+
+
+def _launch_unfused(plan, operands, use_fast_accum, want_row_amax):
+    """The unfused path, where it is the plan."""
+    return _fall_back(plan, plans.REASONS[plan.reason], operands, use_fast_accum)
+
+
+def _fall_back(plan, reason, operands, use_fast_accum):
+    fp8_launch.declined(plan, reason)
+    return unfused(*operands, use_fast_accum).contiguous(), None
+
+
+LAUNCHERS = {plans.SCALED_CUTLASS: _launch_cutlass, plans.SCALED_TRITON: _launch_triton, plans.UNFUSED: _launch_unfused}
 
 
 def swiglu_fp8(x, x_scale, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu",

@@ -40,7 +40,7 @@ from ..kernels import library as kl
 from ..kernels.triton import quantize_fp8 as triton_fp8_quantize
 from ..kernels.triton import swiglu as triton_swiglu
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import cuda_impl, cutlass_scaled_swiglu, define, impl_stats
+from . import cuda_impl, cutlass_scaled_swiglu, define, fp8_launch, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_fp8_block"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"
@@ -208,46 +208,55 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
         return out
     M = x.numel() // K
     plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, blockwise=True)
-    if plan.cutlass:
-        out, why = _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, plan.config)
+    return LAUNCHERS[plan.impl](plan, (x, w_gate, w_gate_scale, w_up, w_up_scale, activation))
+
+
+# The launchers of the plan's implementations (``fp8_launch`` says why the op runs this way): each
+# takes the Plan and the op's operands and returns the result.
+
+def _launch_cutlass(plan, operands):
+    """x quantized, then the scaled CUTLASS GEMM's block-scaled row; the unfused path where it
+    declines."""
+    x, w_gate, w_gate_scale, w_up, w_up_scale, activation = operands
+    why = cutlass_scaled_swiglu.declines(x.device, activation, x.dtype)
+    if not why:
+        K, N = x.shape[-1], w_gate.shape[0]
+        xq, xs = quantize_blocks(x.reshape(x.numel() // K, K))
+        if xs.stride(0) != 1:   # torch's quantization (no Triton) writes them row-major
+            xs = xs.t().contiguous().t()
+        out, why = cutlass_scaled_swiglu.run_block(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale, activation,
+                                                   plan.config)
         if out is not None:
-            impl_stats.record(impl_stats.SCALED_CUTLASS, plans.REASONS[plan.reason], detail=plan.detail,
-                              config=plan.config)
-            return out
-        out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
-        impl_stats.record(impl_stats.FALLBACK_CUDA, f"the scaled CUTLASS GEMM declined: {why}; ran: {what}",
-                          detail=plan.detail)
-        return out
-    if plan.fused:
-        ok, why = triton_scaled_swiglu.available(x.device)
-        if ok:
-            impl_stats.record(impl_stats.BLOCK_FP8_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
-                              config=plan.config)
-            xq, xs = triton_fp8_quantize.quantize_blocks(x.reshape(M, K))
-            out = triton_scaled_swiglu.swiglu_fp8_block_triton(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale,
-                                                               activation, x.dtype, plan.kernel_config)
+            fp8_launch.ran(impl_stats.SCALED_CUTLASS, plan)
             return out.view(*x.shape[:-1], N)
-        reason = f"the fused FP8 kernel cannot run here: {why}"
-    else:
-        reason = plans.REASONS[plan.reason]
-    out, what = unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
-    impl_stats.record(impl_stats.FALLBACK_CUDA, f"{reason}; ran: {what}", detail=plan.detail)
+    return _fall_back(plan, fp8_launch.CUTLASS_DECLINED + why, operands)
+
+
+def _launch_triton(plan, operands):
+    """x quantized, then the fused Triton kernel; the unfused path where it cannot run."""
+    x, w_gate, w_gate_scale, w_up, w_up_scale, activation = operands
+    why = fp8_launch.triton_declines(impl_stats.BLOCK_FP8_TRITON, plan, x.device)
+    if why:
+        return _fall_back(plan, why, operands)
+    K, N = x.shape[-1], w_gate.shape[0]
+    xq, xs = triton_fp8_quantize.quantize_blocks(x.reshape(x.numel() // K, K))
+    out = triton_scaled_swiglu.swiglu_fp8_block_triton(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale, activation,
+                                                       x.dtype, plan.kernel_config)
+    return out.view(*x.shape[:-1], N)
+
+
+def _launch_unfused(plan, operands):
+    """The unfused path, where it is the plan."""
+    return _fall_back(plan, plans.REASONS[plan.reason], operands)
+
+
+def _fall_back(plan, reason, operands):
+    out, what = unfused(*operands)
+    fp8_launch.declined(plan, f"{reason}; ran: {what}")
     return out
 
 
-def _cutlass(x, w_gate, w_gate_scale, w_up, w_up_scale, activation, config):
-    """(out, '') from the scaled CUTLASS GEMM's block-scaled row `config`, or (None, why it cannot
-    serve this call)."""
-    why = cutlass_scaled_swiglu.declines(x.device, activation, x.dtype)
-    if why:
-        return None, why
-    K, N = x.shape[-1], w_gate.shape[0]
-    M = x.numel() // K
-    xq, xs = quantize_blocks(x.reshape(M, K))
-    if xs.stride(0) != 1:   # torch's quantization (no Triton) writes them row-major
-        xs = xs.t().contiguous().t()
-    out, why = cutlass_scaled_swiglu.run_block(xq, xs, w_gate, w_gate_scale, w_up, w_up_scale, activation, config)
-    return (out.view(*x.shape[:-1], N) if out is not None else None), why
+LAUNCHERS = {plans.SCALED_CUTLASS: _launch_cutlass, plans.SCALED_TRITON: _launch_triton, plans.UNFUSED: _launch_unfused}
 
 
 def swiglu_fp8_block(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:

@@ -36,7 +36,7 @@ from ..dispatch import forms, plans
 from ..kernels import activations
 from ..kernels import library as kl
 from ..kernels.triton import swiglu_fp8 as triton_scaled_swiglu
-from . import cuda_impl, define, impl_stats
+from . import cuda_impl, define, fp8_launch, impl_stats
 
 QUALNAME = "inductor_swiglu::swiglu_fp8_weight"
 SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_gate_scale, Tensor w_up, Tensor w_up_scale, str activation) -> Tensor"
@@ -109,18 +109,31 @@ def _impl(x, w_gate, w_gate_scale, w_up, w_up_scale, activation):
         return unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
     M = x.numel() // K
     plan = forms.fp8_plan(cuda_impl.device_kind(x.device), activation, M, N, K, weight_only=True)
-    if plan.fused:
-        ok, why = triton_scaled_swiglu.available(x.device)
-        if ok:
-            impl_stats.record(impl_stats.FP8_WEIGHT_TRITON, plans.REASONS[plan.reason], detail=plan.detail,
-                              config=plan.config)
-            return triton_scaled_swiglu.swiglu_fp8_weight_triton(x, w_gate, w_gate_scale, w_up, w_up_scale,
-                                                                 activation, plan.weight_only_config)
-        reason = f"the fused FP8 kernel cannot run here: {why}"
-    else:
-        reason = plans.REASONS[plan.reason]
-    impl_stats.record(impl_stats.FALLBACK_CUDA, reason, detail=plan.detail)
-    return unfused(x, w_gate, w_gate_scale, w_up, w_up_scale, activation)
+    return LAUNCHERS[plan.impl](plan, (x, w_gate, w_gate_scale, w_up, w_up_scale, activation))
+
+
+# The launchers of the plan's implementations (``fp8_launch`` says why the op runs this way; no
+# CUTLASS row takes unquantized x): each takes the Plan and the op's operands and returns the result.
+
+def _launch_triton(plan, operands):
+    """The fused Triton kernel; the unfused path where it cannot run."""
+    why = fp8_launch.triton_declines(impl_stats.FP8_WEIGHT_TRITON, plan, operands[0].device)
+    if why:
+        return _fall_back(plan, why, operands)
+    return triton_scaled_swiglu.swiglu_fp8_weight_triton(*operands, plan.weight_only_config)
+
+
+def _launch_unfused(plan, operands):
+    """The unfused path, where it is the plan."""
+    return _fall_back(plan, plans.REASONS[plan.reason], operands)
+
+
+def _fall_back(plan, reason, operands):
+    fp8_launch.declined(plan, reason)
+    return unfused(*operands)
+
+
+LAUNCHERS = {plans.SCALED_TRITON: _launch_triton, plans.UNFUSED: _launch_unfused}
 
 
 def swiglu_fp8_weight(x, w_gate, w_gate_scale, w_up, w_up_scale, activation: str = "silu") -> torch.Tensor:
