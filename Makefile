@@ -1,7 +1,8 @@
 # A fresh start in two commands:  `make demo`  and  `make test`.
 # Both create .venv (once), install the package with its kernels (built where nvcc and a GPU exist, once:
 # later runs rebuild only what changed), then run the demo or the tests.
-#   make test                          the fast selection every change must pass on a CPU (not `slow`)
+#   make test                          the fast selection every change must pass on a CPU (not `slow`),
+#                                      on TEST_JOBS=2 processes
 #   make test-all                      every test (CI)
 #   make wheel                         dist/inductor_swiglu-*.whl, with the kernels and the C++ op where
 #                                      nvcc exists: build it once, `pip install` it on GPU machines
@@ -24,8 +25,12 @@ SOURCES := $(shell find csrc inductor_swiglu patterns -name '*.py' -o -name '*.c
 demo: install
 	$(PY) -m inductor_swiglu demo
 
+# The fast set on TEST_JOBS processes (pytest-xdist): its compiles are single-threaded, so two
+# processes use a 2-core machine where one leaves a core idle.
+TEST_JOBS ?= 2
+
 test: install
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) -m "not slow" tests
 
 test-all: install
 	$(PY) -m pytest -q tests

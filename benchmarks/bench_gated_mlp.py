@@ -19,6 +19,9 @@ Sections (each point's failure is recorded in the results, never fatal):
                       act(x Wg^T) * (x Wu^T): the inference forward
              dgated   ours (every config of DGATED_CONFIGS) vs cuBLAS dy @ Wd + Inductor-compiled
                       dSwiGLU pointwise writing (d_gate, d_up, h)
+  pointwise  the elementwise kernels that follow cuBLAS's GEMMs in the op (h from the
+           pre-activations; dgu and h from dh) at every tile of POINTWISE_TILES, beside Inductor's
+           kernels computing the same outputs
   mlp      one MLP forward+backward (gradients of x and of the three weights; bf16; a random
            upstream gradient), ``mlp_candidates``: stock torch.compile of the eager MLP, and of it
            under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
@@ -329,6 +332,42 @@ def describe_kernels(r) -> str:
                if r["forward_errors"] or r["dgated_errors"] else ""))
 
 
+# ---------------------------------------------------------------- the elementwise kernels
+
+def pointwise_point(model, M, act, clock) -> dict:
+    """The elementwise halves that follow cuBLAS (h from gu; dgu and h from dh) at every tile of
+    POINTWISE_TILES, beside Inductor's kernels for the same outputs."""
+    K, N = MLP_SHAPES[model]
+    row = {"model": model, "M": M, "N": N, "act": act}
+    g = torch.Generator(device=DEV).manual_seed(M + N)
+    sets = [(torch.randn(M, 2 * N, device=DEV, generator=g).to(DT), torch.randn(M, N, device=DEV, generator=g).to(DT),
+             _nan(M, N), _nan(M, 2 * N), _nan(M, N)) for _ in range(sets_needed(2 * 6 * M * N))]
+    act_mul = _compiled(lambda gu: _act_mul(gu, N, act))
+    dact = _compiled(lambda dh, gu: _dact(dh, gu, N, act))
+    bench = Interleaved(sets, clock)
+    bench.add("inductor_fwd", lambda gu, dh, h, dgu, hb: act_mul(gu))
+    bench.add("inductor_bwd", lambda gu, dh, h, dgu, hb: dact(dh, gu))
+    for tile in gm.POINTWISE_TILES:
+        name = "x".join(map(str, tile))
+        bench.add(f"fwd_{name}", lambda gu, dh, h, dgu, hb, t=tile: gm.gated_pointwise_gpu(gu, act, out=h, tile=t))
+        bench.add(f"bwd_{name}", lambda gu, dh, h, dgu, hb, t=tile: gm.dgated_pointwise_gpu(dh, gu, act, out=dgu,
+                                                                                               h_out=hb, tile=t))
+    _timed(bench, M, row, "")
+    del bench, sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def describe_pointwise(r) -> str:
+    us = r["us"]
+    fwd = min((v, n) for n, v in us.items() if n.startswith("fwd_"))
+    bwd = min((v, n) for n, v in us.items() if n.startswith("bwd_"))
+    default = "x".join(map(str, gm.POINTWISE_TILE))
+    return (f"pointwise {r['model']} M={r['M']}: fwd inductor {us.get('inductor_fwd')} us, default "
+            f"{us.get('fwd_' + default)}, best {fwd[0]} ({fwd[1]}) | bwd inductor {us.get('inductor_bwd')} us, "
+            f"default {us.get('bwd_' + default)}, best {bwd[0]} ({bwd[1]})")
+
+
 # ---------------------------------------------------------------- whole MLP forward+backward
 
 def _mlp_sets(M, N, K, seed):
@@ -518,6 +557,7 @@ def main(argv=None) -> int:
         result["check"] = section_check(models, report)
         save()
     plan = [("kernels", m, M) for m in models for M in tokens if "kernels" in sections]
+    plan += [("pointwise", m, M) for m in models for M in tokens if "pointwise" in sections]
     plan += [("mlp", m, M) for m in models for M in tokens if "mlp" in sections]
     for kind, model, M in plan:
         if time.perf_counter() - t0 > args.budget_s:
@@ -528,6 +568,10 @@ def main(argv=None) -> int:
             row = _guard(lambda: kernels_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("kernels", []).append(row)
             report(f"ERROR kernels {model} M={M}: {row['error'][:300]}" if "error" in row else describe_kernels(row))
+        elif kind == "pointwise":
+            row = _guard(lambda: pointwise_point(model, M, args.activation, clock), {"model": model, "M": M})
+            result.setdefault("pointwise", []).append(row)
+            report(f"ERROR pointwise {model} M={M}: {row['error'][:300]}" if "error" in row else describe_pointwise(row))
         else:
             row = _guard(lambda: mlp_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("mlp", []).append(row)

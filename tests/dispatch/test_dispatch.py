@@ -312,7 +312,7 @@ def test_shipped_host_costs_serve_every_table():
 
 
 def test_the_training_form_is_rewritten_on_a_gpu_only_where_it_is_asked_for():
-    # its fused kernels measured slower than stock: a GPU training graph stays stock, unless the
+    # the form measured slower than stock: a GPU training graph stays stock, unless the
     # user trades time for memory (recompute mode) or forces the kernel
     h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
     declined = dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False)
@@ -329,3 +329,18 @@ def test_the_training_form_runs_cublas_unless_the_fused_gemms_are_forced():
         name, reason = forms.gated_mlp_kernels(has_bias=False)
         assert name == "triton" and "INDUCTOR_SWIGLU_FORCE_KERNEL" in reason
         assert forms.gated_mlp_kernels(has_bias=True)[0] == "cublas"   # the fused GEMMs take no biases
+
+
+def test_the_training_forms_gpu_decisions_follow_their_evidence():
+    # stock keeps GPU training graphs because the op measured slower at every point of the evidence,
+    # and the op runs cuBLAS because the fused-GEMM kernels measured slower than it: a new measurement
+    # that says otherwise must change dispatch too
+    from repo_paths import REPO
+
+    rows = json.loads((REPO / forms.GATED_MLP_EVIDENCE).read_text())["mlp"]
+    assert rows and all("error" not in r for r in rows)
+    h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
+    op_faster = [r for r in rows if r["us"]["ours"] < r["us"]["stock_compile"]]
+    assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it == bool(op_faster)
+    triton_faster = [r for r in rows if r["us"]["ours_triton"] < r["us"]["ours"]]
+    assert (forms.gated_mlp_kernels(has_bias=False)[0] == "triton") == (len(triton_faster) > len(rows) / 2)

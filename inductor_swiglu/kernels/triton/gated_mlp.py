@@ -444,17 +444,21 @@ def gated_mlp_dgated_gpu(
     return dgu, h
 
 
-# The elementwise kernels' tile: 32 x 128 elements, four warps (bandwidth bound, any tile this size
-# streams at the memory's rate).
-POINTWISE_BLOCK = (32, 128)
+# The elementwise kernels' tiles (rows, columns, warps): bandwidth bound, so the tile is chosen by
+# measurement (benchmarks/bench_gated_mlp.py, section pointwise); POINTWISE_TILE is the default.
+POINTWISE_TILES = ((32, 128, 4), (16, 256, 4), (32, 256, 8), (64, 256, 8), (8, 512, 4), (16, 512, 8), (4, 1024, 8))
+POINTWISE_TILE = POINTWISE_TILES[0]
 
 
-def _pointwise_grid(M: int, N: int) -> tuple[int, int]:
-    return (triton.cdiv(M, POINTWISE_BLOCK[0]), triton.cdiv(N, POINTWISE_BLOCK[1]))
+def _pointwise_launch(kernel_index: int, first: torch.Tensor, M: int, N: int, args: tuple, activation: str,
+                      tile: tuple[int, int, int] | None) -> None:
+    rows, cols, warps = tile or POINTWISE_TILE
+    meta = {"BLOCK_M": rows, "BLOCK_N": cols, "ACTIVATION": activations.activation_id(activation), "num_warps": warps}
+    _launch(_kernels(interpreting())[kernel_index], first, (triton.cdiv(M, rows), triton.cdiv(N, cols)), args, meta)
 
 
-def gated_pointwise_gpu(gu: torch.Tensor, activation: str = activations.SILU, *,
-                        out: torch.Tensor | None = None) -> torch.Tensor:
+def gated_pointwise_gpu(gu: torch.Tensor, activation: str = activations.SILU, *, out: torch.Tensor | None = None,
+                        tile: tuple[int, int, int] | None = None) -> torch.Tensor:
     """h = act(gu[:, :N]) * gu[:, N:] [M, N] in gu's dtype, from pre-activations a GEMM has written:
     the forward's elementwise half where cuBLAS runs the GEMMs (fp32 math, one rounding)."""
     _check_common("gated_pointwise", {"gu": gu}, activation)
@@ -464,16 +468,13 @@ def gated_pointwise_gpu(gu: torch.Tensor, activation: str = activations.SILU, *,
     if M == 0 or N == 0:
         return h
     gu = _unit_last(gu)
-    args = (gu, h, M, N, gu.stride(0), h.stride(0))
-    meta = {"BLOCK_M": POINTWISE_BLOCK[0], "BLOCK_N": POINTWISE_BLOCK[1],
-            "ACTIVATION": activations.activation_id(activation), "num_warps": 4}
-    _launch(_kernels(interpreting())[2], gu, _pointwise_grid(M, N), args, meta)
+    _pointwise_launch(2, gu, M, N, (gu, h, M, N, gu.stride(0), h.stride(0)), activation, tile)
     return h
 
 
 def dgated_pointwise_gpu(dh: torch.Tensor, gu: torch.Tensor, activation: str = activations.SILU, *,
-                         out: torch.Tensor | None = None,
-                         h_out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                         out: torch.Tensor | None = None, h_out: torch.Tensor | None = None,
+                         tile: tuple[int, int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(dgu, h) as ``gated_mlp_dgated_gpu`` returns them, from dh = dy @ w_down that a GEMM has
     written [M, N]: the backward's elementwise half where cuBLAS runs the GEMM."""
     _check_common("dgated_pointwise", {"dh": dh, "gu": gu}, activation)
@@ -489,9 +490,7 @@ def dgated_pointwise_gpu(dh: torch.Tensor, gu: torch.Tensor, activation: str = a
         return dgu, h
     dh, gu = _unit_last(dh), _unit_last(gu)
     args = (dh, gu, dgu, h, M, N, dh.stride(0), gu.stride(0), dgu.stride(0), h.stride(0))
-    meta = {"BLOCK_M": POINTWISE_BLOCK[0], "BLOCK_N": POINTWISE_BLOCK[1],
-            "ACTIVATION": activations.activation_id(activation), "num_warps": 4}
-    _launch(_kernels(interpreting())[3], dh, _pointwise_grid(M, N), args, meta)
+    _pointwise_launch(3, dh, M, N, args, activation, tile)
     return dgu, h
 
 

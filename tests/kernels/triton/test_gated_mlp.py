@@ -187,6 +187,19 @@ def test_pointwise_kernels_match_fp64(M, N, dtype, activation):
     _assert_close(dgu[:, N:], dgu_ref[:, N:], "d_up")
 
 
+@interpreted
+@pytest.mark.parametrize("tile", gm.POINTWISE_TILES, ids=lambda t: "x".join(map(str, t)))
+def test_every_pointwise_tile(tile):
+    g = torch.Generator().manual_seed(3)
+    M, N = 21, 300
+    gu, dh = _randn(M, 2 * N, dtype=torch.float16, gen=g, scale=2.0), _randn(M, N, dtype=torch.float16, gen=g)
+    dgu_ref, h_ref = _pointwise_reference(dh, gu, "silu")
+    _assert_close(gm.gated_pointwise_gpu(gu, out=_nan(M, N, dtype=torch.float16), tile=tile), h_ref, "h")
+    dgu, h = gm.dgated_pointwise_gpu(dh, gu, out=_nan(M, 2 * N, dtype=torch.float16), tile=tile)
+    _assert_close(dgu, dgu_ref, "dgu")
+    _assert_close(h, h_ref, "h (backward)")
+
+
 def test_pointwise_kernels_check_their_inputs(monkeypatch):
     monkeypatch.setattr(gm, "_kernels", lambda *_: pytest.fail("launched for an empty input"))
     gu = torch.zeros(0, 80, dtype=torch.bfloat16)
