@@ -339,6 +339,14 @@ def _check_out(name: str, what: str, out: torch.Tensor | None, shape: tuple, lik
               f"stride; got {tuple(out.shape)} {out.dtype} on {out.device}, strides {out.stride()}")
 
 
+def _dgated_outputs(name: str, like: torch.Tensor, M: int, N: int, out, h_out) -> tuple[torch.Tensor, torch.Tensor]:
+    # (dgu [M, 2N], h [M, N]): the caller's preallocated outputs, checked, or new ones
+    _check_out(name, "out", out, (M, 2 * N), like)
+    _check_out(name, "h_out", h_out, (M, N), like)
+    return (out if out is not None else like.new_empty((M, 2 * N)),
+            h_out if h_out is not None else like.new_empty((M, N)))
+
+
 def _unit_last(t: torch.Tensor) -> torch.Tensor:
     # A view is used in place (any row stride); only a tensor without unit stride along its rows is
     # copied (the weights of a model never are).
@@ -428,10 +436,7 @@ def gated_mlp_dgated_gpu(
     if w_down.shape[0] != H or tuple(gu.shape) != (M, 2 * N):
         _fail(f"dgated: shapes do not match: dy {tuple(dy.shape)}, w_down {tuple(w_down.shape)}, gu "
               f"{tuple(gu.shape)} (want dy [M, H], w_down [H, N], gu [M, 2N])")
-    _check_out("dgated", "out", out, (M, 2 * N), dy)
-    _check_out("dgated", "h_out", h_out, (M, N), dy)
-    dgu = out if out is not None else dy.new_empty((M, 2 * N))
-    h = h_out if h_out is not None else dy.new_empty((M, N))
+    dgu, h = _dgated_outputs("dgated", dy, M, N, out, h_out)
     if M == 0 or N == 0:
         return dgu, h
     dy, w_down, gu = _unit_last(dy), _unit_last(w_down), _unit_last(gu)
@@ -482,10 +487,7 @@ def dgated_pointwise_gpu(dh: torch.Tensor, gu: torch.Tensor, activation: str = a
     if tuple(gu.shape) != (M, 2 * N):
         _fail(f"dgated_pointwise: shapes do not match: dh {tuple(dh.shape)}, gu {tuple(gu.shape)} "
               "(want dh [M, N], gu [M, 2N])")
-    _check_out("dgated_pointwise", "out", out, (M, 2 * N), dh)
-    _check_out("dgated_pointwise", "h_out", h_out, (M, N), dh)
-    dgu = out if out is not None else dh.new_empty((M, 2 * N))
-    h = h_out if h_out is not None else dh.new_empty((M, N))
+    dgu, h = _dgated_outputs("dgated_pointwise", dh, M, N, out, h_out)
     if M == 0 or N == 0:
         return dgu, h
     dh, gu = _unit_last(dh), _unit_last(gu)
