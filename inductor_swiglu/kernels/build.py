@@ -99,13 +99,15 @@ CXX_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", f"-DTORCH_TARG
 # one configuration (two kernels), 4.5 GB for four (eight); CUTLASS kernels cost ~0.3 GB each.
 PEAK_GB_BASE = 1.9
 PEAK_GB_PER_KERNEL = 0.33
-# and its time on one core, fitted to the units' compile times with nvcc 13.0 (to order and size the
-# units): a fixed cost per unit for the headers, then a cost per kernel that depends on the family
-# (the interleaved GEMM's epilogue pairs rows and costs the most; the decode GEMM's tiles are small)
-SECONDS_BASE = 30
-SECONDS_PER_KERNEL = 17
-SECONDS_PER_KERNEL_OF = {"interleaved_gemm.cu": 20, "interleaved_gemm_any_activation.cu": 20, "scaled_gemm.cu": 14,
-                         "decode_wgmma.cu": 6, "dual_gemm.cu": 9}
+# and its time on one core, fitted to the units' compile times with nvcc 13.0 on a 2-core machine
+# (one unit per core; with a unit on each of many cores every unit takes longer, sharing the memory
+# bandwidth), to order and size the units: a fixed cost per unit for the headers, then a cost per
+# kernel that depends on the family (the interleaved GEMM's epilogue pairs rows and costs the most;
+# the decode GEMM's tiles are small)
+SECONDS_BASE = 45
+SECONDS_PER_KERNEL = 7
+SECONDS_PER_KERNEL_OF = {"interleaved_gemm.cu": 7, "interleaved_gemm_any_activation.cu": 7.5, "scaled_gemm.cu": 6.5,
+                         "decode_wgmma.cu": 3, "dual_gemm.cu": 6.5}
 
 # The kernel families a build may compile in several translation units (csrc/api/config_shards.hpp),
 # by source, with the entry swiglu_api.cu routes each shard's configurations through.
