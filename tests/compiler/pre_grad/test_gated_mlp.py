@@ -1,4 +1,4 @@
-"""The training form (issue 59): a gated MLP in a training graph becomes one differentiable op
+"""The training form: a gated MLP in a training graph becomes one differentiable op
 before AOTAutograd (compiler/pre_grad/), so the forward graph runs gated_mlp_forward and the
 backward graph gated_mlp_backward.  Every case trains against stock ``backend="inductor"`` on the
 same inputs: gradients of x and every weight within stock's tolerance, the optimizer step
