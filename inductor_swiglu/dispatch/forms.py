@@ -56,7 +56,7 @@ from .plans import (
     UNFUSED_MEASURED,
     Plan,
 )
-from .table import M_BUCKETS, Key, Table, served, table_for
+from .table import M_BUCKETS, Key, Table, rows_of, served, table_for
 from .triton_rules import choose
 
 FP8_DTYPE = "float8_e4m3fn"
@@ -94,20 +94,16 @@ def grouped_key(dtype: str, activation: str) -> Key:
     return Key(dtype, activation, GROUPED_FORM)
 
 
-def _rows(table: Table | None, key: Key) -> tuple:
-    return table.rows_for(key) if table is not None else ()
-
-
 def fp8_serves(device: DeviceKind, activation: str, blockwise: bool = False, weight_only: bool = False) -> bool:
     """Whether the device's table has rows of this FP8 form for this activation (a fused kernel may
     run); a fast-accumulating graph is served wherever the exact one is (its own rows are an
     addition)."""
-    return bool(_rows(table_for(device.table), fp8_key(activation, blockwise, weight_only=weight_only)))
+    return bool(rows_of(table_for(device.table), fp8_key(activation, blockwise, weight_only=weight_only)))
 
 
 def grouped_serves(device: DeviceKind, dtype: str, activation: str) -> bool:
     """Whether the device's table has routed-expert rows for this dtype and activation."""
-    return bool(_rows(table_for(device.table), grouped_key(dtype, activation)))
+    return bool(rows_of(table_for(device.table), grouped_key(dtype, activation)))
 
 
 def clear_cache() -> None:
@@ -139,9 +135,8 @@ def fp8_plan_in(table: Table | None, device: DeviceKind, activation: str, M: int
     """fp8_plan from a table already looked up: a fast-accumulating call takes the fast key's rows
     where one of its buckets holds M.  One pass: the table answers once (``served``), the rules
     choose once, the Plan is built once."""
-    dtype = WEIGHT_ONLY_DTYPE if weight_only else BLOCK_DTYPE if blockwise else FP8_DTYPE
-    key, where, e = served(table, dtype, activation, M, N, K, device.name, prefer=FAST_ACCUM_DTYPE if fast_accum else "",
-                           look=name is None)
+    key, where, e = served(table, fp8_key(activation, blockwise, weight_only=weight_only), M, N, K, device.name,
+                           prefer=fp8_key(activation, fast_accum=True) if fast_accum else None, look=name is None)
     if weight_only:
         # only the Triton kernel takes unquantized x (no CUTLASS row, and a forced CUTLASS name runs unfused)
         c = choose(SCALED_TRITON, e, name, tss.WEIGHT_ONLY_BY_NAME, tss.weight_only_default_config(M).name, where)
@@ -166,7 +161,7 @@ def _grouped_plan(device: DeviceKind, dtype: str, activation: str, S: int, N: in
 
 def grouped_plan_in(table: Table | None, device: DeviceKind, dtype: str, activation: str, S: int, N: int, K: int,
                     E: int, name: str | None) -> Plan:
-    _, where, e = served(table, dtype, activation, S, N, K, device.name, form=GROUPED_FORM, look=name is None)
+    _, where, e = served(table, grouped_key(dtype, activation), S, N, K, device.name, look=name is None)
     c = choose(GROUPED_TRITON, e, name, tgs.BY_NAME, tgs.default_config(S, E).name, where)
     stock_us = c.entry.record.get("stock_us") if c.entry is not None and c.impl == GROUPED_TRITON else None
     return Plan(c.impl, c.config, GROUPED_REASONS[c.reason], c.detail, stock_us=stock_us)
@@ -302,7 +297,7 @@ def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K
             return Decision(f"at M={M} {elsewhere} runs the product either way: left to stock Inductor")
         return Decision()
     weight_only = form == "swiglu_fp8_weight"
-    if not _rows(table, fp8_key(activation, weight_only=weight_only)):
+    if not rows_of(table, fp8_key(activation, weight_only=weight_only)):
         if weight_only:
             return Decision("no fused weight-only FP8 kernel was measured on this GPU (its dispatch table has no "
                             f"{WEIGHT_ONLY_DTYPE} rows): left to the bf16 rewrite over the dequantized weights")
@@ -324,7 +319,7 @@ def _grouped_worth_it(table: Table | None, cost: HostCost | None, device: Device
     launch would make it slower, so the rewrite is declined there."""
     if dtype not in ("bfloat16", "float16"):
         return Decision(f"routed experts in torch.{dtype}: the fused grouped kernel takes bf16 or fp16")
-    if not _rows(table, grouped_key(dtype, activation)):
+    if not rows_of(table, grouped_key(dtype, activation)):
         return Decision("no fused grouped kernel serves this GPU and dtype (its dispatch table has no routed-expert "
                         "rows): left to stock Inductor")
     if not (_known(S, N, K, E) and S > 0):

@@ -267,20 +267,22 @@ def nearest_shape(shapes, K: int, N: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: ((math.log(s[0]) - lk) ** 2 + (math.log(s[1]) - ln) ** 2, s))
 
 
-def served(table: Table | None, dtype: str, activation: str, M: int, N: int, K: int, on: str, *, form: str = "",
-           prefer: str = "", look: bool = True) -> tuple[Key, str, Entry | None]:
-    """The entry that serves a problem, in one pass over the table: the rows of key (form, `prefer`,
-    activation) where one of their M buckets holds M, else those of (form, dtype, activation), then
-    ``lookup``.  Returns the key whose rows serve it, where they are ("<key> on <on>") and the entry
-    (None: the table has no rows for the key, or there is no table; or not `look`: a forced
-    implementation needs the key alone)."""
-    key = Key(dtype, activation, form)
-    rows = table.rows_for(key) if table is not None else ()
-    if prefer:
-        preferred = Key(prefer, activation, form)
-        fast = table.rows_for(preferred) if table is not None else ()
-        if any(e.m_lo <= M <= e.m_hi for e in fast):
-            key, rows = preferred, fast
+def rows_of(table: Table | None, key: Key) -> tuple[Entry, ...]:
+    """The table's rows for `key` (none where there is no table)."""
+    return table.rows_for(key) if table is not None else ()
+
+
+def served(table: Table | None, key: Key, M: int, N: int, K: int, on: str, *, prefer: Key | None = None,
+           look: bool = True) -> tuple[Key, str, Entry | None]:
+    """The entry that serves a problem, in one pass over the table: the rows of `prefer` where one
+    of their M buckets holds M, else those of `key`, then ``lookup``.  Returns the key whose rows
+    serve it, where they are ("<key> on <on>") and the entry (None: the table has no rows for the
+    key, or there is no table; or not `look`: a forced implementation needs the key alone)."""
+    rows = rows_of(table, key)
+    if prefer is not None:
+        preferred = rows_of(table, prefer)
+        if any(e.m_lo <= M <= e.m_hi for e in preferred):
+            key, rows = prefer, preferred
     return key, f"{key.text} on {on}", lookup(rows, M, N, K) if look else None
 
 
