@@ -156,8 +156,13 @@ def gated_mlp_impl(x: torch.Tensor, has_bias: bool, activation: str = activation
         return REFERENCE, f"{activation}: the training kernels take {', '.join(FUSED_ACTIVATIONS)}"
     if gpu_kernels() is None:
         return REFERENCE, "the training form's Triton kernels (kernels/triton/gated_mlp.py) cannot be imported"
+    capability = torch.cuda.get_device_capability(x.device)
+    if capability < (8, 0):
+        # the elementwise kernels' launch refuses these GPUs (kernels/triton/common.py)
+        return REFERENCE, "GPU compute capability {}.{}: the training form's Triton kernels need 8.0 or newer".format(
+            *capability)
     name, reason = forms.gated_mlp_kernels(has_bias)
-    if name == "triton" and torch.cuda.get_device_capability(x.device) != (9, 0):
+    if name == "triton" and capability != (9, 0):
         return CUBLAS, "not an sm_90 GPU: the fused-GEMM Triton kernels are written for Hopper; cuBLAS runs the GEMMs"
     return (FUSED_TRITON if name == "triton" else CUBLAS), reason
 
