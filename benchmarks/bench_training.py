@@ -85,7 +85,7 @@ def measure(names, steps, batch, seq, vocab, reps, clock) -> dict:
     for name in names:
         t0 = time.perf_counter()
         loss = steps[name](ids[0])
-        row["loss"][name] = float(loss)
+        row["loss"][name] = loss.item()
         steps[name](ids[1])
         torch.cuda.synchronize()
         row["warmup_s"][name] = round(time.perf_counter() - t0, 1)
