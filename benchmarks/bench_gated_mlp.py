@@ -29,6 +29,9 @@ Sections (each point's failure is recorded in the results, never fatal):
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
            less the output; peak of forward+backward over the start).
+  profile  where the MLP's forward+backward spends its GPU time: per candidate of ``mlp``, each
+           GPU kernel's time per step (torch.profiler over a few eager steps, kernels summed by
+           name), the ten longest and the total
 
 Writes bench_gated_mlp.json and bench_gated_mlp.md under --out (default $OUT), and prints a
 compact line per point as it goes.  Triton kernels need no build: PYTHONPATH=$PWD is enough.
@@ -456,6 +459,48 @@ def describe_mlp(r) -> str:
             + (f" | errors: {r['errors']}" if r["errors"] else ""))
 
 
+# ---------------------------------------------------------------- where the time goes
+
+PROFILE_STEPS = 5
+
+
+def _kernel_times(prof) -> dict[str, float]:
+    """GPU microseconds per kernel name over the profiled steps."""
+    times: dict[str, float] = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            us = getattr(e, "device_time", None)
+            times[e.name] = times.get(e.name, 0.0) + (e.cuda_time if us is None else us)
+    return times
+
+
+def profile_point(model, M, act, clock) -> dict:
+    K, N = MLP_SHAPES[model]
+    row = {"model": model, "M": M, "N": N, "K": K, "act": act, "steps": PROFILE_STEPS, "kernels_us": {}}
+    x, wg, wu, wd, dy = _mlp_sets(M, N, K, seed=M + K)[0]
+    for name, mlp in mlp_candidates(act).items():
+        step = _step(mlp)
+        for _ in range(3):   # compile and warm up outside the profile
+            step(x, wg, wu, wd, dy)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(PROFILE_STEPS):
+                step(x, wg, wu, wd, dy)
+            torch.cuda.synchronize()
+        per_step = {k: round(v / PROFILE_STEPS, 1) for k, v in _kernel_times(prof).items()}
+        top = dict(sorted(per_step.items(), key=lambda kv: -kv[1])[:10])
+        row["kernels_us"][name] = {"total": round(sum(per_step.values()), 1), "kernels": len(per_step), "top": top}
+    return row   # the driver empties the cache after each point
+
+
+def describe_profile(r) -> str:
+    parts = []
+    for name, p in r["kernels_us"].items():
+        top = "; ".join(f"{k[:60]} {v}" for k, v in list(p["top"].items())[:6])
+        parts.append(f"  {name}: {p['total']} us in {p['kernels']} kernels | {top}")
+    return f"profile {r['model']} M={r['M']} (GPU us per step):\n" + "\n".join(parts)
+
+
 # ---------------------------------------------------------------- driver
 
 def _guard(fn, row: dict) -> dict:
@@ -555,6 +600,7 @@ def main(argv=None) -> int:
     plan = [("kernels", m, M) for m in models for M in tokens if "kernels" in sections]
     plan += [("pointwise", m, M) for m in models for M in tokens if "pointwise" in sections]
     plan += [("mlp", m, M) for m in models for M in tokens if "mlp" in sections]
+    plan += [("profile", m, M) for m in models for M in tokens if "profile" in sections]
     for kind, model, M in plan:
         if time.perf_counter() - t0 > args.budget_s:
             report(f"budget reached: {kind} {model} M={M} not measured")
@@ -568,6 +614,10 @@ def main(argv=None) -> int:
             row = _guard(lambda: pointwise_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("pointwise", []).append(row)
             report(f"ERROR pointwise {model} M={M}: {row['error'][:300]}" if "error" in row else describe_pointwise(row))
+        elif kind == "profile":
+            row = _guard(lambda: profile_point(model, M, args.activation, clock), {"model": model, "M": M})
+            result.setdefault("profile", []).append(row)
+            report(f"ERROR profile {model} M={M}: {row['error'][:300]}" if "error" in row else describe_profile(row))
         else:
             row = _guard(lambda: mlp_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("mlp", []).append(row)

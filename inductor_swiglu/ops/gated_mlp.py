@@ -25,7 +25,9 @@ copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, 
 ``gated_mlp_kernels``): on a GPU, cuBLAS's GEMMs followed by one fused elementwise kernel per
 direction (``kernels/triton/gated_mlp.py``), or the fused-GEMM Triton kernels of that module where
 they are asked for; the reference below on the CPU; which one ran is counted in ``op_stats()``,
-with the reason.
+with the reason.  In recompute mode the GPU forward computes h with the inference op
+(``swiglu_forward``, whose own dispatch picks the fused GEMM + activation kernel or the unfused
+path, and whose h is rounded from the fp32 accumulators rather than from the rounded pair).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import torch
 
 from ..dispatch import forms
 from ..kernels import activations
-from . import impl_stats
+from . import impl_stats, swiglu
 
 log = logging.getLogger("inductor_swiglu.op")
 
@@ -181,6 +183,11 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
     if impl == FUSED_TRITON:
         h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
         return h, (gu if store_preact else None)
+    if impl == CUBLAS and not store_preact:
+        # Recompute mode's forward needs h alone: the inference op's output, whose dispatch runs the
+        # fused GEMM + activation kernels where its table measured them faster than cuBLAS + the
+        # pointwise, and that unfused path elsewhere.
+        return swiglu.swiglu_forward_op(x2, w_gate, w_up, b_gate, b_up, activation), None
     gu = preactivations(x2, w_gate, w_up, b_gate, b_up)
     h = gpu_kernels().gated_pointwise_gpu(gu, activation) if impl == CUBLAS else gated_reference(gu, activation)
     return h, (gu if store_preact else None)

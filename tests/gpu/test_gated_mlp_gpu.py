@@ -1,7 +1,8 @@
 """The training form on a GPU: the pass leaves training graphs to stock unless recompute mode is on
-(the form measured no faster than stock); with it, cuBLAS's GEMMs and the fused elementwise kernels
-run forward and backward (the fused-GEMM Triton kernels where forced), and the gradients are as
-close to an fp32 reference as stock's, at odd sizes, for zero tokens and under CUDA-graph replay."""
+(the form measured no faster than stock); with it, the inference op computes the forward's h, and
+cuBLAS's GEMMs and the fused elementwise kernels the backward (the fused-GEMM Triton kernels both
+where forced), and the gradients are as close to an fp32 reference as stock's, at odd sizes,
+for zero tokens and under CUDA-graph replay."""
 
 from __future__ import annotations
 
@@ -69,7 +70,13 @@ def test_recompute_mode_runs_the_gpu_kernels_with_stocks_accuracy(K, N, M, force
         ours, stock, ref = train_step(K, N, M, inductor_swiglu.backend(pass_config=RECOMPUTE))
     calls = inductor_swiglu.op_stats()["calls"]
     assert calls.get(impl, 0) >= 2, calls       # forward and backward
-    assert set(calls) == {impl}, calls
+    # by default recompute mode's forward computes h with the inference op, which counts its own
+    # implementation (fused or the unfused cuBLAS path, as its table chooses)
+    inference = {impl_stats.DUAL_GEMM, impl_stats.INTERLEAVED_GEMM, impl_stats.DECODE_GEMM, impl_stats.TRITON,
+                 impl_stats.FALLBACK_CUDA}
+    assert set(calls) - {impl} <= (inference if forced is None else set()), calls
+    if forced is None:
+        assert set(calls) & inference, calls
     assert_as_close_as_stock(ours, stock, ref)
 
 

@@ -259,6 +259,21 @@ def test_bench_mlp_gradients_no_worse_than_eager(bench, activation):
         assert ours["frac_over_1pct"] <= 1.25 * theirs["frac_over_1pct"] + 1e-2, (name, ours, theirs)
 
 
+def test_bench_profile_sums_gpu_kernels_by_name(bench):
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+
+    class Event:
+        def __init__(self, name, device_type, us):
+            self.name, self.device_type, self.device_time = name, device_type, us
+
+    class Prof:
+        def events(self):
+            return [Event("gemm", cuda, 10.0), Event("gemm", cuda, 5.0), Event("pointwise", cuda, 2.0),
+                    Event("aten::mm", cpu, 99.0)]
+
+    assert bench._kernel_times(Prof()) == {"gemm": 15.0, "pointwise": 2.0}
+
+
 @interpreted
 def test_bench_check_point_runs(bench):
     row = bench.check_point(7, 40, 24, H, "gelu_tanh", seed=1)
