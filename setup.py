@@ -6,7 +6,10 @@ inductor_swiglu/kernels/build.py (torch-free, loaded here by path).  Without nvc
 the package installs without kernels and the op falls back (and says so); on a machine
 without an NVIDIA GPU they are built only when asked (INDUCTOR_SWIGLU_BUILD_KERNELS=1, as
 `make wheel` does); set INDUCTOR_SWIGLU_REQUIRE_KERNELS=1 to make a failed or skipped build an
-error (CI does), or INDUCTOR_SWIGLU_SKIP_KERNELS=1 to skip it.
+error (CI does), or INDUCTOR_SWIGLU_SKIP_KERNELS=1 to skip it.  Built because a GPU is present,
+they are the configurations the dispatch tables serving its GPUs use (the `device` kernel set);
+when asked, every shipped table's (`shipped`: a wheel serves every device); INDUCTOR_SWIGLU_KERNELS
+names another set.
 """
 
 import importlib.util
@@ -62,9 +65,10 @@ class BuildPyWithKernels(build_py):
         build_anyway = require or os.environ.get("INDUCTOR_SWIGLU_BUILD_KERNELS", "") not in ("", "0")
         try:
             kb = _kernel_build()
+            gpu_present = kb.cuda_gpu_present()
             # sm_90a code is useless where no GPU could run it, and costs a 2-core machine minutes:
             # built there only when asked (CI, and `make wheel` for GPU machines).
-            if not build_anyway and not kb.cuda_gpu_present():
+            if not build_anyway and not gpu_present:
                 print("[inductor_swiglu build] no NVIDIA GPU on this machine: the kernels and the C++ op are not built "
                       "(nothing here could run them; the op runs its CPU path). INDUCTOR_SWIGLU_BUILD_KERNELS=1 builds "
                       "them anyway, as `make wheel` does for GPU machines", file=sys.stderr)
@@ -74,7 +78,7 @@ class BuildPyWithKernels(build_py):
                 out = ROOT / "inductor_swiglu" / "_lib"
             else:
                 out = Path(self.build_lib) / "inductor_swiglu" / "_lib"
-            kb.build(out_dir=out)
+            kb.build(out_dir=out, kernels=kb.install_kernel_set(os.environ, gpu_present))
         except Exception as e:  # noqa: BLE001
             if require:
                 raise SystemExit(f"[inductor_swiglu build] kernel build failed: {e}") from e

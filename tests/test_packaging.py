@@ -97,15 +97,18 @@ def test_a_wheel_without_libraries_is_pure(wheel):
 FAKE_KERNEL_BUILD = """
 from pathlib import Path
 
-def build(out_dir, **kwargs):
+def build(out_dir, kernels=None, **kwargs):
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "libinductor_swiglu_sm90.so").write_bytes(b"kernels")
+    (Path(out_dir) / "libinductor_swiglu_sm90.so").write_text(f"kernels: {kernels}")
 
 def build_op(out_dir, **kwargs):
     (Path(out_dir) / "libinductor_swiglu_op.so").write_bytes(b"op")
 
 def cuda_gpu_present():
     return False
+
+def install_kernel_set(env, gpu_present):
+    return f"{env.get('INDUCTOR_SWIGLU_BUILD_KERNELS')} {gpu_present}"
 """
 
 
@@ -122,6 +125,8 @@ def test_a_wheel_with_the_libraries_is_tagged_for_the_platform_and_a_later_one_w
     with zipfile.ZipFile(binary) as z:
         names = set(z.namelist())
         assert {"inductor_swiglu/_lib/libinductor_swiglu_sm90.so", "inductor_swiglu/_lib/libinductor_swiglu_op.so"} <= names
+        # the kernel set is install_kernel_set's (tested in tests/kernels/test_build.py), given what setup saw
+        assert z.read("inductor_swiglu/_lib/libinductor_swiglu_sm90.so") == b"kernels: 1 False"
         assert not [n for n in names if ".data/" in n], "installed beside the package, not as data"
         wheel_file = next(n for n in names if n.endswith(".dist-info/WHEEL"))
         assert "Root-Is-Purelib: false" in z.read(wheel_file).decode()

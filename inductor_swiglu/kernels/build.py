@@ -14,7 +14,12 @@ What is compiled (``INDUCTOR_SWIGLU_KERNELS``):
 * ``shipped`` (the default): the configurations the shipped dispatch tables
   (``dispatch/tables/*.json``) name, each kernel's first configuration (its default and the
   fallback of the others), and only the element types those tables serve.  A CUTLASS kernel
-  costs 5-10 s of one core to compile; this is what a user runs.
+  costs 5-10 s of one core to compile; this is what a wheel holds (it serves every device).
+* ``device``: the same, from only the tables that serve this machine's NVIDIA GPUs (read from
+  ``nvidia-smi``, mapped by ``dispatch/devices.py`` as the dispatch maps them), so nothing the
+  dispatch would choose here is missing.  Where no GPU can be named, or none present is a Hopper
+  part a table serves, it is ``shipped`` (the log says why).  An install builds it where it builds
+  only because a GPU is present (``install_kernel_set``).
 * ``all``: every configuration of ``kernels/configs.py`` for bf16 and fp16, for sweeps.
 * ``shipped+KERNEL[+KERNEL]``: the shipped set and every configuration of the named kernels
   (``shipped+scaled_gemm``): a sweep of one kernel's table without building all of them.
@@ -29,7 +34,7 @@ activation enums (``kernels/vocabulary.py``, the ids Python reads).
 
 Command line::
 
-    python -m inductor_swiglu.kernels.build [--out DIR] [--jobs N] [--kernels shipped|all]
+    python -m inductor_swiglu.kernels.build [--out DIR] [--jobs N] [--kernels shipped|device|all]
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ import sys
 import sysconfig
 import threading
 import time
+import types
+from collections.abc import Mapping
 from pathlib import Path
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
@@ -120,7 +127,8 @@ SHARDED_ENTRIES = {
 }
 SHARDS_INCLUDE = "kernel_shards.inc"
 
-KERNEL_SETS = ("shipped", "all")
+KERNEL_SETS = ("shipped", "device", "all")
+DRIVER_GPUS = Path("/proc/driver/nvidia/gpus")
 
 
 class BuildError(RuntimeError):
@@ -156,8 +164,20 @@ def configs_module():
     return _load_by_path("_isw_kernel_configs", PACKAGE / "kernels" / "configs.py")
 
 
+def dispatch_module(name: str):
+    """A torch-free module of dispatch/ (``table``, ``devices``), imported as a submodule of a
+    stand-in package for dispatch/ whose __init__.py (which imports torch) never runs: devices.py's
+    relative import of .table then finds the one table module the build reads too."""
+    package = "_isw_dispatch"
+    if package not in sys.modules:
+        stand_in = types.ModuleType(package)
+        stand_in.__path__ = [str(PACKAGE / "dispatch")]
+        sys.modules[package] = stand_in
+    return importlib.import_module(f"{package}.{name}")
+
+
 def table_module():
-    return _load_by_path("_isw_dispatch_table", PACKAGE / "dispatch" / "table.py")
+    return dispatch_module("table")
 
 
 def vocabulary_module():
@@ -172,9 +192,10 @@ DTYPE_BITS = {name: 1 << vocabulary_module().ALL_DTYPE_IDS[name] for name in voc
 class Selection:
     """What one build compiles: the rows of each kernel's table and the element types."""
 
-    kernels: str                     # "shipped", "all" or "shipped+KERNEL..."
+    kernels: str                     # "shipped", "device", "all" or "shipped+KERNEL..."
     rows: dict                       # implementation name -> tuple of configuration rows
     dtypes: tuple[str, ...]          # "bfloat16", "float16"
+    why: str = ""                    # for "device": the GPUs and their tables, or why it fell back to shipped
 
     @property
     def dtype_mask(self) -> int:
@@ -205,8 +226,85 @@ def check_kernel_set(value: str) -> str:
     return value
 
 
-def kernel_set() -> str:
-    return check_kernel_set(os.environ.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped")
+def kernel_set(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return check_kernel_set(env.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped")
+
+
+def install_kernel_set(env: Mapping[str, str], gpu_present: bool) -> str:
+    """The kernel set an install builds (setup.py): $INDUCTOR_SWIGLU_KERNELS where set; ``device``
+    where it builds only because this machine has a GPU (its tables' kernels are all it can run);
+    ``shipped`` where asked to build (INDUCTOR_SWIGLU_BUILD_KERNELS: a wheel, which serves every
+    device; INDUCTOR_SWIGLU_REQUIRE_KERNELS: CI)."""
+    if env.get("INDUCTOR_SWIGLU_KERNELS", "").strip():
+        return kernel_set(env)
+    asked = any(env.get(f"INDUCTOR_SWIGLU_{what}_KERNELS", "") not in ("", "0") for what in ("BUILD", "REQUIRE"))
+    return "device" if gpu_present and not asked else "shipped"
+
+
+Gpu = tuple[str, tuple[int, int] | None]   # (name, compute capability; None where unknown)
+
+
+def gpus_from_smi(text: str) -> list[Gpu]:
+    """The GPUs in `nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader` output
+    ("NVIDIA H100 80GB HBM3, 9.0" a line)."""
+    gpus = []
+    for line in text.splitlines():
+        name, _, cap = line.rpartition(",")
+        major, _, minor = cap.strip().partition(".")
+        if name.strip():
+            gpus.append((name.strip(), (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None))
+    return gpus
+
+
+def model_from_driver(text: str) -> str | None:
+    """The GPU's name in the driver's /proc/driver/nvidia/gpus/*/information ("Model: ...")."""
+    m = re.search(r"^Model:\s*(.+?)\s*$", text, re.M)
+    return m.group(1) if m else None
+
+
+def present_gpus(driver_gpus: Path = DRIVER_GPUS) -> list[Gpu]:
+    """This machine's NVIDIA GPUs, read without torch: from nvidia-smi, else by name alone from the
+    driver (an nvidia-smi too old for compute_cap, or none on the PATH)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        try:
+            res = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            res = None
+        if res is not None and res.returncode == 0 and gpus_from_smi(res.stdout):
+            return gpus_from_smi(res.stdout)
+    gpus = []
+    for info in sorted(driver_gpus.glob("*/information")) if driver_gpus.is_dir() else []:
+        try:
+            name = model_from_driver(info.read_text(errors="replace"))
+        except OSError:
+            name = None
+        if name:
+            gpus.append((name, None))
+    return gpus
+
+
+def device_tables(gpus: list[Gpu]) -> tuple[dict | None, str]:
+    """The tables that serve `gpus`, by the kind that names each (dispatch/devices.py decides, as
+    the dispatch does: a kind's own table completed by its nearest kind's, or the nearest kind's),
+    and what each GPU maps to in words; None where no GPU is named or none has a table."""
+    if not gpus:
+        return None, f"no NVIDIA GPU could be named (nvidia-smi, {DRIVER_GPUS})"
+    devices, table = dispatch_module("devices"), table_module()
+    served, said = {}, []
+    for name, capability in dict.fromkeys(gpus):
+        if capability is None:
+            said.append(f"{name}: compute capability unknown")
+            continue
+        kind = devices.kind_of(name, capability)
+        if kind.table is None:
+            said.append(f"{name} ({kind.name}): no table" + ("" if kind.hopper else ", not Hopper"))
+            continue
+        served[kind.table] = table.completed_table(kind.table)[0]
+        said.append(f"{name} → the {kind.table.upper()} table")
+    return served or None, "; ".join(said)
 
 
 def select(kernels: str | None = None) -> Selection:
@@ -215,7 +313,11 @@ def select(kernels: str | None = None) -> Selection:
     configs = configs_module()
     if kernels == "all":
         return Selection(kernels, configs.select(None), tuple(DTYPE_BITS))
-    tables = table_module().shipped()
+    tables, why = device_tables(present_gpus()) if kernels == "device" else (None, "")
+    if kernels == "device" and tables is None:
+        kernels, why = "shipped", f"device → shipped: {why}"
+    if tables is None:
+        tables = table_module().shipped()
     used: dict[str, set[str]] = {impl: {r.name for r in configs.TABLES[impl]} for impl in kernels.split("+")[1:]}
     dtypes: set[str] = set()
     for t in tables.values():
@@ -226,7 +328,7 @@ def select(kernels: str | None = None) -> Selection:
         rows = configs.select(used)
     except ValueError as e:
         raise BuildError(f"a shipped dispatch table names a configuration kernels/configs.py lacks: {e}") from e
-    return Selection(kernels, rows, tuple(d for d in DTYPE_BITS if d in dtypes) or ("bfloat16",))
+    return Selection(kernels, rows, tuple(d for d in DTYPE_BITS if d in dtypes) or ("bfloat16",), why)
 
 
 def local_memory_functions(ptxas_output: str) -> list[str]:
@@ -538,7 +640,8 @@ def build(out_dir: Path | None = None, jobs: int | None = None, verbose: bool = 
     estimate = sum(unit_seconds(u.kernels(selection), u.src.name) for u, _ in todo if u.kernels(selection))
     wall = max([unit_seconds(u.kernels(selection), u.src.name) for u, _ in todo if u.kernels(selection)], default=0.0)
     rows = ", ".join(f"{impl} {len(r)}" for impl, r in selection.rows.items())
-    log(f"kernels: {selection.kernels} ({rows} configurations; {', '.join(selection.dtypes)}); "
+    why = f"{selection.why}; " if selection.why else ""
+    log(f"kernels: {selection.kernels} ({why}{rows} configurations; {', '.join(selection.dtypes)}); "
         f"{len(units)} units, {len(todo)} to compile on {cores} core(s)"
         + (f" within {memory:.0f} GB" if memory is not None else "")
         + (f", about {max(wall, estimate / cores) / 60:.1f} min" if estimate else ""))
@@ -650,8 +753,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None,
                     help="parallel nvcc processes (default: one per core, as many as the available memory holds)")
     ap.add_argument("--kernels", default=None,
-                    help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the dispatch tables use; all: every "
-                         "row; shipped+KERNEL: the shipped rows and every row of KERNEL (e.g. shipped+scaled_gemm)")
+                    help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the shipped dispatch tables use; "
+                         "device: what the tables serving this machine's GPUs use (an install on a GPU machine); "
+                         "all: every row; shipped+KERNEL: the shipped rows and every row of KERNEL "
+                         "(e.g. shipped+scaled_gemm)")
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs, kernels=args.kernels)

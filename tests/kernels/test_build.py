@@ -3,6 +3,7 @@ tables use), how units share the cores and memory, what a unit's cache key cover
 in local memory fails the build, and that a second build compiles nothing."""
 
 import json
+import sys
 
 import pytest
 
@@ -35,9 +36,150 @@ def test_all_builds_every_row_for_both_dtypes():
 def test_the_kernel_set_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("INDUCTOR_SWIGLU_KERNELS", "all")
     assert build.kernel_set() == "all"
+    monkeypatch.setenv("INDUCTOR_SWIGLU_KERNELS", "Device")
+    assert build.kernel_set() == "device"
     monkeypatch.setenv("INDUCTOR_SWIGLU_KERNELS", "everything")
-    with pytest.raises(build.BuildError, match="expected one of shipped, all"):
+    with pytest.raises(build.BuildError, match="expected one of shipped, device, all"):
         build.kernel_set()
+    assert build.check_kernel_set("device") == "device"
+    with pytest.raises(build.BuildError):
+        build.check_kernel_set("device+scaled_gemm")
+
+
+H100 = ("NVIDIA H100 80GB HBM3", (9, 0))
+H200 = ("NVIDIA H200", (9, 0))
+
+
+def _names(rows: dict) -> dict[str, set[str]]:
+    return {impl: {r.name for r in rs} for impl, rs in rows.items()}
+
+
+def _rows_of(*kinds: str) -> dict[str, set[str]]:
+    """The configurations the tables serving `kinds` run, and each kernel's first (its default)."""
+    used: dict[str, set[str]] = {}
+    for kind in kinds:
+        for impl, names in tables.completed_table(kind)[0].configs_used().items():
+            used.setdefault(impl, set()).update(names)
+    return {impl: used.get(impl, set()) | {rows[0].name} for impl, rows in configs.TABLES.items()}
+
+
+def _select_on(monkeypatch, *gpus):
+    monkeypatch.setattr(build, "present_gpus", lambda: list(gpus))
+    return build.select("device")
+
+
+def test_the_device_set_of_an_h100_is_what_its_table_runs(monkeypatch):
+    sel = _select_on(monkeypatch, H100, H100)
+    assert sel.kernels == "device" and sel.why == "NVIDIA H100 80GB HBM3 → the H100 table"
+    # the H100 table completed by the H200's rows for the key families it lacks, as the dispatch reads it
+    assert _names(sel.rows) == _rows_of("h100")
+    shipped = _names(build.select("shipped").rows)
+    assert all(sel_names <= shipped[impl] for impl, sel_names in _names(sel.rows).items())
+    assert sum(map(len, _names(sel.rows).values())) < sum(map(len, shipped.values()))
+    assert sel.dtypes == build.select("shipped").dtypes
+
+
+def test_a_hopper_part_without_a_table_builds_the_table_it_borrows(monkeypatch):
+    sel = _select_on(monkeypatch, ("NVIDIA H800", (9, 0)))
+    assert sel.kernels == "device" and "the H100 table" in sel.why
+    assert _names(sel.rows) == _rows_of("h100")
+
+
+def test_a_family_the_device_table_lacks_builds_the_rows_it_borrows(tmp_path, monkeypatch):
+    # an H100 table without its block-scaled FP8 rows: those problems run the H200 table's rows there
+    block = "float8_e4m3fn_block128/"
+    h100 = json.loads(tables.table_path("h100").read_text())
+    h100["entries"] = [e for e in h100["entries"] if not e["key"].startswith(block)]
+    h100["serves"] = {k: v for k, v in h100["serves"].items() if not k.startswith(block)}
+    (tmp_path / "h100.json").write_text(json.dumps(h100))
+    (tmp_path / "h200.json").write_text(tables.table_path("h200").read_text())
+    table = build.table_module()
+    monkeypatch.setattr(table, "TABLES_DIR", tmp_path)
+    table.completed_table.cache_clear()
+    try:
+        sel = _select_on(monkeypatch, H100)
+    finally:
+        table.completed_table.cache_clear()
+    h200 = json.loads(tables.table_path("h200").read_text())
+    lent = {e["config"] for e in h200["entries"] if e["key"].startswith(block) and e["impl"] == "scaled_gemm"}
+    own = {e["config"] for e in h100["entries"] if e["impl"] == "scaled_gemm"}
+    assert lent - own
+    assert _names(sel.rows)["scaled_gemm"] == own | lent | {configs.TABLES["scaled_gemm"][0].name}
+
+
+def test_two_kinds_of_gpu_build_both_tables(monkeypatch):
+    sel = _select_on(monkeypatch, H100, H200)
+    assert sel.kernels == "device" and "H100 table" in sel.why and "H200 table" in sel.why
+    assert _names(sel.rows) == _rows_of("h100", "h200") != _rows_of("h100")
+    # a GPU no table serves adds nothing beside one that has a table
+    beside = _select_on(monkeypatch, H100, ("NVIDIA A100-SXM4-80GB", (8, 0)))
+    assert _names(beside.rows) == _rows_of("h100") and "not Hopper" in beside.why
+
+
+@pytest.mark.parametrize("gpus, reason", [
+    ((), "no NVIDIA GPU could be named"),
+    ((("NVIDIA A100-SXM4-80GB", (8, 0)),), "NVIDIA A100-SXM4-80GB (sm_80): no table, not Hopper"),
+    ((("NVIDIA H100 80GB HBM3", None),), "NVIDIA H100 80GB HBM3: compute capability unknown"),
+])
+def test_without_a_gpu_a_table_serves_the_device_set_is_shipped_and_says_why(monkeypatch, gpus, reason):
+    sel = _select_on(monkeypatch, *gpus)
+    shipped = build.select("shipped")
+    assert (sel.kernels, sel.rows, sel.dtypes) == ("shipped", shipped.rows, shipped.dtypes)
+    assert sel.why.startswith("device → shipped: ") and reason in sel.why
+
+
+def test_the_build_log_names_the_set_and_the_tables(tmp_path, monkeypatch, capsys):
+    src = tmp_path / "a.cu"
+    src.write_text("// a unit\n")
+    _fake_toolchain(monkeypatch, tmp_path, [src])
+    monkeypatch.setattr(build, "present_gpus", lambda: [H100])
+    build.build(out_dir=tmp_path / "lib", jobs=1, kernels="device")
+    assert "kernels: device (NVIDIA H100 80GB HBM3 → the H100 table; dual_gemm " in capsys.readouterr().err
+
+
+def test_gpus_are_named_by_nvidia_smi_else_by_the_driver(tmp_path, monkeypatch):
+    assert build.gpus_from_smi("NVIDIA H100 80GB HBM3, 9.0\nNVIDIA H200, 9.0\n\n") == [H100, H200]
+    assert build.gpus_from_smi("NVIDIA H100 PCIe, [N/A]\n") == [("NVIDIA H100 PCIe", None)]
+    # nvidia-smi answers first
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(build.subprocess, "run", lambda cmd, **kw: _Smi(0, "NVIDIA H200, 9.0\n"))
+    assert build.present_gpus(tmp_path / "none") == [H200]
+    # too old to know compute_cap: the driver's names, with no capability
+    gpus = tmp_path / "gpus"
+    for bus, model in (("0000:00:1e.0", "NVIDIA H100 80GB HBM3"), ("0000:00:1f.0", "NVIDIA H200")):
+        (gpus / bus).mkdir(parents=True)
+        (gpus / bus / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 42\nGPU UUID: \t GPU-1\n")
+    monkeypatch.setattr(build.subprocess, "run", lambda cmd, **kw: _Smi(2, "Field \"compute_cap\" is not valid"))
+    assert build.present_gpus(gpus) == [("NVIDIA H100 80GB HBM3", None), ("NVIDIA H200", None)]
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert build.present_gpus(gpus) == [("NVIDIA H100 80GB HBM3", None), ("NVIDIA H200", None)]
+    assert build.present_gpus(tmp_path / "none") == []
+
+
+class _Smi:
+    def __init__(self, returncode, stdout):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, ""
+
+
+@pytest.mark.parametrize("env, gpu, expected", [
+    ({}, True, "device"),                                              # built because a GPU is present
+    ({"INDUCTOR_SWIGLU_BUILD_KERNELS": "1"}, True, "shipped"),         # make wheel: serves every device
+    ({"INDUCTOR_SWIGLU_BUILD_KERNELS": "1"}, False, "shipped"),
+    ({"INDUCTOR_SWIGLU_REQUIRE_KERNELS": "1"}, True, "shipped"),       # CI
+    ({"INDUCTOR_SWIGLU_BUILD_KERNELS": "0"}, True, "device"),
+    ({"INDUCTOR_SWIGLU_KERNELS": "all"}, True, "all"),
+    ({"INDUCTOR_SWIGLU_KERNELS": "shipped"}, True, "shipped"),
+    ({"INDUCTOR_SWIGLU_KERNELS": "device", "INDUCTOR_SWIGLU_BUILD_KERNELS": "1"}, True, "device"),
+])
+def test_an_install_builds_the_device_set_only_where_it_builds_because_of_a_gpu(env, gpu, expected):
+    assert build.install_kernel_set(env, gpu_present=gpu) == expected
+
+
+def test_the_device_mapping_is_dispatch_devices_own_with_one_table_module():
+    devices = build.dispatch_module("devices")
+    assert devices.completed_table is build.table_module().completed_table
+    assert devices.kind_of.__code__.co_filename == str(build.PACKAGE / "dispatch" / "devices.py")
+    assert not hasattr(sys.modules["_isw_dispatch"], "plan")   # dispatch/__init__.py (torch) did not run
 
 
 def test_shipped_plus_a_kernel_builds_every_row_of_that_kernel_only():
