@@ -285,12 +285,17 @@ def _setup_context(ctx, inputs, output):
     x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation, recompute = inputs
     saved = output[1]
     ctx.mark_non_differentiable(saved)
+    # Otherwise autograd fills a zero gradient for ``saved`` ([M, 2N]) before every eager backward,
+    # which the backward never reads.
+    ctx.set_materialize_grads(False)
     ctx.activation, ctx.recompute, ctx.has_b_down = activation, recompute, b_down is not None
     ctx.save_for_backward(x, saved, w_gate, w_up, w_down, b_gate, b_up)
 
 
 def _autograd_backward(ctx, dy, _dsaved):
     x, saved, w_gate, w_up, w_down, b_gate, b_up = ctx.saved_tensors
+    if dy is None:   # no gradient reached y (grads are not materialized): none flows back
+        return (None,) * 9
     # the dispatcher drops trailing arguments equal to their defaults, and their flags with them
     need = (*ctx.needs_input_grad, *([False] * 7))
     mask = [bool(need[i]) for i in range(7)]

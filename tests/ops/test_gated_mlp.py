@@ -33,3 +33,29 @@ def test_the_implementation_follows_the_gpu_and_what_is_forced(monkeypatch, capa
 
 def test_an_activation_without_a_derivative_kernel_takes_the_reference():
     assert op.gated_mlp_impl(ON_GPU, False, "gelu")[0] == op.REFERENCE
+
+
+def test_the_eager_backward_allocates_no_gradient_for_the_saved_pair():
+    # autograd would otherwise fill a zero [M, 2N] gradient for the op's second output before
+    # every eager backward, a write as large as the pre-activations that nothing reads
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Allocations(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.zeros = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if "zero" in str(func) or "fill" in str(func):
+                self.zeros.append((str(func), tuple(out.shape)))
+            return out
+
+    M, K, N = 5, 8, 12
+    x = torch.randn(M, K, requires_grad=True)
+    w = [torch.randn(N, K, requires_grad=True), torch.randn(N, K, requires_grad=True), torch.randn(K, N, requires_grad=True)]
+    y = op.gated_mlp(x, *w)
+    with Allocations() as seen:
+        y.backward(torch.ones_like(y))
+    assert seen.zeros == [], seen.zeros
+    assert x.grad is not None and all(t.grad is not None for t in w)
