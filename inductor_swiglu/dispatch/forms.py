@@ -250,8 +250,8 @@ def _known(*dims) -> bool:
 def _gated_mlp_worth_it(recompute: bool) -> Decision:
     """The training form on a GPU: saving the pre-activations, it measured slower than stock at
     every shape timed (GATED_MLP_EVIDENCE), so it is rewritten only where the user trades time for
-    activation memory (recompute mode, which keeps what checkpointing each MLP keeps at its speed,
-    without a change to the model) or asks for the fused-GEMM kernels by name."""
+    activation memory (recompute mode, which keeps what checkpointing each MLP keeps, at its speed
+    or faster, without a change to the model) or asks for the fused-GEMM kernels by name."""
     if recompute or forced_kernel() == "triton":
         return Decision()
     return Decision("the training form measured slower than stock on this GPU "

@@ -1,0 +1,34 @@
+"""The demo's command line: on a GPU it runs the 16-bit activations the fused kernels serve (in
+fp32 the op would take its unfused path there), on the CPU the fp32 reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from inductor_swiglu import demo
+
+
+@pytest.mark.parametrize("argv,device,dtype", [
+    (["--device", "cpu"], "cpu", "float32"),
+    (["--device", "cuda"], "cuda", "bfloat16"),
+    (["--device", "cuda", "--dtype", "float16"], "cuda", "float16"),
+    (["--device", "cpu", "--dtype", "bfloat16"], "cpu", "bfloat16"),
+])
+def test_the_default_dtype_follows_the_device(monkeypatch, argv, device, dtype):
+    seen = {}
+
+    def run(prompt, tokens, device, dtype, mode):
+        seen.update(device=device, dtype=dtype)
+
+    monkeypatch.setattr(demo, "run", run)
+    assert demo.main(argv) == 0
+    assert seen == {"device": device, "dtype": dtype}
+
+
+def test_decoded_text_keeps_the_spaces_a_bpe_tokenizer_made():
+    class Tokenizer:
+        def decode(self, ids, clean_up_tokenization_spaces=True, **kwargs):
+            text = "Paris , France ."
+            return text.replace(" ,", ",").replace(" .", ".") if clean_up_tokenization_spaces else text
+
+    assert demo.decode_text(Tokenizer(), [1, 2]) == "Paris , France ."
