@@ -450,9 +450,10 @@ def gated_mlp_dgated_gpu(
 
 
 # The elementwise kernels' tiles (rows, columns, warps): bandwidth bound, so the tile is chosen by
-# measurement (benchmarks/bench_gated_mlp.py, section pointwise); POINTWISE_TILE is the default.
+# measurement (benchmarks/bench_gated_mlp.py, section pointwise); POINTWISE_TILE, the default, had the
+# best geomean in both directions (benchmarks/data/training/gated_mlp_h100.json, "pointwise").
 POINTWISE_TILES = ((32, 128, 4), (16, 256, 4), (32, 256, 8), (64, 256, 8), (8, 512, 4), (16, 512, 8), (4, 1024, 8))
-POINTWISE_TILE = POINTWISE_TILES[0]
+POINTWISE_TILE = (4, 1024, 8)
 
 
 def _pointwise_launch(kernel_index: int, first: torch.Tensor, M: int, N: int, args: tuple, activation: str,

@@ -200,6 +200,23 @@ def test_every_pointwise_tile(tile):
     _assert_close(h, h_ref, "h (backward)")
 
 
+def test_the_default_pointwise_tile_is_the_measured_best():
+    # the default must follow the evidence: a new measurement that ranks another tile first moves it
+    import json
+    import math
+
+    from repo_paths import REPO
+
+    rows = json.loads((REPO / "benchmarks/data/training/gated_mlp_h100.json").read_text())["pointwise"]
+    assert rows and all("error" not in r for r in rows)
+
+    def log_time(tile):
+        name = "x".join(map(str, tile))
+        return sum(math.log(r["us"][f"{d}_{name}"]) for r in rows for d in ("fwd", "bwd"))
+
+    assert min(gm.POINTWISE_TILES, key=log_time) == gm.POINTWISE_TILE
+
+
 def test_pointwise_kernels_check_their_inputs(monkeypatch):
     monkeypatch.setattr(gm, "_kernels", lambda *_: pytest.fail("launched for an empty input"))
     gu = torch.zeros(0, 80, dtype=torch.bfloat16)
