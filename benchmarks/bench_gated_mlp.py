@@ -29,6 +29,10 @@ Sections (each point's failure is recorded in the results, never fatal):
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
            less the output; peak of forward+backward over the start).
+  peer     the MLP forward+backward of ``mlp`` beside QuACK's (``quack.mlp.mlp_func``: its fused
+           gated GEMM forward and dgated GEMM backward, saving the pre-activations and in its
+           recompute mode; untuned configurations; one [2N, K] weight, gate rows then up rows),
+           where QuACK is installed: time and the gradients' errors against fp32
   profile  where the MLP's forward+backward spends its GPU time: per candidate of ``mlp``, each
            GPU kernel's time per step (torch.profiler over a few eager steps, kernels summed by
            name), the ten longest and the total
@@ -459,6 +463,74 @@ def describe_mlp(r) -> str:
             + (f" | errors: {r['errors']}" if r["errors"] else ""))
 
 
+# ---------------------------------------------------------------- a peer: QuACK's fused MLP
+
+QUACK_ACTIVATIONS = {activations.SILU: "swiglu"}
+
+
+def quack_mlp():
+    """QuACK's ``mlp_func``, or (None, why) where it cannot be imported."""
+    try:
+        from quack.mlp import mlp_func
+    except Exception as e:  # noqa: BLE001  (ImportError, or its CUDA libraries failing to load)
+        return None, f"{type(e).__name__}: {e}"
+    return mlp_func, ""
+
+
+def peer_point(model, M, act, clock) -> dict:
+    K, N = MLP_SHAPES[model]
+    row = {"model": model, "M": M, "N": N, "K": K, "act": act}
+    mlp_func, why = quack_mlp()
+    if mlp_func is None or act not in QUACK_ACTIVATIONS:
+        return {**row, "error": why or f"QuACK's MLP takes {', '.join(QUACK_ACTIVATIONS)}"}
+    # QuACK's weight layout (concat_layout): one [2N, K] parameter, its own leaf
+    sets = [(x, wg, wu, wd, dy, torch.cat([wg, wu]).detach().requires_grad_(True))
+            for x, wg, wu, wd, dy in _mlp_sets(M, N, K, seed=M + K)]
+    ours = mlp_candidates(act)
+
+    def quack(recompute):
+        def run(x, wg, wu, wd, dy, w1):
+            y = mlp_func(x, w1, wd, activation=QUACK_ACTIVATIONS[act], tuned=False, recompute=recompute,
+                         concat_layout=True)
+            dx, dw1, dwd = torch.autograd.grad(y, (x, w1, wd), dy)
+            return dx, dw1[:N], dw1[N:], dwd
+        return run
+
+    candidates = {name: (lambda x, wg, wu, wd, dy, w1, f=_step(ours[name]): f(x, wg, wu, wd, dy))
+                  for name in ("stock_compile", "stock_checkpoint", "ours", "ours_recompute")}
+    candidates.update(quack=quack(False), quack_recompute=quack(True))
+    x, wg, wu, wd, dy, w1 = sets[0]
+    leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
+    ref = _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
+    del leaves
+    row["numerics"] = {}
+    for name, step in candidates.items():
+        try:
+            grads = step(*sets[0])
+        except Exception as e:  # noqa: BLE001  (a candidate that cannot run is reported, not fatal)
+            row.setdefault("candidate_errors", {})[name] = f"{type(e).__name__}: {e}"[:500]
+            continue
+        row["numerics"][name] = {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
+        del grads
+    del ref
+    bench = Interleaved(sets, clock)
+    for name, step in candidates.items():
+        if name not in row.get("candidate_errors", {}):
+            bench.add(name, step)
+    _timed(bench, M, row, "")
+    return row   # the driver empties the cache after each point
+
+
+def describe_peer(r) -> str:
+    us, base = r["us"], r["us"].get("stock_compile")
+    parts = [f"peer {r['model']} M={r['M']}: stock {base} us"]
+    parts += [f"{n} {v} us ({base / v:.2f}x)" for n, v in us.items() if n != "stock_compile" and base]
+    worst = {n: f"{max(v['normwise'] for v in g.values()):.1e}" for n, g in r["numerics"].items()}
+    return ("; ".join(parts) + f" | worst grad norm-wise err {worst}"
+            + (f" | errors: {r.get('candidate_errors') or r['errors']}" if r.get("candidate_errors") or r["errors"]
+               else ""))
+
+
 # ---------------------------------------------------------------- where the time goes
 
 PROFILE_STEPS = 5
@@ -601,6 +673,7 @@ def main(argv=None) -> int:
     plan += [("pointwise", m, M) for m in models for M in tokens if "pointwise" in sections]
     plan += [("mlp", m, M) for m in models for M in tokens if "mlp" in sections]
     plan += [("profile", m, M) for m in models for M in tokens if "profile" in sections]
+    plan += [("peer", m, M) for m in models for M in tokens if "peer" in sections]
     for kind, model, M in plan:
         if time.perf_counter() - t0 > args.budget_s:
             report(f"budget reached: {kind} {model} M={M} not measured")
@@ -614,6 +687,10 @@ def main(argv=None) -> int:
             row = _guard(lambda: pointwise_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("pointwise", []).append(row)
             report(f"ERROR pointwise {model} M={M}: {row['error'][:300]}" if "error" in row else describe_pointwise(row))
+        elif kind == "peer":
+            row = _guard(lambda: peer_point(model, M, args.activation, clock), {"model": model, "M": M})
+            result.setdefault("peer", []).append(row)
+            report(f"ERROR peer {model} M={M}: {row['error'][:300]}" if "error" in row else describe_peer(row))
         elif kind == "profile":
             row = _guard(lambda: profile_point(model, M, args.activation, clock), {"model": model, "M": M})
             result.setdefault("profile", []).append(row)

@@ -291,6 +291,15 @@ def test_bench_profile_sums_gpu_kernels_by_name(bench):
     assert bench._kernel_times(Prof()) == {"gemm": 15.0, "pointwise": 2.0}
 
 
+def test_bench_peer_says_why_where_quack_is_missing(bench, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "quack", None)   # an import of it raises ImportError
+    row = bench.peer_point("q0.5B", 16, "silu", clock=None)
+    assert "ImportError" in row["error"] or "ModuleNotFoundError" in row["error"], row
+    assert "us" not in row
+
+
 @interpreted
 def test_bench_check_point_runs(bench):
     row = bench.check_point(7, 40, 24, H, "gelu_tanh", seed=1)
