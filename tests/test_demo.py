@@ -54,8 +54,8 @@ def test_the_compiled_run_skips_inductors_caches_so_the_rewrites_are_counted(mon
         caches_off.append(bool(torch._inductor.config.force_disable_caches))
         return greedy_mod.GreedyRun(tokens=[3] * tokens, seconds_per_token=1.0)
 
-    monkeypatch.setattr(torch._inductor.config, "force_disable_caches", False)
     monkeypatch.setattr(smollm2, "load_smollm2", lambda dtype, device: (torch.nn.Linear(2, 2), Tokenizer()))
     monkeypatch.setattr(greedy_mod, "greedy", fake_greedy)
-    demo.run(tokens=2)
+    with torch._inductor.config.patch(force_disable_caches=False):   # whatever the session's setting
+        demo.run(tokens=2)
     assert caches_off == [False, True]   # eager, then compiled
