@@ -669,36 +669,19 @@ def main(argv=None) -> int:
     if "check" in sections:
         result["check"] = section_check(models, report)
         save()
-    plan = [("kernels", m, M) for m in models for M in tokens if "kernels" in sections]
-    plan += [("pointwise", m, M) for m in models for M in tokens if "pointwise" in sections]
-    plan += [("mlp", m, M) for m in models for M in tokens if "mlp" in sections]
-    plan += [("profile", m, M) for m in models for M in tokens if "profile" in sections]
-    plan += [("peer", m, M) for m in models for M in tokens if "peer" in sections]
+    timed = {"kernels": (kernels_point, describe_kernels), "pointwise": (pointwise_point, describe_pointwise),
+             "mlp": (mlp_point, describe_mlp), "profile": (profile_point, describe_profile),
+             "peer": (peer_point, describe_peer)}
+    plan = [(kind, m, M) for kind in timed if kind in sections for m in models for M in tokens]
     for kind, model, M in plan:
         if time.perf_counter() - t0 > args.budget_s:
             report(f"budget reached: {kind} {model} M={M} not measured")
             result.setdefault("skipped", []).append([kind, model, M])
             continue
-        if kind == "kernels":
-            row = _guard(lambda: kernels_point(model, M, args.activation, clock), {"model": model, "M": M})
-            result.setdefault("kernels", []).append(row)
-            report(f"ERROR kernels {model} M={M}: {row['error'][:300]}" if "error" in row else describe_kernels(row))
-        elif kind == "pointwise":
-            row = _guard(lambda: pointwise_point(model, M, args.activation, clock), {"model": model, "M": M})
-            result.setdefault("pointwise", []).append(row)
-            report(f"ERROR pointwise {model} M={M}: {row['error'][:300]}" if "error" in row else describe_pointwise(row))
-        elif kind == "peer":
-            row = _guard(lambda: peer_point(model, M, args.activation, clock), {"model": model, "M": M})
-            result.setdefault("peer", []).append(row)
-            report(f"ERROR peer {model} M={M}: {row['error'][:300]}" if "error" in row else describe_peer(row))
-        elif kind == "profile":
-            row = _guard(lambda: profile_point(model, M, args.activation, clock), {"model": model, "M": M})
-            result.setdefault("profile", []).append(row)
-            report(f"ERROR profile {model} M={M}: {row['error'][:300]}" if "error" in row else describe_profile(row))
-        else:
-            row = _guard(lambda: mlp_point(model, M, args.activation, clock), {"model": model, "M": M})
-            result.setdefault("mlp", []).append(row)
-            report(f"ERROR mlp {model} M={M}: {row['error'][:300]}" if "error" in row else describe_mlp(row))
+        point, describe = timed[kind]
+        row = _guard(lambda: point(model, M, args.activation, clock), {"model": model, "M": M})
+        result.setdefault(kind, []).append(row)
+        report(f"ERROR {kind} {model} M={M}: {row['error'][:300]}" if "error" in row else describe(row))
         torch.cuda.empty_cache()
         save()
     save()

@@ -300,6 +300,29 @@ def test_bench_peer_says_why_where_quack_is_missing(bench, monkeypatch):
     assert "us" not in row
 
 
+def test_bench_driver_records_each_point_of_a_section(bench, monkeypatch, tmp_path):
+    # the driver without a GPU: the peer section's points, each recorded with why it did not run
+    import json
+    import sys
+
+    monkeypatch.setitem(sys.modules, "quack", None)
+    for name, fake in (("is_available", lambda: True), ("current_device", lambda: 0),
+                       ("get_device_name", lambda *a: "no GPU"), ("empty_cache", lambda: None)):
+        monkeypatch.setattr(torch.cuda, name, fake)
+    monkeypatch.setattr(bench, "GpuSensors", lambda index: None)
+    monkeypatch.setattr(bench.gm, "available", lambda: (True, ""))
+    monkeypatch.setattr(torch._dynamo.config, "cache_size_limit", torch._dynamo.config.cache_size_limit)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        assert bench.main(["--out", str(tmp_path), "--sections", "peer", "--models", "q0.5B,q1.5B",
+                           "--tokens", "16"]) == 0
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    rows = json.loads((tmp_path / "bench_gated_mlp.json").read_text())["peer"]
+    assert [(r["model"], r["M"]) for r in rows] == [("q0.5B", 16), ("q1.5B", 16)]
+    assert all("ImportError" in r["error"] or "ModuleNotFoundError" in r["error"] for r in rows)
+
+
 @interpreted
 def test_bench_check_point_runs(bench):
     row = bench.check_point(7, 40, 24, H, "gelu_tanh", seed=1)
