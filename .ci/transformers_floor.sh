@@ -10,7 +10,9 @@ start=$(date +%s)
 if [[ $# -ge 1 ]]; then
     venv="$(dirname "$1")/transformers-floor"
 else
-    venv="$(mktemp -d)/transformers-floor"
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    venv="$work/transformers-floor"
 fi
 floor=$(python3 - <<'EOF'
 import re, tomllib
