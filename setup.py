@@ -62,13 +62,12 @@ class BuildPyWithKernels(build_py):
             return
         # setuptools silences an exception raised here (editable installs), so every failure is
         # turned into the outcome we mean: an error where kernels are required, a warning otherwise.
-        build_anyway = require or os.environ.get("INDUCTOR_SWIGLU_BUILD_KERNELS", "") not in ("", "0")
         try:
             kb = _kernel_build()
             gpu_present = kb.cuda_gpu_present()
             # sm_90a code is useless where no GPU could run it, and costs a 2-core machine minutes:
             # built there only when asked (CI, and `make wheel` for GPU machines).
-            if not build_anyway and not gpu_present:
+            if not kb.build_asked(os.environ) and not gpu_present:
                 print("[inductor_swiglu build] no NVIDIA GPU on this machine: the kernels and the C++ op are not built "
                       "(nothing here could run them; the op runs its CPU path). INDUCTOR_SWIGLU_BUILD_KERNELS=1 builds "
                       "them anyway, as `make wheel` does for GPU machines", file=sys.stderr)

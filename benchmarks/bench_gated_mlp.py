@@ -427,19 +427,26 @@ def mlp_candidates(act: str) -> dict:
             "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
 
 
+def _reference_grads(act, x, wg, wu, wd, dy):
+    """The MLP's gradients in fp32 from the same bf16 inputs (the numerics reference)."""
+    leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
+    return _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
+
+
+def _grad_errors(grads, ref) -> dict:
+    return {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
+
+
 def mlp_point(model, M, act, clock) -> dict:
     K, N = MLP_SHAPES[model]
     row = {"model": model, "M": M, "N": N, "K": K, "act": act}
     sets = _mlp_sets(M, N, K, seed=M + K)
     candidates = mlp_candidates(act)
-    x, wg, wu, wd, dy = sets[0]
-    leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
-    ref = _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
-    del leaves
+    ref = _reference_grads(act, *sets[0])
     row["numerics"] = {}
     for name, mlp in candidates.items():
-        grads = _step(mlp)(x, wg, wu, wd, dy)   # also compiles
-        row["numerics"][name] = {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
+        grads = _step(mlp)(*sets[0])   # also compiles
+        row["numerics"][name] = _grad_errors(grads, ref)
         del grads
         row[f"{name}_memory"] = _memory(mlp, sets[0])
     del ref
@@ -499,10 +506,7 @@ def peer_point(model, M, act, clock) -> dict:
     candidates = {name: (lambda x, wg, wu, wd, dy, w1, f=_step(ours[name]): f(x, wg, wu, wd, dy))
                   for name in ("stock_compile", "stock_checkpoint", "ours", "ours_recompute")}
     candidates.update(quack=quack(False), quack_recompute=quack(True))
-    x, wg, wu, wd, dy, w1 = sets[0]
-    leaves = [t.detach().float().requires_grad_(True) for t in (x, wg, wu, wd)]
-    ref = _step(lambda *a: _mlp_eager(*a, act=act))(*leaves, dy.float())
-    del leaves
+    ref = _reference_grads(act, *sets[0][:5])
     row["numerics"] = {}
     for name, step in candidates.items():
         try:
@@ -510,7 +514,7 @@ def peer_point(model, M, act, clock) -> dict:
         except Exception as e:  # noqa: BLE001  (a candidate that cannot run is reported, not fatal)
             row.setdefault("candidate_errors", {})[name] = f"{type(e).__name__}: {e}"[:500]
             continue
-        row["numerics"][name] = {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
+        row["numerics"][name] = _grad_errors(grads, ref)
         del grads
     del ref
     bench = Interleaved(sets, clock)

@@ -107,6 +107,9 @@ def build_op(out_dir, **kwargs):
 def cuda_gpu_present():
     return False
 
+def build_asked(env):
+    return env.get("INDUCTOR_SWIGLU_BUILD_KERNELS", "") not in ("", "0")
+
 def install_kernel_set(env, gpu_present):
     return f"{env.get('INDUCTOR_SWIGLU_BUILD_KERNELS')} {gpu_present}"
 """

@@ -231,6 +231,12 @@ def kernel_set(env: Mapping[str, str] | None = None) -> str:
     return check_kernel_set(env.get("INDUCTOR_SWIGLU_KERNELS", "shipped").strip().lower() or "shipped")
 
 
+def build_asked(env: Mapping[str, str]) -> bool:
+    """Whether the environment asks for the kernels whatever the machine (INDUCTOR_SWIGLU_BUILD_KERNELS:
+    a wheel; INDUCTOR_SWIGLU_REQUIRE_KERNELS: CI)."""
+    return any(env.get(f"INDUCTOR_SWIGLU_{what}_KERNELS", "") not in ("", "0") for what in ("BUILD", "REQUIRE"))
+
+
 def install_kernel_set(env: Mapping[str, str], gpu_present: bool) -> str:
     """The kernel set an install builds (setup.py): $INDUCTOR_SWIGLU_KERNELS where set; ``device``
     where it builds only because this machine has a GPU (its tables' kernels are all it can run);
@@ -238,8 +244,7 @@ def install_kernel_set(env: Mapping[str, str], gpu_present: bool) -> str:
     device; INDUCTOR_SWIGLU_REQUIRE_KERNELS: CI)."""
     if env.get("INDUCTOR_SWIGLU_KERNELS", "").strip():
         return kernel_set(env)
-    asked = any(env.get(f"INDUCTOR_SWIGLU_{what}_KERNELS", "") not in ("", "0") for what in ("BUILD", "REQUIRE"))
-    return "device" if gpu_present and not asked else "shipped"
+    return "device" if gpu_present and not build_asked(env) else "shipped"
 
 
 Gpu = tuple[str, tuple[int, int] | None]   # (name, compute capability; None where unknown)
@@ -273,8 +278,9 @@ def present_gpus(driver_gpus: Path = DRIVER_GPUS) -> list[Gpu]:
                                  capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             res = None
-        if res is not None and res.returncode == 0 and gpus_from_smi(res.stdout):
-            return gpus_from_smi(res.stdout)
+        named = gpus_from_smi(res.stdout) if res is not None and res.returncode == 0 else []
+        if named:
+            return named
     gpus = []
     for info in sorted(driver_gpus.glob("*/information")) if driver_gpus.is_dir() else []:
         try:
@@ -387,7 +393,7 @@ def find_cutlass() -> Path | None:
     return None
 
 
-def cuda_gpu_present(driver_gpus: Path = Path("/proc/driver/nvidia/gpus")) -> bool:
+def cuda_gpu_present(driver_gpus: Path = DRIVER_GPUS) -> bool:
     """Whether this machine has an NVIDIA GPU the kernels could run on, read from the driver without
     importing torch: /proc/driver/nvidia/gpus lists one entry per GPU, or nvidia-smi names one."""
     if driver_gpus.is_dir() and any(driver_gpus.iterdir()):

@@ -179,15 +179,16 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
     """(h, gu): h = act(g) * u [M, N], and the pre-activation pair [M, 2N] (see the module
     docstring for its layout) when store_preact, else None."""
     impl, reason = gated_mlp_impl(x2, b_gate is not None or b_up is not None, activation)
-    _record(impl, reason, x2)
-    if impl == FUSED_TRITON:
-        h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
-        return h, (gu if store_preact else None)
     if impl == CUBLAS and not store_preact:
         # Recompute mode's forward needs h alone: the inference op's output, whose dispatch runs the
         # fused GEMM + activation kernels where its table measured them faster than cuBLAS + the
         # pointwise, and that unfused path elsewhere.
+        _record(impl, "recompute mode's forward: h from the inference op, which records its own kernel", x2)
         return swiglu.swiglu_forward_op(x2, w_gate, w_up, b_gate, b_up, activation), None
+    _record(impl, reason, x2)
+    if impl == FUSED_TRITON:
+        h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
+        return h, (gu if store_preact else None)
     gu = preactivations(x2, w_gate, w_up, b_gate, b_up)
     h = gpu_kernels().gated_pointwise_gpu(gu, activation) if impl == CUBLAS else gated_reference(gu, activation)
     return h, (gu if store_preact else None)
