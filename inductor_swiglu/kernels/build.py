@@ -20,6 +20,9 @@ What is compiled (``INDUCTOR_SWIGLU_KERNELS``):
   dispatch would choose here is missing.  Where no GPU can be named, or none present is a Hopper
   part a table serves, it is ``shipped`` (the log says why).  An install builds it where it builds
   only because a GPU is present (``install_kernel_set``).
+* ``TABLE[+TABLE]`` (``h100``, ``h100+h200``: the stems of ``dispatch/tables/*.json``): what
+  ``device`` builds on a machine with those GPUs, built where they are absent (an image or a
+  wheel for H100 machines, built on a machine without one).
 * ``all``: every configuration of ``kernels/configs.py`` for bf16 and fp16, for sweeps.
 * ``shipped+KERNEL[+KERNEL]``: the shipped set and every configuration of the named kernels
   (``shipped+scaled_gemm``): a sweep of one kernel's table without building all of them.
@@ -34,7 +37,7 @@ activation enums (``kernels/vocabulary.py``, the ids Python reads).
 
 Command line::
 
-    python -m inductor_swiglu.kernels.build [--out DIR] [--jobs N] [--kernels shipped|device|all]
+    python -m inductor_swiglu.kernels.build [--out DIR] [--jobs N] [--kernels shipped|device|h100|all]
 """
 
 from __future__ import annotations
@@ -216,13 +219,26 @@ class Selection:
         return 0   # no CUTLASS templates: seconds, a few hundred MB
 
 
+def device_table_names() -> list[str]:
+    """The shipped dispatch tables' names (``h100``, ``h200``), each a kernel set of its own."""
+    return sorted(p.stem for p in table_module().TABLES_DIR.glob("*.json"))
+
+
+def named_tables(value: str) -> list[str] | None:
+    """The tables a kernel set names (``h100+h200``), or None where it names none."""
+    names = value.split("+")
+    return names if all(n in device_table_names() for n in names) else None
+
+
 def check_kernel_set(value: str) -> str:
     """`value` if it names a kernel set (the module docstring), else BuildError."""
     base, *whole = value.split("+")
-    tables = configs_module().TABLES
-    if base not in KERNEL_SETS or (whole and base != "shipped") or any(k not in tables for k in whole):
-        raise BuildError(f"INDUCTOR_SWIGLU_KERNELS={value!r}: expected one of {', '.join(KERNEL_SETS)}, or "
-                         f"shipped+KERNEL[+KERNEL] with KERNEL in {', '.join(tables)}")
+    kernels = configs_module().TABLES
+    shipped_plus = base == "shipped" and all(k in kernels for k in whole)
+    if not (base in KERNEL_SETS and not whole or shipped_plus or named_tables(value)):
+        raise BuildError(f"INDUCTOR_SWIGLU_KERNELS={value!r}: expected one of {', '.join(KERNEL_SETS)}, "
+                         f"shipped+KERNEL[+KERNEL] with KERNEL in {', '.join(kernels)}, or "
+                         f"TABLE[+TABLE] with TABLE in {', '.join(device_table_names())}")
     return value
 
 
@@ -322,9 +338,13 @@ def select(kernels: str | None = None) -> Selection:
     tables, why = device_tables(present_gpus()) if kernels == "device" else (None, "")
     if kernels == "device" and tables is None:
         kernels, why = "shipped", f"device → shipped: {why}"
+    whole: list[str] = kernels.split("+")[1:]
+    if named_tables(kernels):
+        tables = {name: table_module().completed_table(name)[0] for name in named_tables(kernels)}
+        why, whole = " and ".join(f"the {name.upper()} table" for name in tables), []
     if tables is None:
         tables = table_module().shipped()
-    used: dict[str, set[str]] = {impl: {r.name for r in configs.TABLES[impl]} for impl in kernels.split("+")[1:]}
+    used: dict[str, set[str]] = {impl: {r.name for r in configs.TABLES[impl]} for impl in whole}
     dtypes: set[str] = set()
     for t in tables.values():
         for impl, names in t.configs_used().items():
@@ -761,8 +781,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", default=None,
                     help="shipped (default, or $INDUCTOR_SWIGLU_KERNELS): what the shipped dispatch tables use; "
                          "device: what the tables serving this machine's GPUs use (an install on a GPU machine); "
-                         "all: every row; shipped+KERNEL: the shipped rows and every row of KERNEL "
-                         "(e.g. shipped+scaled_gemm)")
+                         "h100 (a table's name, or several joined by +): what device builds on a machine with "
+                         "those GPUs, without them; all: every row; shipped+KERNEL: the shipped rows and every "
+                         "row of KERNEL (e.g. shipped+scaled_gemm)")
     args = ap.parse_args(argv)
     try:
         build(args.out, args.jobs, kernels=args.kernels)

@@ -107,6 +107,22 @@ def test_a_family_the_device_table_lacks_builds_the_rows_it_borrows(tmp_path, mo
     assert _names(sel.rows)["scaled_gemm"] == own | lent | {configs.TABLES["scaled_gemm"][0].name}
 
 
+@pytest.mark.parametrize("gpus, named", [((H100,), "h100"), ((H100, H200), "h100+h200")])
+def test_naming_a_table_builds_what_a_machine_with_its_gpu_builds(monkeypatch, gpus, named):
+    # an image or wheel for H100 machines built where there is none
+    on_the_gpu = _select_on(monkeypatch, *gpus)
+    monkeypatch.setattr(build, "present_gpus", lambda: [])
+    sel = build.select(named)
+    assert (sel.kernels, sel.rows, sel.dtypes) == (named, on_the_gpu.rows, on_the_gpu.dtypes)
+    assert sel.why == " and ".join(f"the {n.upper()} table" for n in named.split("+"))
+
+
+@pytest.mark.parametrize("value", ["h100+scaled_gemm", "h100+h300", "shipped+h100", "h300"])
+def test_a_set_mixing_tables_and_kernels_or_naming_no_table_is_refused(value):
+    with pytest.raises(build.BuildError, match="TABLE\\[\\+TABLE\\] with TABLE in h100, h200"):
+        build.check_kernel_set(value)
+
+
 def test_two_kinds_of_gpu_build_both_tables(monkeypatch):
     sel = _select_on(monkeypatch, H100, H200)
     assert sel.kernels == "device" and "H100 table" in sel.why and "H200 table" in sel.why
