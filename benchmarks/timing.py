@@ -20,7 +20,9 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import statistics
 import tempfile
 import time
@@ -386,14 +388,21 @@ def configure_inductor_cache(args) -> None:
         # a cache hit would hand a variant another's compiled graph without running its passes
         torch._inductor.config.fx_graph_cache = False
         torch._functorch.config.enable_autograd_cache = False
-        args.shared_cache_dir = tempfile.mkdtemp(prefix="isw_bench_")
+        args.shared_cache_dir = _scratch_dir("isw_bench_")
 
 
 def inductor_cache_dir(args, name: str) -> str:
     """The TORCHINDUCTOR_CACHE_DIR variant `name` compiles into."""
     if args.inductor_cache == "shared":
         return args.shared_cache_dir
-    return tempfile.mkdtemp(prefix=f"isw_{name}_")
+    return _scratch_dir(f"isw_{name}_")
+
+
+def _scratch_dir(prefix: str) -> str:
+    """A fresh directory, removed when the process exits (a whole model's cache is tens of MB)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def run_points(todo: list, measure: Callable[..., dict], describe: Callable[[dict], str], budget_s: float,

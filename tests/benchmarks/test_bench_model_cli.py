@@ -3,6 +3,8 @@ what bench_model.py and bench_tp.py write about the model they measured."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -10,7 +12,7 @@ import torch
 pytestmark = pytest.mark.transformers   # the whole module builds transformers models
 pytest.importorskip("transformers")
 
-from benchmark_scripts import benchmark_module  # noqa: E402
+from benchmark_scripts import BENCHMARKS, benchmark_module  # noqa: E402
 
 from inductor_swiglu.models.qwen2 import QWEN25_7B, build_qwen25, build_qwen25_05b, qwen25_config  # noqa: E402
 
@@ -135,6 +137,20 @@ def test_bench_model_shares_one_inductor_cache_with_graph_caches_off_or_gives_ea
     meta = {"date": "d", "device": "dev", "torch": "t", "layers": 24, "tokens": 5, "method": "variants interleaved"}
     assert "one Inductor cache" in bench_model.report([], {**meta, "inductor_cache": "shared"})
     assert "a cold Inductor cache per variant" in bench_model.report([], {**meta, "inductor_cache": "per-variant"})
+
+
+def test_the_benchmarks_inductor_caches_are_removed_when_the_process_exits(tmp_path):
+    script = (
+        "import argparse, sys; sys.path.insert(0, sys.argv[1]); import timing\n"
+        "for mode in ('shared', 'per-variant'):\n"
+        "    args = argparse.Namespace(inductor_cache=mode); timing.configure_inductor_cache(args)\n"
+        "    path = timing.inductor_cache_dir(args, 'inductor-ro')\n"
+        "    open(path + '/kernel.py', 'w').write('x')\n"
+        "    print(path)\n")
+    out = subprocess.run([sys.executable, "-c", script, str(BENCHMARKS)], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)}, check=True).stdout.split()
+    assert len(out) == 2 and all(p.startswith(str(tmp_path)) for p in out)
+    assert not [p for p in out if os.path.exists(p)]
 
 
 def test_bench_model_variants_pdl_and_unknown_names():
