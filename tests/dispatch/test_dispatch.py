@@ -161,7 +161,10 @@ def test_plans_follow_the_table_where_the_kernels_are_built():
                 assert p.reason == plans.MEASURED_UNFUSED and "dispatch table" in plans.REASONS[p.reason]
             else:
                 assert p.reason == plans.MEASURED
-                assert lib.configs(p.impl_id)[p.config_id] == e.config      # the library has what the table names
+                if e.config in lib.configs(p.impl_id):
+                    assert lib.configs(p.impl_id)[p.config_id] == e.config
+                else:   # a library built for another device's table (INDUCTOR_SWIGLU_KERNELS=h100)
+                    assert p.config == "" and f"{e.config} is not in this library, its default runs" in p.detail
                 assert p.impl_id not in p.fallback_ids
                 assert (kl.DECODE_GEMM in p.fallback_ids) == (p.impl_id != kl.DECODE_GEMM and e.m_hi <= 32)
             if act != "silu":
