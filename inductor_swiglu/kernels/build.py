@@ -199,6 +199,7 @@ class Selection:
     rows: dict                       # implementation name -> tuple of configuration rows
     dtypes: tuple[str, ...]          # "bfloat16", "float16"
     why: str = ""                    # for "device": the GPUs and their tables, or why it fell back to shipped
+    tables: tuple[str, ...] = ()     # the dispatch tables whose choices it holds ("all": none, it holds every row)
 
     @property
     def dtype_mask(self) -> int:
@@ -339,8 +340,8 @@ def select(kernels: str | None = None) -> Selection:
     if kernels == "device" and tables is None:
         kernels, why = "shipped", f"device → shipped: {why}"
     whole: list[str] = kernels.split("+")[1:]
-    if named_tables(kernels):
-        tables = {name: table_module().completed_table(name)[0] for name in named_tables(kernels)}
+    if names := named_tables(kernels):
+        tables = {name: table_module().completed_table(name)[0] for name in names}
         why, whole = " and ".join(f"the {name.upper()} table" for name in tables), []
     if tables is None:
         tables = table_module().shipped()
@@ -354,7 +355,8 @@ def select(kernels: str | None = None) -> Selection:
         rows = configs.select(used)
     except ValueError as e:
         raise BuildError(f"a shipped dispatch table names a configuration kernels/configs.py lacks: {e}") from e
-    return Selection(kernels, rows, tuple(d for d in DTYPE_BITS if d in dtypes) or ("bfloat16",), why)
+    return Selection(kernels, rows, tuple(d for d in DTYPE_BITS if d in dtypes) or ("bfloat16",), why,
+                     tuple(sorted(tables)))
 
 
 def local_memory_functions(ptxas_output: str) -> list[str]:

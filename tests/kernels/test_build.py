@@ -114,6 +114,7 @@ def test_naming_a_table_builds_what_a_machine_with_its_gpu_builds(monkeypatch, g
     monkeypatch.setattr(build, "present_gpus", lambda: [])
     sel = build.select(named)
     assert (sel.kernels, sel.rows, sel.dtypes) == (named, on_the_gpu.rows, on_the_gpu.dtypes)
+    assert sel.tables == on_the_gpu.tables == tuple(named.split("+"))
     assert sel.why == " and ".join(f"the {n.upper()} table" for n in named.split("+"))
 
 
@@ -127,6 +128,7 @@ def test_two_kinds_of_gpu_build_both_tables(monkeypatch):
     sel = _select_on(monkeypatch, H100, H200)
     assert sel.kernels == "device" and "H100 table" in sel.why and "H200 table" in sel.why
     assert _names(sel.rows) == _rows_of("h100", "h200") != _rows_of("h100")
+    assert sel.tables == ("h100", "h200") and build.select("shipped").tables == tuple(sorted(tables.shipped()))
     # a GPU no table serves adds nothing beside one that has a table
     beside = _select_on(monkeypatch, H100, ("NVIDIA A100-SXM4-80GB", (8, 0)))
     assert _names(beside.rows) == _rows_of("h100") and "not Hopper" in beside.why

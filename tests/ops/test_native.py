@@ -95,14 +95,6 @@ def built_kernel_set(lib) -> str | None:
     return None
 
 
-def tables_built_for(kernels: str) -> list[str]:
-    """The tables a kernel set is made of (``device``: those serving this machine's GPUs)."""
-    if build.named_tables(kernels):
-        return build.named_tables(kernels)
-    served = build.device_tables(build.present_gpus())[0] if kernels == "device" else None
-    return sorted(served or tables.shipped())
-
-
 @built
 def test_generated_configs_match_the_library():
     lib = kl.get_library()
@@ -115,7 +107,7 @@ def test_the_tables_the_library_was_built_for_name_only_configs_it_has():
     # an install on a GPU machine builds what the tables serving its GPUs use (the device set), a
     # wheel what every shipped table uses, INDUCTOR_SWIGLU_KERNELS=h100 what the H100's uses
     lib = kl.get_library()
-    for name in tables_built_for(built_kernel_set(lib)):
+    for name in build.select(built_kernel_set(lib)).tables:
         for e in tables.table_for(name).entries:
             if e.impl in kl.IDS and e.impl != "unfused":   # scaled_triton: Triton configurations (test_fp8.py)
                 assert e.config in lib.configs(kl.IDS[e.impl]), (name, e)
