@@ -16,11 +16,14 @@
 // inductor_swiglu/kernels/vocabulary.py, where Python reads the same ids.
 #include "isw_vocabulary.h"
 
+// What the library exports (it is built with -fvisibility=hidden).
+#define ISW_EXPORT __attribute__((visibility("default")))
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define ISW_ABI_VERSION 5
+#define ISW_ABI_VERSION 6
 
 // isw_dtype: the element types of x, the weights and out (all the same type, except under the
 // scaled GEMM: float8 e4m3 x and weights, out_dtype out).  The GEMM kernels take bf16 and fp16;
@@ -99,6 +102,33 @@ int isw_gated_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_
 // The element types this library was built for, as a bitmask of 1 << isw_dtype (a default build
 // compiles what the shipped dispatch tables serve; a configuration asked for another type declines).
 int isw_build_dtypes(void);
+
+// The training form's backward through the gate, one GEMM (kernels/dgated_gemm.cu, sm_90a, bf16,
+// SiLU): dh = dy[M, D] @ w_down[D, N] in fp32, then
+//   d_gate = dh * u * act'(gate),  d_up = dh * act(gate),  h = act(gate) * up,
+// each rounded once.  gate and up are the saved pre-activations [M, N]; every matrix is row-major
+// with the given leading dimension (elements), w_down the model's [D, N] weight.
+typedef struct isw_dgated_problem {
+  const void* dy;
+  const void* w_down;
+  const void* gate;
+  const void* up;
+  void* d_gate;
+  void* d_up;
+  void* h;
+  int64_t M, N, D;
+  int64_t ld_dy, ld_w_down, ld_gate, ld_up, ld_d_gate, ld_d_up, ld_h;
+  int32_t dtype;       // enum isw_dtype
+  int32_t config;      // index into isw_dgated_config_name's table, -1 = the default
+  int32_t activation;  // enum isw_activation
+  void* stream;        // cudaStream_t
+} isw_dgated_problem;
+
+// Launch asynchronously on p->stream (no allocation, no synchronisation: safe under CUDA-graph
+// capture); ISW_ERR_UNSUPPORTED, before any launch, for what it cannot serve (reason in isw_last_error()).
+int isw_dgated_run(const isw_dgated_problem* p);
+int isw_dgated_num_configs(void);
+const char* isw_dgated_config_name(int config);
 
 // Compute capability of `device` as 10 * major + minor (90 for Hopper), -1 if it cannot be read.
 int isw_device_sm(int device);

@@ -35,6 +35,7 @@ leaves the routed-expert rewrite to its plan.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 from ..kernels import configs as kernel_configs
@@ -197,6 +198,9 @@ def rowwise_dispatch_text(M: int | None, decode_note: str) -> str:
 FORMS = ("swiglu", "swiglu_fp8", "swiglu_fp8_weight", "linear_fp8", "linear_fp8_weight", "swiglu_grouped", "gated_mlp")
 # Where the training form's GPU measurements are kept (its reason points there, the figures stay in the file).
 GATED_MLP_EVIDENCE = "benchmarks/data/training/gated_mlp_h100.json"
+# the dgated GEMM's row the backward runs: its table's first, which every build compiles
+DGATED_CONFIG = kernel_configs.DGATED_GEMM[0].name
+DGATED_ENV = "INDUCTOR_SWIGLU_DGATED_GEMM"
 # the FP8 forms launch from Python as swiglu_fp8 does: its host costs speak for them
 HOST_COSTS_OF = {"swiglu_fp8": "swiglu_fp8", "swiglu_fp8_weight": "swiglu_fp8", "linear_fp8": "swiglu_fp8",
                  "linear_fp8_weight": "swiglu_fp8", "swiglu_grouped": "swiglu_grouped"}
@@ -267,6 +271,24 @@ def gated_mlp_kernels(has_bias: bool) -> tuple[str, str]:
         return "triton", "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
     return "cublas", ("cuBLAS GEMMs with the fused elementwise kernels (the fused-GEMM Triton kernels measured "
                       f"slower, {GATED_MLP_EVIDENCE})")
+
+
+def dgated_gemm_asked() -> bool:
+    """INDUCTOR_SWIGLU_DGATED_GEMM=1: the training backward runs the dgated GEMM."""
+    return os.environ.get(DGATED_ENV, "").strip() not in ("", "0")
+
+
+def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:
+    """(configuration of the dgated GEMM, why) for the training backward's dh = dy @ w_down and the
+    activation's derivative on an sm_90 GPU, or (None, why cuBLAS and the elementwise kernel run).
+    It runs where the user asks for it: no GPU measurement of it against cuBLAS and the elementwise
+    kernel has been made yet, so it is not the default."""
+    if forced_kernel() == "triton":
+        return None, "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
+    if not dgated_gemm_asked():
+        return None, ("cuBLAS GEMMs with the fused elementwise kernels (the dgated GEMM is not measured yet: "
+                      f"{DGATED_ENV}=1 runs it)")
+    return DGATED_CONFIG, f"{DGATED_ENV}=1: the dgated GEMM ({DGATED_CONFIG})"
 
 
 def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K, *, cudagraphs: bool,

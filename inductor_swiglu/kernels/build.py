@@ -117,7 +117,7 @@ PEAK_GB_PER_KERNEL = 0.33
 SECONDS_BASE = 45
 SECONDS_PER_KERNEL = 7
 SECONDS_PER_KERNEL_OF = {"interleaved_gemm.cu": 7, "interleaved_gemm_any_activation.cu": 7.5, "scaled_gemm.cu": 6.5,
-                         "decode_wgmma.cu": 3, "dual_gemm.cu": 6.5}
+                         "decode_wgmma.cu": 3, "dual_gemm.cu": 6.5, "dgated_gemm.cu": 8}
 
 # The kernel families a build may compile in several translation units (csrc/api/config_shards.hpp),
 # by source, with the entry swiglu_api.cu routes each shard's configurations through.
@@ -217,6 +217,8 @@ class Selection:
             return n * len(self.rows["dual_gemm"])
         if unit == "decode_wgmma.cu":
             return n * sum(1 for r in self.rows["decode_gemm"] if isinstance(r, configs.DecodeWgmmaConfig))
+        if unit == "dgated_gemm.cu":   # bf16 only
+            return len(self.rows["dgated_gemm"])
         return 0   # no CUTLASS templates: seconds, a few hundred MB
 
 

@@ -481,13 +481,45 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
     ScaledGemmConfig(128, 128, "cooperative", cluster_m=2, swizzle=4, accumulate="block128_overlap"),
 )
 
+@dataclass(frozen=True)
+class DgatedGemmConfig:
+    """A row of the training backward's dgated GEMM (csrc/kernels/dgated_gemm.cu): a pingpong tile
+    of tile_m x tile_n (k-tile 64; the schedule overlaps one warpgroup's heavy epilogue with the
+    other's mainloop) and a cluster of cluster_m x cluster_n CTAs."""
+
+    tile_m: int
+    tile_n: int
+    cluster_m: int = 1
+    cluster_n: int = 1
+
+    def __post_init__(self):
+        if self.tile_m not in (64, 128) or self.tile_n % 64 or self.tile_m * self.tile_n > 128 * 128:
+            raise ValueError(f"{self}: a pingpong warpgroup holds at most 128 x 128 accumulators without "
+                             "spilling, in tiles of 64 or 128 rows and multiples of 64 columns")
+
+    @property
+    def name(self) -> str:
+        return f"dgated_pp_{self.tile_m}x{self.tile_n}x64_c{self.cluster_m}x{self.cluster_n}"
+
+    def macro_args(self) -> tuple:
+        return (self.tile_m, self.tile_n, self.cluster_m, self.cluster_n)
+
+
+# The first row is the kernel's default, the one the training backward runs (dispatch/forms.py).
+DGATED_GEMM: tuple[DgatedGemmConfig, ...] = (
+    DgatedGemmConfig(128, 128),
+    DgatedGemmConfig(128, 128, cluster_m=2),
+    DgatedGemmConfig(128, 128, cluster_n=2),
+    DgatedGemmConfig(64, 256),
+)
+
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows
 # (swiglu_api.cu routes an index past the first part to decode_wgmma.cu).
 DECODE_GEMM: tuple[DecodeMmaConfig | DecodeWgmmaConfig, ...] = (*DECODE_MMA, *DECODE_WGMMA)
 
 # Every table by the implementation name the dispatch tables use.
 TABLES: dict[str, tuple] = {"dual_gemm": DUAL_GEMM, "interleaved_gemm": INTERLEAVED_GEMM, "decode_gemm": DECODE_GEMM,
-                            "scaled_gemm": SCALED_GEMM}
+                            "scaled_gemm": SCALED_GEMM, "dgated_gemm": DGATED_GEMM}
 
 
 def compiled_kernel(row) -> object:
@@ -538,4 +570,5 @@ def includes(selected: dict[str, tuple]) -> dict[str, str]:
                                            [r for r in decode if isinstance(r, DecodeMmaConfig)]),
         "decode_wgmma_configs.inc": _x_macro("DECODE_WGMMA", "ISW_DECODE_WGMMA_CONFIG",
                                              [r for r in decode if isinstance(r, DecodeWgmmaConfig)]),
+        "dgated_gemm_configs.inc": _x_macro("DGATED_GEMM", "ISW_DGATED_CONFIG", selected["dgated_gemm"]),
     }

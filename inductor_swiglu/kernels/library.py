@@ -23,7 +23,7 @@ from .vocabulary import DTYPE_IDS as ISW_DTYPES
 from .vocabulary import FP8_E4M3 as ISW_FP8_E4M3  # noqa: F401  (the scaled GEMM's callers read it here)
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # Implementation ids (the C ABI's isw_kernel, csrc/api/swiglu_api.h, for the three kernels) and
 # the names dispatch tables, counters and logs use for them.  0 is the unfused path (cuBLAS GEMMs,
@@ -77,6 +77,33 @@ class IswProblem(ctypes.Structure):
     ]
 
 
+class IswDgatedProblem(ctypes.Structure):
+    """isw_dgated_problem: the training backward's dh GEMM with the activation's derivative (dgated_gemm.cu)."""
+    _fields_ = [
+        ("dy", ctypes.c_void_p),
+        ("w_down", ctypes.c_void_p),
+        ("gate", ctypes.c_void_p),
+        ("up", ctypes.c_void_p),
+        ("d_gate", ctypes.c_void_p),
+        ("d_up", ctypes.c_void_p),
+        ("h", ctypes.c_void_p),
+        ("M", ctypes.c_int64),
+        ("N", ctypes.c_int64),
+        ("D", ctypes.c_int64),
+        ("ld_dy", ctypes.c_int64),
+        ("ld_w_down", ctypes.c_int64),
+        ("ld_gate", ctypes.c_int64),
+        ("ld_up", ctypes.c_int64),
+        ("ld_d_gate", ctypes.c_int64),
+        ("ld_d_up", ctypes.c_int64),
+        ("ld_h", ctypes.c_int64),
+        ("dtype", ctypes.c_int32),
+        ("config", ctypes.c_int32),
+        ("activation", ctypes.c_int32),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 class KernelError(RuntimeError):
     """A kernel launch failed (not merely 'unsupported')."""
 
@@ -102,6 +129,16 @@ class KernelLibrary:
         st = self.lib.isw_gated_mul(gate, ld_gate, up, ld_up, out, ld_out, M, N, dtype, activation, stream)
         if st != ISW_OK:
             raise KernelError(f"inductor_swiglu gated_mul failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
+
+    def dgated_configs(self) -> list[str]:
+        return [self.lib.isw_dgated_config_name(i).decode() for i in range(self.lib.isw_dgated_num_configs())]
+
+    def dgated_run(self, problem: IswDgatedProblem) -> int:
+        """Launch the dgated GEMM; the status code as run() returns it, KernelError on a failed launch."""
+        st = self.lib.isw_dgated_run(ctypes.byref(problem))
+        if st in (ISW_OK, ISW_ERR_UNSUPPORTED, ISW_ERR_INVALID, ISW_ERR_WORKSPACE):
+            return st
+        raise KernelError(f"inductor_swiglu dgated_gemm failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
 
     def device_sm(self, device: int) -> int:
         return int(self.lib.isw_device_sm(device))
@@ -152,6 +189,12 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.isw_gated_mul.argtypes = [ctypes.c_void_p, i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64, i64,
                                   ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.isw_gated_mul.restype = ctypes.c_int
+    lib.isw_dgated_run.argtypes = [ctypes.POINTER(IswDgatedProblem)]
+    lib.isw_dgated_run.restype = ctypes.c_int
+    lib.isw_dgated_num_configs.argtypes = []
+    lib.isw_dgated_num_configs.restype = ctypes.c_int
+    lib.isw_dgated_config_name.argtypes = [ctypes.c_int]
+    lib.isw_dgated_config_name.restype = ctypes.c_char_p
     lib.isw_device_sm.argtypes = [ctypes.c_int]
     lib.isw_device_sm.restype = ctypes.c_int
 

@@ -23,8 +23,11 @@ Numerics, on every path: the GEMMs in the input dtype (fp32 accumulation), the a
 derivative and the products in fp32 on ``[M, N]`` values, each result rounded once.  No weight is
 copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, with dispatch's
 ``gated_mlp_kernels``): on a GPU, cuBLAS's GEMMs followed by one fused elementwise kernel per
-direction (``kernels/triton/gated_mlp.py``), or the fused-GEMM Triton kernels of that module where
-they are asked for; the reference below on the CPU; which one ran is counted in ``op_stats()``,
+direction (``kernels/triton/gated_mlp.py``); on Hopper, where ``INDUCTOR_SWIGLU_DGATED_GEMM=1`` asks
+for it, the backward's ``dh = dy @ w_down`` and the activation's derivative as one CUTLASS GEMM with
+the derivative in its epilogue (``ops/cutlass_dgated.py``; dh never reaches memory, and h for
+``dW_down`` comes out of it too); or the fused-GEMM Triton kernels of that module where they are asked for; the reference below
+on the CPU; which one ran is counted in ``op_stats()``,
 with the reason.  In recompute mode the GPU forward computes h with the inference op
 (``swiglu_forward``, whose own dispatch picks the fused GEMM + activation kernel or the unfused
 path, and whose h is rounded from the fp32 accumulators rather than from the rounded pair).
@@ -39,7 +42,7 @@ import torch
 
 from ..dispatch import forms
 from ..kernels import activations
-from . import impl_stats, swiglu
+from . import cutlass_dgated, impl_stats, swiglu
 
 log = logging.getLogger("inductor_swiglu.op")
 
@@ -132,6 +135,7 @@ def dgated_reference(dh: torch.Tensor, gu: torch.Tensor, activation: str) -> tup
 REFERENCE = impl_stats.GATED_MLP_REFERENCE
 CUBLAS = impl_stats.GATED_MLP_CUBLAS
 FUSED_TRITON = impl_stats.GATED_MLP_TRITON
+DGATED = impl_stats.GATED_MLP_DGATED
 
 
 def gpu_kernels():
@@ -206,6 +210,16 @@ def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
     """(dgu, h): the down projection's input gradient dh = dy @ w_down with the activation's
     derivative applied (d_gate, d_up in gu's layout), and h for dW_down."""
     impl, reason = gated_mlp_impl(dy2, has_bias, activation)
+    if impl == CUBLAS:
+        config, why = forms.gated_mlp_dgated(dy2.shape[0], gu.shape[1] // 2, dy2.shape[1])
+        if config is not None:
+            done, why = cutlass_dgated.run(dy2, w_down, gu, activation, config)
+            if done is not None:
+                impl_stats.record(DGATED, why, config=config)
+                return done
+            reason = f"the dgated GEMM declined: {why}; {reason}"
+        elif forms.dgated_gemm_asked():
+            reason = why
     _record(impl, reason, dy2)
     if impl == FUSED_TRITON:
         return gpu_kernels().gated_mlp_dgated_gpu(dy2, w_down, gu, activation)

@@ -18,8 +18,17 @@ def test_names_are_unique_and_say_what_each_kernel_is():
     assert all(c.name.startswith("interleaved_") for c in configs.INTERLEAVED_GEMM)
     assert all(c.name.startswith(("decode_mma_", "decode_wgmma_")) for c in configs.DECODE_GEMM)
     assert all(c.name.startswith("dual_") for c in configs.DUAL_GEMM)
+    assert all(c.name.startswith("dgated_pp_") for c in configs.DGATED_GEMM)
     assert configs.DUAL_GEMM[0].name == "dual_64x128x64_c1x1"        # the dual GEMM's default
     assert configs.INTERLEAVED_GEMM[0].name == "interleaved_64x128x64_c1x1"
+
+
+def test_dgated_rows_reject_tiles_that_would_spill():
+    with pytest.raises(ValueError, match="at most 128 x 128"):
+        configs.DgatedGemmConfig(128, 192)
+    with pytest.raises(ValueError, match="multiples of 64"):
+        configs.DgatedGemmConfig(64, 96)
+    assert configs.DgatedGemmConfig(64, 256).macro_args() == (64, 256, 1, 1)
 
 
 def test_interleaved_rows_reject_what_the_kernel_cannot_do():

@@ -59,3 +59,41 @@ def test_the_eager_backward_allocates_no_gradient_for_the_saved_pair():
         y.backward(torch.ones_like(y))
     assert seen.zeros == [], seen.zeros
     assert x.grad is not None and all(t.grad is not None for t in w)
+
+
+@pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
+def test_the_backward_runs_the_dgated_gemm_where_asked_or_says_why_it_did_not(monkeypatch, asked, declined):
+    """Where cuBLAS serves the training form and INDUCTOR_SWIGLU_DGATED_GEMM=1 asks for it, the
+    backward's dh GEMM and the derivative are one dgated GEMM; where that kernel declines a call,
+    cuBLAS and the elementwise kernel run and the count says why.  The GPU is simulated: both
+    kernels are the reference on CPU tensors."""
+    from inductor_swiglu import op_stats, reset_op_stats
+    from inductor_swiglu.ops import impl_stats
+
+    M, N, D = 5, 16, 8
+    dy, w_down, gu = torch.randn(M, D), torch.randn(D, N), torch.randn(M, 2 * N)
+    want = op.dgated_reference(dy @ w_down, gu, "silu")
+    calls = []
+
+    def dgated(dy2, w, pair, activation, config):
+        calls.append(config)
+        return (None, "N=16 is not what this test serves") if declined else (want, "")
+
+    monkeypatch.setenv(dispatch.forms.DGATED_ENV, "1" if asked else "0")
+    monkeypatch.setattr(op, "gated_mlp_impl", lambda x, has_bias, activation="silu": (op.CUBLAS, "cuBLAS here"))
+    monkeypatch.setattr(op.cutlass_dgated, "run", dgated)
+    monkeypatch.setattr(op, "gpu_kernels", lambda: SimpleNamespace(dgated_pointwise_gpu=op.dgated_reference))
+    reset_op_stats()
+    got = op.backward_kernel(dy, w_down, gu, "silu", False)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    assert calls == ([dispatch.forms.DGATED_CONFIG] if asked else [])
+    stats = op_stats()
+    if not asked:
+        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {"cuBLAS here": 1}}
+    elif declined:
+        assert stats["calls"] == {impl_stats.GATED_MLP_CUBLAS: 1}
+        (reason,) = stats["reasons"][impl_stats.GATED_MLP_CUBLAS]
+        assert reason.startswith("the dgated GEMM declined: N=16 is not what this test serves")
+    else:
+        assert stats["calls"] == {impl_stats.GATED_MLP_DGATED: 1}
+        assert stats["configs"][impl_stats.GATED_MLP_DGATED] == {dispatch.forms.DGATED_CONFIG: 1}
