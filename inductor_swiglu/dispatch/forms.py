@@ -201,6 +201,10 @@ GATED_MLP_EVIDENCE = "benchmarks/data/training/gated_mlp_h100.json"
 # the dgated GEMM's row the backward runs: its table's first, which every build compiles
 DGATED_CONFIG = kernel_configs.DGATED_GEMM[0].name
 DGATED_ENV = "INDUCTOR_SWIGLU_DGATED_GEMM"
+DGATED_EVIDENCE = "benchmarks/data/training/dgated_gemm_h100.json"
+# where it runs by default: the sizes DGATED_EVIDENCE measured it faster at
+DGATED_MAX_D = 2048
+DGATED_MIN_M = 8192
 # the FP8 forms launch from Python as swiglu_fp8 does: its host costs speak for them
 HOST_COSTS_OF = {"swiglu_fp8": "swiglu_fp8", "swiglu_fp8_weight": "swiglu_fp8", "linear_fp8": "swiglu_fp8",
                  "linear_fp8_weight": "swiglu_fp8", "swiglu_grouped": "swiglu_grouped"}
@@ -273,22 +277,34 @@ def gated_mlp_kernels(has_bias: bool) -> tuple[str, str]:
                       f"slower, {GATED_MLP_EVIDENCE})")
 
 
-def dgated_gemm_asked() -> bool:
-    """INDUCTOR_SWIGLU_DGATED_GEMM=1: the training backward runs the dgated GEMM."""
-    return os.environ.get(DGATED_ENV, "").strip() not in ("", "0")
+def dgated_gemm_setting() -> bool | None:
+    """INDUCTOR_SWIGLU_DGATED_GEMM, read at each call: True (1: wherever the kernel can run), False
+    (0: never), None (unset: where it measured faster)."""
+    value = os.environ.get(DGATED_ENV, "").strip()
+    return None if not value else value != "0"
 
 
 def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:
-    """(configuration of the dgated GEMM, why) for the training backward's dh = dy @ w_down and the
-    activation's derivative on an sm_90 GPU, or (None, why cuBLAS and the elementwise kernel run).
-    It runs where the user asks for it: no GPU measurement of it against cuBLAS and the elementwise
-    kernel has been made yet, so it is not the default."""
+    """(configuration of the dgated GEMM, why) for the training backward's dh = dy @ w_down [M, N]
+    (D = the model's hidden size, the GEMM's K) and the activation's derivative on an sm_90 GPU, or
+    (None, why cuBLAS and the elementwise kernel run).  By default it runs where it measured faster
+    than cuBLAS + the elementwise kernel (DGATED_EVIDENCE): a short K loop, where dh's round trip
+    through memory is a large share of the time, and at least DGATED_MIN_M rows, the smallest count
+    measured; with a long K loop its epilogue no longer hides behind the mainloop."""
     if forced_kernel() == "triton":
         return None, "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
-    if not dgated_gemm_asked():
-        return None, ("cuBLAS GEMMs with the fused elementwise kernels (the dgated GEMM is not measured yet: "
-                      f"{DGATED_ENV}=1 runs it)")
-    return DGATED_CONFIG, f"{DGATED_ENV}=1: the dgated GEMM ({DGATED_CONFIG})"
+    setting = dgated_gemm_setting()
+    if setting is False:
+        return None, f"{DGATED_ENV}=0: cuBLAS and the elementwise kernel"
+    if setting:
+        return DGATED_CONFIG, f"{DGATED_ENV}=1: the dgated GEMM ({DGATED_CONFIG})"
+    if D > DGATED_MAX_D:
+        return None, (f"cuBLAS and the elementwise kernel: at a hidden size of {D} (over {DGATED_MAX_D}) the dgated "
+                      f"GEMM measured no faster ({DGATED_EVIDENCE})")
+    if M < DGATED_MIN_M:
+        return None, (f"cuBLAS and the elementwise kernel: the dgated GEMM is measured from {DGATED_MIN_M} rows on, "
+                      f"this call has {M} ({DGATED_EVIDENCE}; {DGATED_ENV}=1 runs it)")
+    return DGATED_CONFIG, f"the dgated GEMM ({DGATED_CONFIG}): measured faster at these sizes ({DGATED_EVIDENCE})"
 
 
 def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K, *, cudagraphs: bool,

@@ -507,8 +507,8 @@ class DgatedGemmConfig:
 
 # The first row is the kernel's default, the one the training backward runs (dispatch/forms.py).
 DGATED_GEMM: tuple[DgatedGemmConfig, ...] = (
-    DgatedGemmConfig(128, 128),
     DgatedGemmConfig(128, 128, cluster_m=2),
+    DgatedGemmConfig(128, 128),
     DgatedGemmConfig(128, 128, cluster_n=2),
     DgatedGemmConfig(64, 256),
 )

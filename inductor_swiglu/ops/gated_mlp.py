@@ -23,9 +23,9 @@ Numerics, on every path: the GEMMs in the input dtype (fp32 accumulation), the a
 derivative and the products in fp32 on ``[M, N]`` values, each result rounded once.  No weight is
 copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, with dispatch's
 ``gated_mlp_kernels``): on a GPU, cuBLAS's GEMMs followed by one fused elementwise kernel per
-direction (``kernels/triton/gated_mlp.py``); on Hopper, where ``INDUCTOR_SWIGLU_DGATED_GEMM=1`` asks
-for it, the backward's ``dh = dy @ w_down`` and the activation's derivative as one CUTLASS GEMM with
-the derivative in its epilogue (``ops/cutlass_dgated.py``; dh never reaches memory, and h for
+direction (``kernels/triton/gated_mlp.py``); on Hopper, where it measured faster
+(``dispatch.forms.gated_mlp_dgated``), the backward's ``dh = dy @ w_down`` and the activation's
+derivative as one CUTLASS GEMM with the derivative in its epilogue (``ops/cutlass_dgated.py``; dh never reaches memory, and h for
 ``dW_down`` comes out of it too); or the fused-GEMM Triton kernels of that module where they are asked for; the reference below
 on the CPU; which one ran is counted in ``op_stats()``,
 with the reason.  In recompute mode the GPU forward computes h with the inference op
@@ -218,7 +218,7 @@ def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
                 impl_stats.record(DGATED, why, config=config)
                 return done
             reason = f"the dgated GEMM declined: {why}; {reason}"
-        elif forms.dgated_gemm_asked():
+        else:
             reason = why
     _record(impl, reason, dy2)
     if impl == FUSED_TRITON:

@@ -326,6 +326,25 @@ def test_the_training_form_is_rewritten_on_a_gpu_only_where_it_is_asked_for():
         assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it
 
 
+@pytest.mark.parametrize("setting,M,D,runs", [
+    (None, 8192, 896, True), (None, 16384, 2048, True),
+    (None, 8192, 3584, False),     # a long K loop: measured no faster
+    (None, 2048, 896, False),      # fewer rows than were measured
+    ("1", 2048, 3584, True), ("0", 8192, 896, False),
+])
+def test_the_training_backward_runs_the_dgated_gemm_where_it_measured_faster(monkeypatch, setting, M, D, runs):
+    if setting is None:
+        monkeypatch.delenv(forms.DGATED_ENV, raising=False)
+    else:
+        monkeypatch.setenv(forms.DGATED_ENV, setting)
+    config, reason = forms.gated_mlp_dgated(M, 4864, D)
+    assert (config == forms.DGATED_CONFIG) if runs else (config is None), reason
+    if setting is None:
+        assert forms.DGATED_EVIDENCE in reason
+    with dispatch.force_kernel("triton"):
+        assert forms.gated_mlp_dgated(M, 4864, D)[0] is None
+
+
 def test_the_training_form_runs_cublas_unless_the_fused_gemms_are_forced():
     assert forms.gated_mlp_kernels(has_bias=False)[0] == "cublas"
     with dispatch.force_kernel("triton"):

@@ -63,8 +63,8 @@ def test_the_eager_backward_allocates_no_gradient_for_the_saved_pair():
 
 @pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
 def test_the_backward_runs_the_dgated_gemm_where_asked_or_says_why_it_did_not(monkeypatch, asked, declined):
-    """Where cuBLAS serves the training form and INDUCTOR_SWIGLU_DGATED_GEMM=1 asks for it, the
-    backward's dh GEMM and the derivative are one dgated GEMM; where that kernel declines a call,
+    """Where cuBLAS serves the training form and the dgated GEMM is chosen (here: asked for by
+    INDUCTOR_SWIGLU_DGATED_GEMM=1), the backward's dh GEMM and the derivative are one GEMM; where that kernel declines a call,
     cuBLAS and the elementwise kernel run and the count says why.  The GPU is simulated: both
     kernels are the reference on CPU tensors."""
     from inductor_swiglu import op_stats, reset_op_stats
@@ -89,7 +89,8 @@ def test_the_backward_runs_the_dgated_gemm_where_asked_or_says_why_it_did_not(mo
     assert calls == ([dispatch.forms.DGATED_CONFIG] if asked else [])
     stats = op_stats()
     if not asked:
-        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {"cuBLAS here": 1}}
+        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {
+            f"{dispatch.forms.DGATED_ENV}=0: cuBLAS and the elementwise kernel": 1}}
     elif declined:
         assert stats["calls"] == {impl_stats.GATED_MLP_CUBLAS: 1}
         (reason,) = stats["reasons"][impl_stats.GATED_MLP_CUBLAS]
