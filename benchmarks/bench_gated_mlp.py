@@ -17,15 +17,17 @@ Sections (each point's failure is recorded in the results, never fatal):
                       the timing) + Inductor-compiled act(g) * u: the same outputs;
                       ours without pre-activations (default config) vs stock torch.compile of
                       act(x Wg^T) * (x Wu^T): the inference forward
-             dgated   ours (every config of DGATED_CONFIGS) vs cuBLAS dy @ Wd + Inductor-compiled
-                      dSwiGLU pointwise writing (d_gate, d_up, h)
+             dgated   ours (every config of DGATED_CONFIGS, and every row of the CUTLASS dgated GEMM
+                      the library holds) vs cuBLAS dy @ Wd + Inductor-compiled dSwiGLU pointwise
+                      writing (d_gate, d_up, h)
   pointwise  the elementwise kernels that follow cuBLAS's GEMMs in the op (h from the
            pre-activations; dgu and h from dh) at every tile of POINTWISE_TILES, beside Inductor's
            kernels computing the same outputs
   mlp      one MLP forward+backward (gradients of x and of the three weights; bf16; a random
            upstream gradient), ``mlp_candidates``: stock torch.compile of the eager MLP, and of it
            under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
-           implementation) saving the pre-activations, and in recompute mode; the two fused-GEMM
+           implementation) saving the pre-activations (also with the dgated GEMM off:
+           INDUCTOR_SWIGLU_DGATED_GEMM=0), and in recompute mode; the two fused-GEMM
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
            less the output; peak of forward+backward over the start).
@@ -59,9 +61,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
+from inductor_swiglu.dispatch import forms  # noqa: E402
 from inductor_swiglu.kernels import activations  # noqa: E402
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
+from inductor_swiglu.ops import cutlass_dgated  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 DT = torch.bfloat16
@@ -314,10 +318,19 @@ def kernels_point(model, M, act, clock) -> dict:
     for c in gm.DGATED_CONFIGS:
         bench.add(c.name, lambda dy, wd, gu, dgu, h, c=c: gm.gated_mlp_dgated_gpu(
             dy, wd, gu, act, config=c, out=dgu, h_out=h))
+    for name in cutlass_dgated.config_names():
+        bench.add(name, lambda dy, wd, gu, dgu, h, name=name: _cutlass_dgated(dy, wd, gu, act, name, (dgu, h)))
     _timed(bench, M, row, "dgated_")
     del bench, sets
     torch.cuda.empty_cache()
     return row
+
+
+def _cutlass_dgated(dy, wd, gu, act, config, out):
+    done, why = cutlass_dgated.run(dy, wd, gu, act, config, out=out)
+    if done is None:   # a declined call launches nothing: report it, never time it
+        raise RuntimeError(f"{config} declined: {why}")
+    return done
 
 
 def _best(times: dict, names) -> tuple[str | None, float | None]:
@@ -328,7 +341,7 @@ def _best(times: dict, names) -> tuple[str | None, float | None]:
 def describe_kernels(r) -> str:
     f, d = r["forward_us"], r["dgated_us"]
     fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS])
-    db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS])
+    db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS] + list(cutlass_dgated.config_names()))
     ratio = (lambda a, b: f"{a / b:.2f}x" if a and b else "-")
     return (f"{r['model']} M={r['M']}: fwd cuBLAS+pw {f.get('cublas_2N+act_mul', '-')} us, ours default "
             f"{f.get(r['forward_default'], '-')} best {fbus} ({fb}) speedup "
@@ -388,9 +401,22 @@ def _mlp_sets(M, N, K, seed):
 
 
 def _step(mlp):
+    """One forward+backward; a candidate's ``env`` (environment settings, such as which backward
+    kernel the op runs) holds over both, which the op reads at each call."""
+    env = getattr(mlp, "env", {})
+
     def run(x, wg, wu, wd, dy):
-        y = mlp(x, wg, wu, wd)
-        return torch.autograd.grad(y, (x, wg, wu, wd), dy)
+        before = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            y = mlp(x, wg, wu, wd)
+            return torch.autograd.grad(y, (x, wg, wu, wd), dy)
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     return run
 
 
@@ -408,21 +434,26 @@ def _memory(mlp, s) -> dict:
     return {"saved_mb": round(saved / 2**20, 1), "peak_mb": round(peak / 2**20, 1)}
 
 
-def _op(act: str, recompute: bool):
-    """The training form's op as the pass rewrites to it (its default implementation)."""
-    return lambda x, wg, wu, wd: inductor_swiglu.gated_mlp(x, wg, wu, wd, activation=act, recompute=recompute)
+def _op(act: str, recompute: bool, env: dict | None = None):
+    """The training form's op as the pass rewrites to it (its default implementation, or what `env`
+    asks for)."""
+    def op(x, wg, wu, wd):
+        return inductor_swiglu.gated_mlp(x, wg, wu, wd, activation=act, recompute=recompute)
+    op.env = env or {}
+    return op
 
 
 def mlp_candidates(act: str) -> dict:
     """What one MLP forward+backward can run: stock (with and without checkpointing around the MLP,
-    which is what users do today to save its activations), the op (saving the pre-activations, or
-    only x), and the fused-GEMM Triton kernels."""
+    which is what users do today to save its activations), the op (saving the pre-activations, also
+    with the dgated GEMM turned off, or only x), and the fused-GEMM Triton kernels."""
     def checkpointed(x, wg, wu, wd):
         return checkpoint(_mlp_eager, x, wg, wu, wd, act, use_reentrant=False)
 
     return {"stock_compile": _compiled(lambda x, wg, wu, wd: _mlp_eager(x, wg, wu, wd, act)),
             "stock_checkpoint": _compiled(checkpointed),
             "ours": _op(act, False),
+            "ours_no_dgated": _op(act, False, {forms.DGATED_ENV: "0"}),
             "ours_recompute": _op(act, True),
             "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
 
@@ -461,7 +492,7 @@ def describe_mlp(r) -> str:
     us = r["us"]
     base = us.get("stock_compile")
     parts = [f"MLP {r['model']} M={r['M']}: stock {base} us"]
-    for name in ("stock_checkpoint", "ours", "ours_recompute", "ours_triton"):
+    for name in ("stock_checkpoint", "ours", "ours_no_dgated", "ours_recompute", "ours_triton"):
         if name in us:
             parts.append(f"{name} {us[name]} us ({base / us[name]:.2f}x)" if base else f"{name} {us[name]} us")
     saved = {n.removesuffix("_memory"): m["saved_mb"] for n, m in r.items() if n.endswith("_memory")}
@@ -616,13 +647,13 @@ def markdown(result: dict) -> str:
                 continue
             f, d = r["forward_us"], r["dgated_us"]
             fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS])
-            db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS])
+            db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS] + list(cutlass_dgated.config_names()))
             lines.append(f"| {r['model']} | {r['M']} | {f.get('cublas_2N+act_mul')} | {f.get(r['forward_default'])} | "
                          f"{fbus} ({fb}) | {f.get('ours_no_preact')} | {f.get('stock_compile_fwd')} | "
                          f"{d.get('cublas+dact')} | {d.get(r['dgated_default'])} | {dbus} ({db}) |")
         lines.append("")
     if result.get("mlp"):
-        names = ("stock_compile", "stock_checkpoint", "ours", "ours_recompute", "ours_triton")
+        names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_dgated", "ours_recompute", "ours_triton")
         lines += ["## MLP forward+backward (us, and the speedup over stock_compile; saved MB)", "",
                   "| model | M | " + " | ".join(names) + " | " + " | ".join(f"saved MB {n}" for n in names) + " |",
                   "|---|---|" + "---|" * (2 * len(names))]

@@ -276,6 +276,34 @@ def test_bench_mlp_gradients_no_worse_than_eager(bench, activation):
         assert ours["frac_over_1pct"] <= 1.25 * theirs["frac_over_1pct"] + 1e-2, (name, ours, theirs)
 
 
+def test_bench_step_holds_a_candidates_environment_over_forward_and_backward(bench, monkeypatch):
+    # the op reads which backward kernel to run at each call: a candidate's setting must hold in its
+    # backward too, and end with its step
+    monkeypatch.setenv("INDUCTOR_SWIGLU_TEST_SETTING", "outside")
+    seen = []
+
+    class Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen.append(("forward", os.environ["INDUCTOR_SWIGLU_TEST_SETTING"]))
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("backward", os.environ["INDUCTOR_SWIGLU_TEST_SETTING"]))
+            return g
+
+    def mlp(x, wg, wu, wd):
+        return Probe.apply(x) * (wg.sum() + wu.sum() + wd.sum())
+
+    mlp.env = {"INDUCTOR_SWIGLU_TEST_SETTING": "candidate"}
+    leaves = [torch.randn(3, 4, requires_grad=True) for _ in range(4)]
+    bench._step(mlp)(*leaves, torch.ones(3, 4))
+    assert seen == [("forward", "candidate"), ("backward", "candidate")]
+    assert os.environ["INDUCTOR_SWIGLU_TEST_SETTING"] == "outside"
+    assert bench.mlp_candidates("silu")["ours_no_dgated"].env == {"INDUCTOR_SWIGLU_DGATED_GEMM": "0"}
+
+
 def test_bench_profile_sums_gpu_kernels_by_name(bench):
     cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
 
