@@ -44,11 +44,10 @@
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/device_kernel.h"
 
 #include "api/kernel_registry.hpp"
 #include "epilogues/activation.hpp"
-#include "launch/launch.hpp"
+#include "launch/gemm_universal_launch.hpp"
 
 namespace isw::dgated {
 
@@ -165,13 +164,8 @@ static int run_kernel(const isw_dgated_problem* p, const char* name, int cluster
   using Kernel = typename K::Kernel;
   using Element = typename Kernel::ElementA;
   static std::atomic<int> setup_cache[kMaxDevices];
-  int device = 0, sm_count = 0;
-  ISW_CUDA_CHECK(cudaGetDevice(&device));
-  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
-  int max_active_clusters = 0;
-  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(),
-                                 int(Kernel::SharedStorageSize), cluster_m, cluster_n, device, setup_cache, name,
-                                 &max_active_clusters);
+  int device = 0, sm_count = 0, max_active_clusters = 0;
+  if (int st = prepare_device<Kernel>(name, cluster_m, cluster_n, setup_cache, &device, &sm_count, &max_active_clusters);
       st != ISW_OK)
     return st;
 
@@ -217,13 +211,7 @@ static int run_kernel(const isw_dgated_problem* p, const char* name, int cluster
       !tma_descriptor_encoded(params.mainloop.tma_load_b.get_tma_descriptor()))
     return fail(ISW_ERR_CUDA, "%s: cuTensorMapEncodeTiled rejected the dy or w_down TMA view", name);
 
-  cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
-                                         Kernel::SharedStorageSize, stream, cluster_m, cluster_n, &attr);
-  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
-  ISW_CUDA_CHECK(cudaGetLastError());
-  return ISW_OK;
+  return launch_params<Kernel>(params, static_cast<cudaStream_t>(p->stream), cluster_m, cluster_n);
 }
 
 static bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }

@@ -13,6 +13,28 @@
 
 namespace isw {
 
+// The current device, its SM count and `Kernel`'s once-per-device setup (setup_device_once; its
+// `setup_cache` is the kernel's own, one per instantiation).
+template <class Kernel>
+static int prepare_device(const char* kernel, int cluster_m, int cluster_n, std::atomic<int> (&setup_cache)[kMaxDevices],
+                          int* device, int* sm_count, int* max_active_clusters) {
+  ISW_CUDA_CHECK(cudaGetDevice(device));
+  if (int st = sm_count_of(*device, sm_count); st != ISW_OK) return st;
+  return setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
+                           cluster_m, cluster_n, *device, setup_cache, kernel, max_active_clusters);
+}
+
+// One launch of `Kernel` with its Params on `stream`, as clusters where they are asked for.
+template <class Kernel>
+static int launch_params(typename Kernel::Params const& params, cudaStream_t stream, int cluster_m, int cluster_n) {
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
+                                         Kernel::SharedStorageSize, stream, cluster_m, cluster_n, &attr);
+  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
+  ISW_CUDA_CHECK(cudaGetLastError());
+  return ISW_OK;
+}
+
 // Launches `Kernel` (a cutlass::gemm::kernel::GemmUniversal) on the problem's stream.
 //   make_args(sm_count, args)   fills and validates the arguments in the user's words
 //   check_params(args, params)  ISW_OK, or the failure of the kernel's own TMA maps (e.g. a TMA
@@ -23,12 +45,8 @@ template <class Kernel, class MakeArgs, class CheckParams>
 static int launch_gemm_universal(const isw_problem* p, const char* kernel, int cluster_m, int cluster_n,
                                  std::atomic<int> (&setup_cache)[kMaxDevices], MakeArgs&& make_args,
                                  CheckParams&& check_params) {
-  int device = 0, sm_count = 0;
-  ISW_CUDA_CHECK(cudaGetDevice(&device));
-  if (int st = sm_count_of(device, &sm_count); st != ISW_OK) return st;
-  int max_active_clusters = 0;
-  if (int st = setup_device_once(&cutlass::device_kernel<Kernel>, Kernel::get_block_shape(), int(Kernel::SharedStorageSize),
-                                 cluster_m, cluster_n, device, setup_cache, kernel, &max_active_clusters);
+  int device = 0, sm_count = 0, max_active_clusters = 0;
+  if (int st = prepare_device<Kernel>(kernel, cluster_m, cluster_n, setup_cache, &device, &sm_count, &max_active_clusters);
       st != ISW_OK)
     return st;
 
@@ -51,12 +69,7 @@ static int launch_gemm_universal(const isw_problem* p, const char* kernel, int c
                 kernel, (long long)args.mainloop.pair_offset);
   if (int st = check_params(args, params); st != ISW_OK) return st;
 
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t cfg = launch_config(Kernel::get_grid_shape(params), Kernel::get_block_shape(),
-                                         Kernel::SharedStorageSize, stream, cluster_m, cluster_n, &attr);
-  ISW_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cutlass::device_kernel<Kernel>, params));
-  ISW_CUDA_CHECK(cudaGetLastError());
-  return ISW_OK;
+  return launch_params<Kernel>(params, stream, cluster_m, cluster_n);
 }
 
 }  // namespace isw
