@@ -257,14 +257,15 @@ def _known(*dims) -> bool:
 
 def _gated_mlp_worth_it(recompute: bool) -> Decision:
     """The training form on a GPU: saving the pre-activations, it measured slower than stock at
-    every shape timed (GATED_MLP_EVIDENCE), so it is rewritten only where the user trades time for
-    activation memory (recompute mode, which keeps what checkpointing each MLP keeps, at its speed
-    or faster, without a change to the model) or asks for the fused-GEMM kernels by name."""
+    most shapes timed (GATED_MLP_EVIDENCE; with the dgated GEMM, faster only at the smallest hidden
+    size, DGATED_EVIDENCE), so it is rewritten only where the user trades time for activation
+    memory (recompute mode, which keeps what checkpointing each MLP keeps, at its speed or faster,
+    without a change to the model) or asks for the fused-GEMM kernels by name."""
     if recompute or forced_kernel() == "triton":
         return Decision()
-    return Decision("the training form measured slower than stock on this GPU "
-                    f"({GATED_MLP_EVIDENCE}): stock runs; PassConfig(gated_mlp_recompute=True) rewrites it "
-                    "to keep only x for the backward")
+    return Decision("the training form measured slower than stock on this GPU at most shapes "
+                    f"({GATED_MLP_EVIDENCE}, {DGATED_EVIDENCE}): stock runs; PassConfig(gated_mlp_recompute=True) "
+                    "rewrites it to keep only x for the backward")
 
 
 def gated_mlp_kernels(has_bias: bool) -> tuple[str, str]:
