@@ -88,6 +88,7 @@ def test_cpp_plan_matches_python_plan_everywhere(forced):
 def built_kernel_set(lib) -> str | None:
     """The kernel set (kernels/build.py) whose configurations this library holds, None if none."""
     names = {impl: lib.configs(kl.IDS[impl]) for impl in ("dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_gemm")}
+    names["dgated_gemm"] = lib.dgated_configs()   # its own C entry (the training backward's), not an isw_kernel
     named = build.device_table_names()
     for kernels in ("shipped", "device", "all", *named, "+".join(named)):
         if {k: [c.name for c in v] for k, v in build.select(kernels).rows.items()} == names:
