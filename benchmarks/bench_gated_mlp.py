@@ -52,6 +52,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -406,17 +407,9 @@ def _step(mlp):
     env = getattr(mlp, "env", {})
 
     def run(x, wg, wu, wd, dy):
-        before = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with mock.patch.dict(os.environ, env):
             y = mlp(x, wg, wu, wd)
             return torch.autograd.grad(y, (x, wg, wu, wd), dy)
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
     return run
 
 

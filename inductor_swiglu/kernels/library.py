@@ -135,10 +135,7 @@ class KernelLibrary:
 
     def dgated_run(self, problem: IswDgatedProblem) -> int:
         """Launch the dgated GEMM; the status code as run() returns it, KernelError on a failed launch."""
-        st = self.lib.isw_dgated_run(ctypes.byref(problem))
-        if st in (ISW_OK, ISW_ERR_UNSUPPORTED, ISW_ERR_INVALID, ISW_ERR_WORKSPACE):
-            return st
-        raise KernelError(f"inductor_swiglu dgated_gemm failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
+        return self._returned(self.lib.isw_dgated_run(ctypes.byref(problem)), "dgated_gemm")
 
     def device_sm(self, device: int) -> int:
         return int(self.lib.isw_device_sm(device))
@@ -151,12 +148,13 @@ class KernelLibrary:
     def run(self, kernel: int, problem: IswProblem) -> int:
         """Launch; returns the status code: ISW_OK, a refusal before any launch (ISW_ERR_UNSUPPORTED or
         ISW_ERR_INVALID: the caller falls back) or ISW_ERR_WORKSPACE; raises KernelError on a failed launch."""
-        st = self.lib.isw_run(kernel, ctypes.byref(problem))
+        return self._returned(self.lib.isw_run(kernel, ctypes.byref(problem)), NAMES.get(kernel, kernel))
+
+    def _returned(self, st: int, kernel) -> int:
+        """A launch's status where it is one the caller handles; KernelError for a failed launch."""
         if st in (ISW_OK, ISW_ERR_UNSUPPORTED, ISW_ERR_INVALID, ISW_ERR_WORKSPACE):
             return st
-        raise KernelError(
-            f"inductor_swiglu {NAMES.get(kernel, kernel)} failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}"
-        )
+        raise KernelError(f"inductor_swiglu {kernel} failed ({STATUS_NAMES.get(st, st)}): {self.last_error()}")
 
 
 def library_path() -> Path:

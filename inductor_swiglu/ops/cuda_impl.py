@@ -119,6 +119,20 @@ def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: to
     )
 
 
+def cutlass_available(device: torch.device) -> tuple[bool, str]:
+    """(True, '') where the CUTLASS kernels the library holds can run on `device` (a CUDA device
+    of compute capability 9.0 and a loaded library), else (False, why)."""
+    if device.type != "cuda":
+        return False, "not a CUDA tensor"
+    lib = kl.get_library()
+    if lib is None:
+        return False, kl.unavailable_reason()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if lib.device_sm(index) != 90:
+        return False, "the CUTLASS kernels are built for Hopper (sm_90a)"
+    return True, ""
+
+
 def launch(lib: kl.KernelLibrary, kernel: int, p: kl.IswProblem, device) -> tuple[bool, str]:
     # isw_run validates the problem itself (returning "unsupported" with a reason), so the
     # hot path is one ctypes call; the workspace is only queried if a kernel asks for one.

@@ -17,6 +17,7 @@ import torch
 
 from ..kernels import activations
 from ..kernels import library as kl
+from .cuda_impl import cutlass_available
 
 IMPL = "dgated_gemm"
 
@@ -31,14 +32,9 @@ def config_names() -> tuple[str, ...]:
 def declines(device: torch.device, dtype: torch.dtype, activation: str) -> str:
     """Why the kernel cannot serve a call on `device` for this dtype and activation, before any
     operand is looked at ("" where it can)."""
-    if device.type != "cuda":
-        return "not a CUDA tensor"
-    lib = kl.get_library()
-    if lib is None:
-        return kl.unavailable_reason()
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if lib.device_sm(index) != 90:
-        return "the CUTLASS kernels are built for Hopper (sm_90a)"
+    ok, why = cutlass_available(device)
+    if not ok:
+        return why
     if dtype != torch.bfloat16:
         return f"it is built for bf16, not {dtype}"
     if activation != activations.SILU:

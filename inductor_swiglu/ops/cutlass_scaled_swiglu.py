@@ -23,6 +23,7 @@ import torch
 from ..kernels import activations
 from ..kernels import configs as kernel_configs
 from ..kernels import library as kl
+from .cuda_impl import cutlass_available as available
 from .cuda_impl import launch
 
 IMPL = kl.NAMES[kl.SCALED_GEMM]
@@ -36,19 +37,6 @@ def config_names() -> tuple[str, ...]:
     """The configurations this build of the library has ((): no library)."""
     lib = kl.get_library()
     return tuple(lib.configs(kl.SCALED_GEMM)) if lib is not None else ()
-
-
-def available(device: torch.device) -> tuple[bool, str]:
-    """(True, '') where the kernel can run on `device`, else (False, why)."""
-    if device.type != "cuda":
-        return False, "not a CUDA tensor"
-    lib = kl.get_library()
-    if lib is None:
-        return False, kl.unavailable_reason()
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if lib.device_sm(index) != 90:
-        return False, "the CUTLASS kernels are built for Hopper (sm_90a)"
-    return True, ""
 
 
 def declines(device: torch.device, activation: str, out_dtype: torch.dtype) -> str:

@@ -25,10 +25,10 @@ copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, 
 ``gated_mlp_kernels``): on a GPU, cuBLAS's GEMMs followed by one fused elementwise kernel per
 direction (``kernels/triton/gated_mlp.py``); on Hopper, where it measured faster
 (``dispatch.forms.gated_mlp_dgated``), the backward's ``dh = dy @ w_down`` and the activation's
-derivative as one CUTLASS GEMM with the derivative in its epilogue (``ops/cutlass_dgated.py``; dh never reaches memory, and h for
-``dW_down`` comes out of it too); or the fused-GEMM Triton kernels of that module where they are asked for; the reference below
-on the CPU; which one ran is counted in ``op_stats()``,
-with the reason.  In recompute mode the GPU forward computes h with the inference op
+derivative as one CUTLASS GEMM with the derivative in its epilogue (``ops/cutlass_dgated.py``: dh
+never reaches memory, and h for ``dW_down`` comes out of it too); or the fused-GEMM Triton kernels
+of that module where they are asked for; the reference below on the CPU; which one ran is counted
+in ``op_stats()``, with the reason.  In recompute mode the GPU forward computes h with the inference op
 (``swiglu_forward``, whose own dispatch picks the fused GEMM + activation kernel or the unfused
 path, and whose h is rounded from the fp32 accumulators rather than from the rounded pair).
 """
