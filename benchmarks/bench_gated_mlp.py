@@ -16,7 +16,9 @@ Sections (each point's failure is recorded in the results, never fatal):
                       vs cuBLAS x @ [Wg; Wu]^T ([M, 2N, K], the weights concatenated once outside
                       the timing) + Inductor-compiled act(g) * u: the same outputs;
                       ours without pre-activations (default config) vs stock torch.compile of
-                      act(x Wg^T) * (x Wu^T): the inference forward
+                      act(x Wg^T) * (x Wu^T): the inference forward; the op's unfused forward
+                      (two cuBLAS GEMMs into gu's halves, then the elementwise kernel) and every
+                      _preact row of the interleaved GEMM the library holds (ops/cutlass_preact.py)
              dgated   ours (every config of DGATED_CONFIGS, and every row of the CUTLASS dgated GEMM
                       the library holds) vs cuBLAS dy @ Wd + Inductor-compiled dSwiGLU pointwise
                       writing (d_gate, d_up, h)
@@ -26,8 +28,9 @@ Sections (each point's failure is recorded in the results, never fatal):
   mlp      one MLP forward+backward (gradients of x and of the three weights; bf16; a random
            upstream gradient), ``mlp_candidates``: stock torch.compile of the eager MLP, and of it
            under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
-           implementation) saving the pre-activations (also with the dgated GEMM off:
-           INDUCTOR_SWIGLU_DGATED_GEMM=0), and in recompute mode; the two fused-GEMM
+           implementation) saving the pre-activations (also with the pre-activation GEMM off,
+           INDUCTOR_SWIGLU_PREACT_GEMM=0, and with the dgated GEMM off, INDUCTOR_SWIGLU_DGATED_GEMM=0),
+           and in recompute mode; the two fused-GEMM
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
            less the output; peak of forward+backward over the start).
@@ -66,7 +69,8 @@ from inductor_swiglu.dispatch import forms  # noqa: E402
 from inductor_swiglu.kernels import activations  # noqa: E402
 from inductor_swiglu.kernels.triton import gated_mlp as gm  # noqa: E402
 from inductor_swiglu.models.shapes import MLP_SHAPES  # noqa: E402
-from inductor_swiglu.ops import cutlass_dgated  # noqa: E402
+from inductor_swiglu.ops import cutlass_dgated, cutlass_preact  # noqa: E402
+from inductor_swiglu.ops.gated_mlp import preactivations  # noqa: E402
 from inductor_swiglu.testing.numerics import error_stats  # noqa: E402
 
 DT = torch.bfloat16
@@ -305,6 +309,11 @@ def kernels_point(model, M, act, clock) -> dict:
     bench.add("cublas_2N+act_mul", lambda x, wg, wu, wcat, h, gu: act_mul(torch.mm(x, wcat.t(), out=gu)))
     bench.add("stock_compile_fwd", lambda x, wg, wu, *_: stock(x, wg, wu))
     bench.add("ours_no_preact", lambda x, wg, wu, wcat, h, gu: gm.gated_mlp_forward_gpu(x, wg, wu, act, False, out=h))
+    # the op's forward without the pre-activation GEMM: two cuBLAS GEMMs into the halves of gu, then h
+    bench.add("cublas_2mm+pointwise", lambda x, wg, wu, wcat, h, gu: gm.gated_pointwise_gpu(
+        preactivations(x, wg, wu), act))
+    for name in cutlass_preact.config_names():
+        bench.add(name, lambda x, wg, wu, wcat, h, gu, name=name: _cutlass_preact(x, wg, wu, act, name, (h, gu)))
     for c in gm.FORWARD_CONFIGS:
         bench.add(c.name, lambda x, wg, wu, wcat, h, gu, c=c: gm.gated_mlp_forward_gpu(
             x, wg, wu, act, True, config=c, out=h, preact=gu))
@@ -325,6 +334,13 @@ def kernels_point(model, M, act, clock) -> dict:
     del bench, sets
     torch.cuda.empty_cache()
     return row
+
+
+def _cutlass_preact(x, wg, wu, act, config, out):
+    done, why = cutlass_preact.run(x, wg, wu, act, config, out=out)
+    if done is None:
+        raise RuntimeError(why)
+    return done
 
 
 def _cutlass_dgated(dy, wd, gu, act, config, out):
@@ -446,6 +462,7 @@ def mlp_candidates(act: str) -> dict:
     return {"stock_compile": _compiled(lambda x, wg, wu, wd: _mlp_eager(x, wg, wu, wd, act)),
             "stock_checkpoint": _compiled(checkpointed),
             "ours": _op(act, False),
+            "ours_no_preact": _op(act, False, {forms.PREACT_ENV: "0"}),
             "ours_no_dgated": _op(act, False, {forms.DGATED_ENV: "0"}),
             "ours_recompute": _op(act, True),
             "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
@@ -461,11 +478,16 @@ def _grad_errors(grads, ref) -> dict:
     return {w: _err(gr, r) for w, gr, r in zip(("dx", "dWg", "dWu", "dWd"), grads, ref)}
 
 
+# the mlp section's candidates (--candidates; None: all of mlp_candidates)
+MLP_CANDIDATES: set[str] | None = None
+
+
 def mlp_point(model, M, act, clock) -> dict:
     K, N = MLP_SHAPES[model]
     row = {"model": model, "M": M, "N": N, "K": K, "act": act}
     sets = _mlp_sets(M, N, K, seed=M + K)
-    candidates = mlp_candidates(act)
+    candidates = {n: c for n, c in mlp_candidates(act).items()
+                  if MLP_CANDIDATES is None or n in MLP_CANDIDATES or n == "stock_compile"}
     ref = _reference_grads(act, *sets[0])
     row["numerics"] = {}
     for name, mlp in candidates.items():
@@ -485,7 +507,7 @@ def describe_mlp(r) -> str:
     us = r["us"]
     base = us.get("stock_compile")
     parts = [f"MLP {r['model']} M={r['M']}: stock {base} us"]
-    for name in ("stock_checkpoint", "ours", "ours_no_dgated", "ours_recompute", "ours_triton"):
+    for name in ("stock_checkpoint", "ours", "ours_no_preact", "ours_no_dgated", "ours_recompute", "ours_triton"):
         if name in us:
             parts.append(f"{name} {us[name]} us ({base / us[name]:.2f}x)" if base else f"{name} {us[name]} us")
     saved = {n.removesuffix("_memory"): m["saved_mb"] for n, m in r.items() if n.endswith("_memory")}
@@ -601,6 +623,61 @@ def describe_profile(r) -> str:
     return f"profile {r['model']} M={r['M']} (GPU us per step):\n" + "\n".join(parts)
 
 
+# ---------------------------------------------------------------- the dispatch table's training rows
+
+TRAIN_OP = "ours"               # the mlp candidate the rewrite runs (the op's default implementation)
+TRAIN_STOCK = "stock_compile"   # what the graph runs without the rewrite
+
+
+def train_rows(result: dict, activation: str = activations.SILU) -> list:
+    """The device table's ``train/<dtype>/<activation>`` rows from an mlp section: per model shape, M
+    ranges split at the geometric midpoints of the token counts measured, each saying whether the op
+    (``gated_mlp``) or stock (``unfused``) ran the MLP forward+backward faster there."""
+    from inductor_swiglu.dispatch import table as tables
+
+    key = tables.Key("bfloat16", activation, "train")
+    by_shape: dict[tuple[int, int], list[dict]] = {}
+    for r in result.get("mlp", []):
+        us = r.get("us", {})
+        if "error" in r or r.get("act") != activation or TRAIN_OP not in us or TRAIN_STOCK not in us:
+            continue
+        by_shape.setdefault((r["K"], r["N"]), []).append(r)
+    entries = []
+    for (K, N), rows in sorted(by_shape.items()):
+        rows.sort(key=lambda r: r["M"])
+        ms = [r["M"] for r in rows]
+        edges = [1, *(int((a * b) ** 0.5) + 1 for a, b in zip(ms, ms[1:])), 1 << 62]
+        for r, lo, hi in zip(rows, edges, edges[1:]):
+            op, stock = r["us"][TRAIN_OP], r["us"][TRAIN_STOCK]
+            faster = op < stock
+            entries.append(tables.Entry(key, K, N, lo, hi if hi == 1 << 62 else hi - 1,
+                                        "gated_mlp" if faster else "unfused", "save" if faster else "",
+                                        record={"M": r["M"], "op_us": op, "stock_us": stock,
+                                                "why": "the op faster" if faster else "stock faster"}))
+    return entries
+
+
+def install_train_rows(result: dict, device: str, activation: str = activations.SILU) -> Path:
+    """Write the training rows of `result` into the shipped table of `device`, replacing its earlier
+    training rows of that key; GeGLU's training key is served by SiLU's rows, as the dense keys are."""
+    from inductor_swiglu.dispatch import table as tables
+
+    entries = train_rows(result, activation)
+    if not entries:
+        raise SystemExit("no mlp rows with both the op and stock timed: nothing to install")
+    key = entries[0].key
+    serves = {key: key}
+    if activation == activations.SILU:
+        serves.update({tables.Key("bfloat16", a, "train"): key for a in (activations.GELU_TANH, activations.GELU)})
+    path = tables.table_path(device)
+    how = (f"one MLP forward+backward per model shape and token count, the op ({TRAIN_OP}) and stock "
+           f"({TRAIN_STOCK}) interleaved under CUDA-graph replay, weights from HBM, on {result['meta']['device']}; "
+           "benchmarks/bench_gated_mlp.py --install")
+    table = tables.with_rows(tables.load(path), key, entries, lambda e: True, serves, key.text, how)
+    tables.save(table, path)
+    return path
+
+
 # ---------------------------------------------------------------- driver
 
 def _guard(fn, row: dict) -> dict:
@@ -639,14 +716,15 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {r['model']} | {r['M']} | error: {r['error'][:120]} |")
                 continue
             f, d = r["forward_us"], r["dgated_us"]
-            fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS])
+            fb, fbus = _best(f, [c.name for c in gm.FORWARD_CONFIGS] + list(cutlass_preact.config_names()))
             db, dbus = _best(d, [c.name for c in gm.DGATED_CONFIGS] + list(cutlass_dgated.config_names()))
             lines.append(f"| {r['model']} | {r['M']} | {f.get('cublas_2N+act_mul')} | {f.get(r['forward_default'])} | "
                          f"{fbus} ({fb}) | {f.get('ours_no_preact')} | {f.get('stock_compile_fwd')} | "
                          f"{d.get('cublas+dact')} | {d.get(r['dgated_default'])} | {dbus} ({db}) |")
         lines.append("")
     if result.get("mlp"):
-        names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_dgated", "ours_recompute", "ours_triton")
+        names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_preact", "ours_no_dgated", "ours_recompute",
+                 "ours_triton")
         lines += ["## MLP forward+backward (us, and the speedup over stock_compile; saved MB)", "",
                   "| model | M | " + " | ".join(names) + " | " + " | ".join(f"saved MB {n}" for n in names) + " |",
                   "|---|---|" + "---|" * (2 * len(names))]
@@ -669,7 +747,19 @@ def main(argv=None) -> int:
     ap.add_argument("--sections", default="check,kernels,mlp")
     ap.add_argument("--activation", default="silu", choices=gm.ACTIVATIONS, help="for the timed sections")
     ap.add_argument("--budget-s", type=float, default=220.0, help="no timed point starts after this")
+    ap.add_argument("--install", metavar="DEVICE", help="write the mlp section's training rows into the shipped "
+                    "dispatch table of DEVICE (h100, h200); with --from, from a stored result without a GPU")
+    ap.add_argument("--from", dest="source", type=Path, help="a stored bench_gated_mlp.json (with --install)")
+    ap.add_argument("--candidates", default="", help="the mlp section's candidates, comma-separated (default: all; "
+                    "stock_compile always runs, as every ratio's base)")
     args = ap.parse_args(argv)
+    global MLP_CANDIDATES
+    MLP_CANDIDATES = set(args.candidates.split(",")) if args.candidates else None
+    if args.source is not None:
+        if not args.install:
+            ap.error("--from installs a stored result: give --install DEVICE")
+        print(f"installed {install_train_rows(json.loads(args.source.read_text()), args.install, args.activation)}")
+        return 0
     ok, why = gm.available()
     if not torch.cuda.is_available() or not ok:
         print(f"needs a CUDA GPU: {why or 'none found'}", file=sys.stderr)
@@ -714,6 +804,8 @@ def main(argv=None) -> int:
         save()
     save()
     report(f"wrote {args.out / 'bench_gated_mlp.json'} and .md")
+    if args.install:
+        report(f"installed {install_train_rows(result, args.install, args.activation)}")
     failed = [r for r in result.get("check", []) if not r.get("ok")]
     return 1 if failed else 0
 

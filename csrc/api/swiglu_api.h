@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define ISW_ABI_VERSION 6
+#define ISW_ABI_VERSION 7
 
 // isw_dtype: the element types of x, the weights and out (all the same type, except under the
 // scaled GEMM: float8 e4m3 x and weights, out_dtype out).  The GEMM kernels take bf16 and fp16;
@@ -67,6 +67,11 @@ typedef struct isw_problem {
   int32_t x_scale_stride;
   int32_t w_scale_stride;   // both weights alike
   int32_t out_dtype;        // enum isw_dtype of out
+  // The interleaved GEMM's "_preact" configurations only (the training forward): the pre-activation
+  // pair, each rounded once to the element type, into [M, 2N] at preact with row pitch ld_preact,
+  // gate in columns [0, N) and up in [N, 2N).  Must be NULL for every other configuration.
+  void* preact;
+  int64_t ld_preact;
 } isw_problem;
 
 // Kernel ids.

@@ -132,10 +132,11 @@ CUTE_HOST_DEVICE void pair_mul_accumulators(AccTensor const& accumulators, ThrMm
   else isw::with_activation(activation, run);
 }
 
-/// One thread's part of a tile stored straight to global memory (the register kind).  Host-callable:
-/// the host layout check runs this very code on emulated accumulators.
-template <class ElementOut, int Activation, int G = 8, bool Scaled = false, class AccTensor, class ThrMma,
-          class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+/// One thread's part of a tile stored straight to global memory (the register kind; with Preact, the
+/// pre-activation pair too: the preact kind).  Host-callable: the host layout check runs this very
+/// code on emulated accumulators.
+template <class ElementOut, int Activation, int G = 8, bool Scaled = false, bool Preact = false, class AccTensor,
+          class ThrMma, class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node, Exchange const& xchg = {}) {
@@ -143,7 +144,16 @@ CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators,
   int res_m = M - int(cute::get<0>(first));
   int res_v = N2 - int(cute::get<1>(first));
   ElementOut* out_thr = isw::fusion::pair_mul_thread_base<G>(node.ptr_out, node.ld_out, M, N2, res_m, res_v);
-  isw::fusion::GlobalPairSink<ElementOut> sink{res_m, res_v, out_thr, node.ld_out};
+  isw::fusion::GlobalPairSink<ElementOut> plain{res_m, res_v, out_thr, node.ld_out};
+  auto sink = [&] {
+    if constexpr (Preact) {
+      static_assert(G == 8 && !Scaled, "the pre-activation store: the interleave of 8, unscaled GEMMs");
+      ElementOut* pre_thr = isw::fusion::pair_mul_thread_base<G>(node.ptr_preact, node.ld_preact, M, N2, res_m, res_v);
+      return isw::fusion::GlobalPreactSink<ElementOut>{plain, pre_thr, node.ld_preact, int64_t(N2 / 2)};
+    } else {
+      return plain;
+    }
+  }();
   pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
                                                    pair_mul_thread_hi<G>(first), sink, xchg,
                                                    pair_mul_thread_scale<Scaled, G>(first, M, N2, node));
@@ -167,8 +177,9 @@ CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators,
                                                    pair_mul_thread_scale<Scaled, G>(first, M, N2, node));
 }
 
-/// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).
-enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2 };
+/// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).  kStorePreact: from registers,
+/// with the pre-activation pair beside it (the training forward, GlobalPreactSink).
+enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2, kStorePreact = 3 };
 
 template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
           int Interleave = 8, bool Scaled = false>
@@ -176,9 +187,11 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
-  static_assert(Store == kStoreRegisters || Store == kStoreTma || Store == kStoreRows, "store kind");
+  static_assert(Store == kStoreRegisters || Store == kStoreTma || Store == kStoreRows || Store == kStorePreact,
+                "store kind");
   static constexpr bool kTmaStore = Store == kStoreTma;
-  static constexpr bool kStaged = Store != kStoreRegisters;   // through a shared-memory tile
+  static constexpr bool kStaged = Store == kStoreTma || Store == kStoreRows;   // through a shared-memory tile
+  static constexpr bool kPreact = Store == kStorePreact;
   // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
   // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
   // register kind never stages, so its (unused) staging type is given a width that exists.
@@ -264,9 +277,9 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     auto tile_mn = take<0, 2>(tile_shape_MNK);
     auto thr_mma = tiled_mma.get_slice(thread_idx);
     auto const& node = params.stock.thread.op_1;
-    if constexpr (Store == kStoreRegisters) {
-      pair_mul_store_accumulators<ElementOut, Activation, Interleave, Scaled>(accumulators, thr_mma, tile_mn, int(m_coord),
-                                                                      int(n_coord), int(M), int(N2), node);
+    if constexpr (!kStaged) {
+      pair_mul_store_accumulators<ElementOut, Activation, Interleave, Scaled, kPreact>(
+          accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node);
     } else {
       // The threads of the MMA (one warpgroup under pingpong, two under cooperative) stage the tile.
       // The first barrier: the buffer's last readers are done (the TMA store's thread waited until

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <math.h>
+#include <type_traits>
 
 #include "cutlass/cutlass.h"
 #include "cutlass/array.h"
@@ -99,6 +100,7 @@ CUTE_HOST_DEVICE ElementOut* pair_mul_thread_base(ElementOut* out, int64_t ld_ou
 template <class ElementOut>
 struct GlobalPairSink {
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  static constexpr bool kPreact = false;
   int res_m, res_v;        // (M, 2N) minus this thread's first global coordinate
   ElementOut* out_thr;     // out + m0 * ld_out + o0, the output element of that coordinate
   int64_t ld_out;
@@ -108,6 +110,30 @@ struct GlobalPairSink {
     *reinterpret_cast<Pack*>(out_thr + int64_t(dr) * ld_out + dc) = v;
   }
 };
+
+/// GlobalPairSink that also writes what the training backward reads (the interleaved GEMM's "preact"
+/// store kind): the pre-activation pair, rounded once from the accumulators, into the two halves of
+/// one [M, 2N] buffer, gate at [m, o] and up at [m, N + o] (ops/gated_mlp.py's layout), with the same
+/// 32-bit stores and residues as out.
+template <class ElementOut>
+struct GlobalPreactSink : GlobalPairSink<ElementOut> {
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  static constexpr bool kPreact = true;
+  ElementOut* pre_thr;     // preact + m0 * ld_pre + o0: the gate half's element of the first coordinate
+  int64_t ld_pre;
+  int64_t up_offset;       // N: from a gate element to its up partner
+  CUTE_HOST_DEVICE void put_preact(int dr, int dc, Pack const& gate, Pack const& up) const {
+    ElementOut* at = pre_thr + int64_t(dr) * ld_pre + dc;
+    *reinterpret_cast<Pack*>(at) = gate;
+    *reinterpret_cast<Pack*>(at + up_offset) = up;
+  }
+};
+
+/// Whether a sink takes the pre-activation pair as well (GlobalPreactSink); the others have no kPreact.
+template <class Sink, class = void>
+struct stores_preact : std::false_type {};
+template <class Sink>
+struct stores_preact<Sink, std::void_t<decltype(Sink::kPreact)>> : std::bool_constant<Sink::kPreact> {};
 
 /// The scales of an FP8 GEMM (the scaled GEMM, scaled_gemm.cu): gate and up are dequantized in
 /// fp32 before the activation, lo *= sx[row] * s_lo[col], hi *= sx[row] * s_hi[col], where the
@@ -203,7 +229,7 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
       CUTLASS_PRAGMA_UNROLL
       for (int half = 0; half < 2; ++half) {  // half 0: row dm, half 1: row dm + 8
         if (!sink.row_in(dm + 8 * half)) continue;
-        cutlass::Array<float, 2> y;
+        cutlass::Array<float, 2> y, gate, up;
         CUTLASS_PRAGMA_UNROLL
         for (int j = 0; j < 2; ++j) {
           float lo = frg[8 * c + 2 * half + j];      // column c + j     (block h = 0)
@@ -212,14 +238,20 @@ CUTE_HOST_DEVICE void pair_mul_fragment(cutlass::Array<float, FragmentSize> cons
             lo *= f_lo[4 * g + 2 * half + j];
             hi *= f_hi[4 * g + 2 * half + j];
           }
-          float gv = up_first ? hi : lo;
-          float u = up_first ? lo : hi;
-          y[j] = activate<Activation>(gv) * u;
+          gate[j] = up_first ? hi : lo;
+          up[j] = up_first ? lo : hi;
+          y[j] = activate<Activation>(gate[j]) * up[j];
         }
         // virtual column dn (dn % 16 == 0) maps to output column offset dn / 2
         Pack packed;
         static_cast<cutlass::Array<ElementOut, 2>&>(packed) = cvt(y);
         sink.put(dm + 8 * half, dn >> 1, packed);
+        if constexpr (stores_preact<Sink>::value) {
+          Pack pg, pu;
+          static_cast<cutlass::Array<ElementOut, 2>&>(pg) = cvt(gate);
+          static_cast<cutlass::Array<ElementOut, 2>&>(pu) = cvt(up);
+          sink.put_preact(dm + 8 * half, dn >> 1, pg, pu);
+        }
       }
     }
   }
@@ -259,6 +291,7 @@ template <class ElementOut, int NV, int Activation, class CoordTensor, class Sin
 CUTE_HOST_DEVICE void pair_mul_quads(cutlass::Array<float, NV> const& frg, CoordTensor const& tCc, bool hi,
                                      bool up_first, Sink const& sink, Exchange const& xchg) {
   static_assert(NV % 4 == 0, "fragment must hold whole chunks of 4 values");
+  static_assert(!stores_preact<Sink>::value, "the pre-activation store pairs under the interleave of 8 only");
   using Pack = cutlass::AlignedArray<ElementOut, 2>;
   cutlass::NumericArrayConverter<ElementOut, float, 2, cutlass::FloatRoundStyle::round_to_nearest> cvt;
 
@@ -330,6 +363,9 @@ struct PairMulStore {
     const float* hi_scale = nullptr;
     int x_scale_step = 0;
     int w_scale_step = 0;
+    // the "preact" store kind (the training forward): [M, 2N], gate in [:, :N], up in [:, N:]
+    ElementOut* ptr_preact = nullptr;
+    int64_t ld_preact = 0;
   };
   using Params = Arguments;
 

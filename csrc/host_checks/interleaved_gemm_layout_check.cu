@@ -232,10 +232,18 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   Element* out_tma = aligned_buffer<Element>(size_t(out_rows) * ld_out, so2);
   for (size_t i = 0; i < size_t(out_rows) * ld_out; ++i) memcpy(out_tma + i, &kSentinel, 2);
 
+  // the preact kind's second output: [M, 2N] halves (gate | up) with a padded pitch, poisoned the same way
+  constexpr bool kPreact = Gemm::CollectiveEpilogue::kPreact;
+  const int64_t ld_pre = N2 + out_pad;
+  std::vector<char> sp;
+  Element* pre = kPreact ? aligned_buffer<Element>(size_t(out_rows) * ld_pre, sp) : nullptr;
+  for (size_t i = 0; kPreact && i < size_t(out_rows) * ld_pre; ++i) memcpy(pre + i, &kSentinel, 2);
+
   isw_problem p{};
   p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
   p.M = M; p.N = N; p.K = K;
   p.ld_x = ld_x; p.ld_w_gate = ld_w; p.ld_w_up = ld_w; p.ld_out = ld_out;
+  p.preact = pre; p.ld_preact = kPreact ? ld_pre : 0;
   p.dtype = kScaled ? ISW_FP8_E4M3 : std::is_same_v<Element, cutlass::half_t> ? ISW_FP16 : ISW_BF16;
   p.config = -1;
   if constexpr (kScaled) {
@@ -362,7 +370,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         HostPairExchange xchg{partner.data()};
         // the device epilogue's own per-thread code, both paths: registers to out, and the staging
         // buffer that the TMA stores of the tile read
-        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled>(
+        isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled, kPreact>(
             acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, xchg);
         if (staged_ok)
           isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled>(
@@ -412,13 +420,35 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
       }
   }
+  // the pre-activation pair: gate at [r, o], up at [r, N + o], each the rounded sum
+  if constexpr (kPreact) {
+    for (int r = 0; r < out_rows; ++r)
+      for (int c = 0; c < ld_pre; ++c) {
+        uint16_t bits;
+        memcpy(&bits, pre + int64_t(r) * ld_pre + c, 2);
+        if (!(r < M && c < N2)) {
+          if (bits != kSentinel) ++clobbered;
+          continue;
+        }
+        if (bits == kSentinel) { ++unwritten; continue; }
+        const int o = c % N;
+        ElementIn const* w = c < N ? w_gate : w_up;
+        double ref = 0;
+        for (int k = 0; k < K; ++k) ref += double(float(x[int64_t(r) * ld_x + k])) * float(w[int64_t(o) * ld_w + k]);
+        double got = float(pre[int64_t(r) * ld_pre + c]);
+        if (std::fabs(got - ref) > 1e-2 * std::fabs(ref) + 1e-4) {
+          if (bad_val < 5) printf("    mismatch preact[%d,%d] = %g, ref %g\n", r, c, got, ref);
+          ++bad_val;
+        }
+      }
+  }
   CHECK(unwritten == 0, "%d outputs never written", unwritten);
   CHECK(clobbered == 0, "%d padding elements written", clobbered);
   CHECK(bad_val == 0, "%d outputs off the reference", bad_val);
   printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld%s: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M,
          N, K, up_lower ? "up" : "gate", (long long)gap_elems,
          !kScaled ? "" : scale_step ? " row scales" : " one scale", m_tiles, n_tiles, k_tiles,
-         tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : "registers", max_rel,
+         tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : kPreact ? "registers + preact" : "registers", max_rel,
          (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
 }
 
@@ -442,6 +472,7 @@ static void check_rejections() {
   using Element = typename Gemm::Element;
   using ElementIn = typename Gemm::ElementIn;
   constexpr bool kScaled = Gemm::kScaled;
+  constexpr bool kPreact = Gemm::CollectiveEpilogue::kPreact;
   static std::vector<char> s;
   ElementIn* base = aligned_buffer<ElementIn>(1 << 20, s);
   static float scale_x[8], scale_gate[256], scale_up[256];   // never read: make_arguments takes the pointers
@@ -456,10 +487,20 @@ static void check_rejections() {
       p.x_scale_stride = 1; p.w_scale_stride = 1;
       p.out_dtype = ISW_BF16;
     }
+    if constexpr (kPreact) { p.preact = base + 400000; p.ld_preact = 512; }
     return p;
   };
   std::vector<RejectionCase> cases;
   cases.push_back({"baseline", make(), ISW_OK});
+  // the pre-activation pair: required by the rows that write it, refused by the others
+  if constexpr (kPreact) {
+    { auto p = make(); p.preact = nullptr; cases.push_back({"preact null", p, ISW_ERR_INVALID}); }
+    { auto p = make(); p.ld_preact = 511; cases.push_back({"ld_preact odd", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.ld_preact = 510; cases.push_back({"ld_preact < 2N", p, ISW_ERR_UNSUPPORTED}); }
+    { auto p = make(); p.preact = base + 400001; cases.push_back({"preact misaligned", p, ISW_ERR_UNSUPPORTED}); }
+  } else {
+    { auto p = make(); p.preact = base + 400000; p.ld_preact = 512; cases.push_back({"preact to a plain row", p, ISW_ERR_UNSUPPORTED}); }
+  }
   if constexpr (kScaled) {
     // what the scaled GEMM adds; the rest is check_problem's, as the bf16 configurations exercise it
     { auto p = make(); p.x_scale = nullptr; cases.push_back({"x_scale null", p, ISW_ERR_INVALID}); }
@@ -629,6 +670,8 @@ int main() {
   check_rejections<PairMulConfig<ISW_BF16, 128, 160, 0, 1, 1, 0, 1, 8>>();
   printf("== can_implement / make_arguments (bf16, a staged-rows configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 168, 0, 1, 1, 0, 2, 4>>();
+  printf("== can_implement / make_arguments (bf16, a pre-activation configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 192, 0, 1, 1, 0, 3, 8>>();
   printf("== can_implement / make_arguments (fp8, the scaled GEMM's default configuration)\n");
   check_rejections<ScaledConfig<128, 128, 1, 1, 1, 0, 0, 1>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);

@@ -701,6 +701,21 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
   args.mainloop.pair_offset = pair.pair_offset;
   auto& node = args.epilogue.thread.op_1;  // Sm90EVT args: op_0 = AccFetch (child), op_1 = the node
   node = {static_cast<Element*>(p->out), int64_t(p->ld_out), pair.up_first, int(p->activation)};
+  // The pre-activation pair: asked for exactly where the configuration writes it, so a caller that
+  // saves it for a backward never gets a kernel that leaves it unwritten.
+  if constexpr (Gemm::CollectiveEpilogue::kPreact) {
+    if (p->preact == nullptr)
+      return fail(ISW_ERR_INVALID, "%s: this configuration writes the pre-activation pair: preact must be given",
+                  kKernelName);
+    if ((reinterpret_cast<uintptr_t>(p->preact) & 3) || (p->ld_preact & 1) || p->ld_preact < 2 * p->N)
+      return fail(ISW_ERR_UNSUPPORTED, "%s: preact must be 4-byte aligned with an even ld_preact >= 2N (got %lld)",
+                  kKernelName, (long long)p->ld_preact);
+    node.ptr_preact = static_cast<Element*>(p->preact);
+    node.ld_preact = int64_t(p->ld_preact);
+  } else if (p->preact != nullptr) {
+    return fail(ISW_ERR_UNSUPPORTED, "%s: this configuration does not write the pre-activation pair (a _preact row does)",
+                kKernelName);
+  }
   if constexpr (Gemm::kScaled) {
     if (int st = check_scales(p); st != ISW_OK) return st;
     node.x_scale = p->x_scale;

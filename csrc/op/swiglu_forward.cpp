@@ -90,7 +90,7 @@ constexpr int kUnfused = 0;
 constexpr int kTriton = 4;     // the Triton kernel's id (kernels/library.py TRITON)
 constexpr int kNumImpls = 5;
 constexpr int kMaxReasons = 32;
-constexpr int kMaxConfigs = 64;
+constexpr int kMaxConfigs = 128;
 constexpr int kMaxDevices = 64;
 std::array<std::array<std::atomic<int64_t>, kMaxReasons>, kNumImpls> g_counts{};
 std::array<std::atomic<int64_t>, kNumEvents> g_events{};

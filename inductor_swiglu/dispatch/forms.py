@@ -57,7 +57,7 @@ from .plans import (
     UNFUSED_MEASURED,
     Plan,
 )
-from .table import M_BUCKETS, Key, Table, rows_of, served, table_for
+from .table import M_BUCKETS, Key, Table, lookup, nearest_shape, rows_of, served, table_for
 from .triton_rules import choose
 
 FP8_DTYPE = "float8_e4m3fn"
@@ -67,6 +67,7 @@ WEIGHT_ONLY_DTYPE = "float8_e4m3fn_weight_only"   # e4m3 weights, x in the model
 CUTLASS_DEFAULT = kernel_configs.SCALED_GEMM[0].name   # the library's default row
 CUTLASS_BLOCK_DEFAULT = next(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)   # its first block row
 GROUPED_FORM = "grouped"
+TRAIN_FORM = "train"
 
 # The routed-row buckets the sweep measures: the dense M buckets, the last one split, since a
 # prefill routes tokens x experts-per-token rows (2048 tokens of Qwen3-30B-A3B: 16384).
@@ -93,6 +94,10 @@ def fp8_key(activation: str, blockwise: bool = False, fast_accum: bool = False, 
 
 def grouped_key(dtype: str, activation: str) -> Key:
     return Key(dtype, activation, GROUPED_FORM)
+
+
+def train_key(dtype: str, activation: str) -> Key:
+    return Key(dtype, activation, TRAIN_FORM)
 
 
 def fp8_serves(device: DeviceKind, activation: str, blockwise: bool = False, weight_only: bool = False) -> bool:
@@ -205,6 +210,13 @@ DGATED_EVIDENCE = "benchmarks/data/training/dgated_gemm_h100.json"
 # where it runs by default: the sizes DGATED_EVIDENCE measured it faster at
 DGATED_MAX_D = 2048
 DGATED_MIN_M = 8192
+# the training forward's GEMM (the interleaved GEMM's _preact rows): the row every build compiles
+PREACT_CONFIG = kernel_configs.PREACT_DEFAULT
+PREACT_ENV = "INDUCTOR_SWIGLU_PREACT_GEMM"
+PREACT_EVIDENCE = "benchmarks/data/training/preact_gemm_h100.json"
+# the _preact rows that run by default, where PREACT_EVIDENCE measured them faster (none: the
+# register-stored rows measured slower than cuBLAS's two GEMMs and the elementwise kernel)
+PREACT_DEFAULT_ROWS: tuple[str, ...] = ()
 # the FP8 forms launch from Python as swiglu_fp8 does: its host costs speak for them
 HOST_COSTS_OF = {"swiglu_fp8": "swiglu_fp8", "swiglu_fp8_weight": "swiglu_fp8", "linear_fp8": "swiglu_fp8",
                  "linear_fp8_weight": "swiglu_fp8", "swiglu_grouped": "swiglu_grouped"}
@@ -255,17 +267,46 @@ def _known(*dims) -> bool:
     return all(isinstance(d, int) for d in dims)
 
 
-def _gated_mlp_worth_it(recompute: bool) -> Decision:
-    """The training form on a GPU: saving the pre-activations, it measured slower than stock at
-    most shapes timed (GATED_MLP_EVIDENCE; with the dgated GEMM, faster only at the smallest hidden
-    size, DGATED_EVIDENCE), so it is rewritten only where the user trades time for activation
-    memory (recompute mode, which keeps what checkpointing each MLP keeps, at its speed or faster,
-    without a change to the model) or asks for the fused-GEMM kernels by name."""
+RECOMPUTE_HINT = "PassConfig(gated_mlp_recompute=True) rewrites it to keep only x for the backward"
+
+
+def _gated_mlp_worth_it(recompute: bool, table: Table | None, dtype: str, activation: str, M, N, K) -> Decision:
+    """The training form on a GPU.  Saving the pre-activations, the op is rewritten where the
+    device's table measured one MLP forward+backward faster with it than stock (its "train" rows,
+    written by benchmarks/bench_gated_mlp.py --install from the unfused path and the op timed side
+    by side); where M is not known when compiling, only where it was faster at every size measured
+    for the nearest shape.  Recompute mode (which keeps what checkpointing each MLP keeps, at its
+    speed or faster, without a change to the model) and the fused-GEMM kernels asked for by name are
+    always rewritten."""
     if recompute or forced_kernel() == "triton":
         return Decision()
-    return Decision("the training form measured slower than stock on this GPU at most shapes "
-                    f"({GATED_MLP_EVIDENCE}, {DGATED_EVIDENCE}): stock runs; PassConfig(gated_mlp_recompute=True) "
-                    "rewrites it to keep only x for the backward")
+    rows = rows_of(table, train_key(dtype, activation))
+    if not rows:
+        return Decision(f"no training rows for {dtype}/{activation} in this GPU's dispatch table: stock runs; "
+                        + RECOMPUTE_HINT)
+    if _known(M, N, K) and M > 0:
+        entry = lookup(rows, M, N, K)
+        if entry.impl == "gated_mlp":
+            return Decision()
+        return Decision(f"at M={M}, N={N}, K={K} stock's MLP measured faster than the op ({_train_figures(entry)}): "
+                        f"stock runs; {RECOMPUTE_HINT}")
+    if not _known(N, K):
+        return Decision(f"the MLP's sizes are not known when compiling: stock runs; {RECOMPUTE_HINT}")
+    shape = nearest_shape({(e.K, e.N) for e in rows}, K, N)
+    slower = [e for e in rows if (e.K, e.N) == shape and e.impl != "gated_mlp"]
+    if slower:
+        return Decision(f"the tokens are not known when compiling, and at the nearest measured shape (K={shape[0]}, "
+                        f"N={shape[1]}) stock's MLP measured faster at {', '.join(_train_figures(e) for e in slower)}: "
+                        f"stock runs; {RECOMPUTE_HINT}")
+    return Decision()
+
+
+def _train_figures(entry) -> str:
+    """A training row's measured point, in words."""
+    r = entry.record
+    if "M" in r and "op_us" in r and "stock_us" in r:
+        return f"M={r['M']}: {r['op_us']} us with the op, {r['stock_us']} us stock"
+    return f"M {entry.m_lo}-{entry.m_hi}"
 
 
 def gated_mlp_kernels(has_bias: bool) -> tuple[str, str]:
@@ -283,6 +324,33 @@ def dgated_gemm_setting() -> bool | None:
     (0: never), None (unset: where it measured faster)."""
     value = os.environ.get(DGATED_ENV, "").strip()
     return None if not value else value != "0"
+
+
+def preact_gemm_setting() -> str | None:
+    """INDUCTOR_SWIGLU_PREACT_GEMM, read at each call: "1" (wherever the kernel can run), "0" (never),
+    a _preact row's name (that row wherever it can run), None (unset: where it measured faster)."""
+    return os.environ.get(PREACT_ENV, "").strip() or None
+
+
+def gated_mlp_preact(M: int, N: int, K: int) -> tuple[str | None, str]:
+    """(configuration of the interleaved GEMM's _preact rows, why) for the training forward's
+    h = act(x @ w_gate.T) * (x @ w_up.T) with the pre-activation pair saved [M, 2N] on an sm_90
+    GPU, or (None, why cuBLAS's two GEMMs and the elementwise kernel run).  One GEMM over both
+    weights writes h and the pair from its accumulators, where the unfused forward reads the pair
+    back from memory; by default it runs only the rows PREACT_EVIDENCE measured faster."""
+    if forced_kernel() == "triton":
+        return None, "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
+    setting = preact_gemm_setting()
+    if setting == "0":
+        return None, f"{PREACT_ENV}=0: cuBLAS's GEMMs and the elementwise kernel"
+    if setting is not None:
+        config = PREACT_CONFIG if setting == "1" else setting
+        return config, f"{PREACT_ENV}={setting}: the interleaved GEMM's pre-activation row {config}"
+    if not PREACT_DEFAULT_ROWS:
+        return None, (f"cuBLAS's GEMMs and the elementwise kernel: the pre-activation GEMM's rows measured slower "
+                      f"({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
+    return PREACT_DEFAULT_ROWS[0], (f"the pre-activation GEMM ({PREACT_DEFAULT_ROWS[0]}): measured faster "
+                                    f"({PREACT_EVIDENCE})")
 
 
 def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:
@@ -318,7 +386,7 @@ def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K
     if form == "swiglu":
         return Decision()   # the op plans each call, the unfused path included: never slower than stock
     if form == "gated_mlp":
-        return _gated_mlp_worth_it(recompute)
+        return _gated_mlp_worth_it(recompute, table_for(device.table), dtype or "bfloat16", activation, M, N, K)
     name = forced_kernel()
     if name == "triton" and form not in ("linear_fp8", "linear_fp8_weight"):
         return Decision()   # the user asked for the fused kernel

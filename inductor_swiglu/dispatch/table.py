@@ -30,10 +30,13 @@ TABLES_DIR = Path(__file__).resolve().parent / "tables"
 # The implementations a table may name (the C ABI's ids are in kernels/library.py; scaled_triton is
 # the FP8 Triton kernel, kernels/triton/swiglu_fp8.py, which the kernel build does not compile, as
 # it does not grouped_triton).
-IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton", "scaled_gemm", "grouped_triton")
+IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_triton", "scaled_gemm", "grouped_triton",
+         "gated_mlp")
 # Problem forms besides the dense MLP (Key.form); grouped_triton is the routed experts' Triton kernel
-# (kernels/triton/swiglu_grouped.py).
-FORMS = ("grouped",)
+# (kernels/triton/swiglu_grouped.py).  "train": a whole gated MLP's forward and backward, where
+# "gated_mlp" is the training form's op (ops/gated_mlp.py, its config the candidate measured) and
+# "unfused" what stock compiles: the pass rewrites a training graph only where the op was faster.
+FORMS = ("grouped", "train")
 
 # (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets
 # (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.
@@ -129,9 +132,12 @@ class Table:
         return self.serves.get(key)
 
     def configs_used(self) -> dict[str, set[str]]:
-        """The configuration names the served keys' entries run, by implementation."""
+        """The configuration names the served keys' entries run, by implementation.  Training rows
+        name no kernel configuration: they say whether the op runs, whose kernels its own dispatch picks."""
         out: dict[str, set[str]] = {}
         for key in self.serves:
+            if key.form == "train":
+                continue
             for e in self.rows_for(key):
                 if e.config:
                     out.setdefault(e.impl, set()).add(e.config)

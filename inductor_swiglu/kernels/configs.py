@@ -71,7 +71,10 @@ class InterleavedConfig:
                pitch of a multiple of 8 elements, which the op's own outputs always are); "rows":
                it stages the tile the same way and the MMA threads write it back with 8-byte stores
                over whole runs of rows (any width on the 8-grid; out 8-byte aligned, a pitch of a
-               multiple of 4 elements)
+               multiple of 4 elements); "preact": from registers like "registers", and the
+               pre-activation pair (gate, up), rounded once, into the halves of an [M, 2N] buffer
+               beside out: the training forward, which saves them for its backward (ops/gated_mlp.py);
+               the interleave of 8 only
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
                with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA
@@ -101,7 +104,7 @@ class InterleavedConfig:
     raster: str = "heuristic"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
-    STORES = ("registers", "tma", "rows")
+    STORES = ("registers", "tma", "rows", "preact")
     DECOMPOSITIONS = ("heuristic", "streamk")
     SPLITS = ("m", "n")
     RASTERS = ("heuristic", "m", "n")
@@ -125,6 +128,8 @@ class InterleavedConfig:
                              "(a TMA box row is a multiple of 16 bytes)")
         if self.store not in self.STORES:
             raise ValueError(f"unknown store {self.store!r}")
+        if self.store == "preact" and self.interleave != 8:
+            raise ValueError("store='preact' pairs gate and up in one thread: the interleave of 8 only")
         if self.decomposition not in self.DECOMPOSITIONS:
             raise ValueError(f"unknown decomposition {self.decomposition!r}")
         if self.decomposition != "heuristic" and self.schedule != "streamk":
@@ -206,6 +211,8 @@ class ScaledGemmConfig(InterleavedConfig):
             raise ValueError(f"unknown accumulate {self.accumulate!r}")
         if self.interleave != 8 or self.split != "m":
             raise ValueError("the scaled GEMM takes the interleave of 8 and split 'm' only")
+        if self.store == "preact":
+            raise ValueError("the scaled GEMM serves inference: no store='preact'")
         per_warpgroup = self.tile_m * self.tile_n // (1 if self.schedule == "pingpong" else 2)
         if per_warpgroup > self.MAX_PER_WARPGROUP[self.accumulate]:
             raise ValueError(f"accumulate={self.accumulate!r}: {self.tile_m} x {self.tile_n} is more than "
@@ -395,7 +402,20 @@ INTERLEAVED_GEMM: tuple[InterleavedConfig, ...] = (
         InterleavedConfig(128, 128, swizzle=8),
         InterleavedConfig(128, 192, swizzle=8),
         InterleavedConfig(128, 160, store="tma", swizzle=4))),
+    # The training forward (store="preact"): h and the pre-activation pair its backward reads, in one
+    # pass over the accumulators.  Register-stored pingpong tiles, so one warpgroup's three stores
+    # overlap the other's mainloop.  PREACT_DEFAULT below is the first; every build compiles it.
+    InterleavedConfig(128, 192, store="preact"),
+    InterleavedConfig(128, 128, store="preact"),
+    InterleavedConfig(128, 192, cluster_n=2, store="preact"),
+    InterleavedConfig(128, 128, store="preact", swizzle=4),
+    InterleavedConfig(128, 192, store="preact", swizzle=8),
 )
+
+# The interleaved rows that write the pre-activation pair (the training forward's), and the one a
+# default build compiles beside the tables' choices.
+PREACT_ROWS: tuple[InterleavedConfig, ...] = tuple(r for r in INTERLEAVED_GEMM if r.store == "preact")
+PREACT_DEFAULT = PREACT_ROWS[0].name
 
 
 # Register-path rows: registers per thread grow as unroll * (16 tiles + 8 tok8); every row stays
@@ -530,8 +550,8 @@ def compiled_kernel(row) -> object:
 
 
 def select(names_by_impl: dict[str, set[str]] | None) -> dict[str, tuple]:
-    """The rows to build: every row (None), or each table's first row (the default and fallback)
-    and the rows named.  Raises ValueError for a name no table has (a table out of step with the
+    """The rows to build: every row (None), or each table's first row (the default and fallback),
+    the training forward's default row (PREACT_DEFAULT) and the rows named.  Raises ValueError for a name no table has (a table out of step with the
     configurations must fail the build, not ship a plan the library cannot run)."""
     if names_by_impl is None:
         return dict(TABLES)
@@ -546,6 +566,8 @@ def select(names_by_impl: dict[str, set[str]] | None) -> dict[str, tuple]:
             keep = [r for i, r in enumerate(DECODE_MMA) if i == 0 or r.name in wanted]
             keep += [r for r in DECODE_WGMMA if r.name in wanted]
         else:
+            if impl == "interleaved_gemm":
+                wanted = wanted | {PREACT_DEFAULT}
             keep = [r for i, r in enumerate(rows) if i == 0 or r.name in wanted]
         out[impl] = tuple(keep)
     return out

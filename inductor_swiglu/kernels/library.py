@@ -23,7 +23,7 @@ from .vocabulary import DTYPE_IDS as ISW_DTYPES
 from .vocabulary import FP8_E4M3 as ISW_FP8_E4M3  # noqa: F401  (the scaled GEMM's callers read it here)
 
 LIB_NAME = "libinductor_swiglu_sm90.so"
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 # Implementation ids (the C ABI's isw_kernel, csrc/api/swiglu_api.h, for the three kernels) and
 # the names dispatch tables, counters and logs use for them.  0 is the unfused path (cuBLAS GEMMs,
@@ -74,6 +74,9 @@ class IswProblem(ctypes.Structure):
         ("x_scale_stride", ctypes.c_int32),
         ("w_scale_stride", ctypes.c_int32),
         ("out_dtype", ctypes.c_int32),
+        # the interleaved GEMM's _preact rows only (the training forward): [M, 2N], gate | up
+        ("preact", ctypes.c_void_p),
+        ("ld_preact", ctypes.c_int64),
     ]
 
 

@@ -106,17 +106,22 @@ def as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
     return x2
 
 
-def _problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int,
-             activation: str = activations.SILU) -> kl.IswProblem:
+def problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int,
+            activation: str = activations.SILU, preact: torch.Tensor | None = None) -> kl.IswProblem:
+    """The library's problem for one gated GEMM; `preact` ([M, 2N], unit stride along its rows) only
+    for the interleaved GEMM's _preact rows (the training forward)."""
     M, K = x2.shape
     N = w_gate.shape[0]
-    return kl.IswProblem(
+    p = kl.IswProblem(
         x2.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), out.data_ptr(),
         M, N, K, x2.stride(0), w_gate.stride(0), w_up.stride(0), out.stride(0),
         ISW_DTYPES[x2.dtype], config, activations.activation_id(activation), None, 0,
         # the raw handle, without building a torch.cuda.Stream object (hot path)
         torch._C._cuda_getCurrentRawStream(x2.device.index),
     )
+    if preact is not None:
+        p.preact, p.ld_preact = preact.data_ptr(), preact.stride(0)
+    return p
 
 
 def cutlass_available(device: torch.device) -> tuple[bool, str]:
@@ -164,7 +169,7 @@ def run_kernel(kernel: int, x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.T
         out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
     if x2.shape[0] == 0:
         return out.view(*x.shape[:-1], N)
-    ok, msg = launch(lib, kernel, _problem(x2, w_gate, w_up, out, config, activation), x.device)
+    ok, msg = launch(lib, kernel, problem(x2, w_gate, w_up, out, config, activation), x.device)
     if not ok:
         raise RuntimeError(f"{kl.NAMES[kernel]} config {config}: {msg}")
     return out.view(*x.shape[:-1], N)
@@ -211,7 +216,7 @@ def swiglu_cuda(x, w_gate, w_up, b_gate=None, b_up=None, activation: str = activ
 
     x2 = as_rows(x, K)
     out = torch.empty((x2.shape[0], N), dtype=x.dtype, device=x.device)
-    p = _problem(x2, w_gate, w_up, out, plan.config_id, activation)
+    p = problem(x2, w_gate, w_up, out, plan.config_id, activation)
     why_not = []
     for i, kernel in enumerate((impl, *plan.fallback_ids)):
         p.config = plan.config_id if i == 0 else -1   # a fallback runs its default configuration

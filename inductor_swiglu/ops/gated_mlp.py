@@ -26,7 +26,9 @@ copied or upcast.  Implementations are chosen in one place (``gated_mlp_impl``, 
 direction (``kernels/triton/gated_mlp.py``); on Hopper, where it measured faster
 (``dispatch.forms.gated_mlp_dgated``), the backward's ``dh = dy @ w_down`` and the activation's
 derivative as one CUTLASS GEMM with the derivative in its epilogue (``ops/cutlass_dgated.py``: dh
-never reaches memory, and h for ``dW_down`` comes out of it too); or the fused-GEMM Triton kernels
+never reaches memory, and h for ``dW_down`` comes out of it too), and (``forms.gated_mlp_preact``)
+the forward as one interleaved GEMM over both weights that writes h and the saved pair from its
+accumulators (``ops/cutlass_preact.py``; its h is rounded from the fp32 sums); or the fused-GEMM Triton kernels
 of that module where they are asked for; the reference below on the CPU; which one ran is counted
 in ``op_stats()``, with the reason.  In recompute mode the GPU forward computes h with the inference op
 (``swiglu_forward``, whose own dispatch picks the fused GEMM + activation kernel or the unfused
@@ -42,7 +44,7 @@ import torch
 
 from ..dispatch import forms
 from ..kernels import activations
-from . import cutlass_dgated, impl_stats, swiglu
+from . import cutlass_dgated, cutlass_preact, impl_stats, swiglu
 
 log = logging.getLogger("inductor_swiglu.op")
 
@@ -136,6 +138,7 @@ REFERENCE = impl_stats.GATED_MLP_REFERENCE
 CUBLAS = impl_stats.GATED_MLP_CUBLAS
 FUSED_TRITON = impl_stats.GATED_MLP_TRITON
 DGATED = impl_stats.GATED_MLP_DGATED
+PREACT = impl_stats.GATED_MLP_PREACT
 
 
 def gpu_kernels():
@@ -189,6 +192,16 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
         # pointwise, and that unfused path elsewhere.
         _record(impl, "recompute mode's forward: h from the inference op, which records its own kernel", x2)
         return swiglu.swiglu_forward_op(x2, w_gate, w_up, b_gate, b_up, activation), None
+    if impl == CUBLAS:
+        config, why = forms.gated_mlp_preact(x2.shape[0], w_gate.shape[0], x2.shape[1])
+        if config is not None:
+            done, why = cutlass_preact.run(x2, w_gate, w_up, activation, config, b_gate, b_up)
+            if done is not None:
+                impl_stats.record(PREACT, why, config=config)
+                return done
+            reason = f"the pre-activation GEMM declined: {why}; {reason}"
+        else:
+            reason = why
     _record(impl, reason, x2)
     if impl == FUSED_TRITON:
         h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)

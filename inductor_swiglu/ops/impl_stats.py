@@ -49,7 +49,8 @@ GATED_MLP_TRITON = "gated_mlp_triton"        # the training form's fused kernels
 GATED_MLP_CUBLAS = "gated_mlp_cublas"        # the training form on cuBLAS GEMMs and its fused elementwise kernels
 GATED_MLP_REFERENCE = "gated_mlp_reference"  # the training form's unfused reference (CPU, or the reason it ran on a GPU)
 GATED_MLP_DGATED = "gated_mlp_dgated_gemm"   # the training backward's dh GEMM with the derivative in its epilogue (ops/cutlass_dgated.py)
-FUSED = frozenset({GATED_MLP_TRITON, GATED_MLP_DGATED, DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON, SCALED_TRITON, SCALED_CUTLASS, GROUPED_TRITON,
+GATED_MLP_PREACT = "gated_mlp_preact_gemm"   # the training forward's GEMM writing h and the pre-activations (ops/cutlass_preact.py)
+FUSED = frozenset({GATED_MLP_TRITON, GATED_MLP_DGATED, GATED_MLP_PREACT, DUAL_GEMM, INTERLEAVED_GEMM, DECODE_GEMM, TRITON, SCALED_TRITON, SCALED_CUTLASS, GROUPED_TRITON,
                    BLOCK_FP8_TRITON, FP8_WEIGHT_TRITON, WEIGHT_LINEAR_TRITON, ROWWISE_TRITON})
 
 _lock = threading.Lock()

@@ -39,7 +39,7 @@ EVENTS: tuple[tuple[str, str], ...] = (
      "a CUDA graph was captured at a shape whose Triton kernel no eager call had compiled first: "
      "the graph holds the CUTLASS kernel instead (run one eager call before capturing)"),
 )
-_MAX_CONFIGS = 64
+_MAX_CONFIGS = 128
 _IMPLS = (kl.UNFUSED, kl.DUAL_GEMM, kl.INTERLEAVED_GEMM, kl.DECODE_GEMM, kl.TRITON)
 _ROW_WIDTH = 12
 

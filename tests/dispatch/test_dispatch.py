@@ -314,16 +314,40 @@ def test_shipped_host_costs_serve_every_table():
     assert again.as_json() == json.loads(tables.table_path("h200").read_text())
 
 
-def test_the_training_form_is_rewritten_on_a_gpu_only_where_it_is_asked_for():
-    # the form measured slower than stock: a GPU training graph stays stock, unless the
-    # user trades time for memory (recompute mode) or forces the kernel
+def _train_table(points):
+    """A table whose training rows say, per (K, N, M range), whether the op or stock was faster."""
+    key = tables.Key("bfloat16", "silu", "train")
+    entries = tuple(tables.Entry(key, K, N, lo, hi, "gated_mlp" if op else "unfused", "save" if op else "",
+                                 record={"M": lo + 1, "op_us": 9.0 if op else 11.0, "stock_us": 10.0})
+                    for K, N, lo, hi, op in points)
+    return tables.Table("h100", "test", "", "", "", {key: key, tables.Key("bfloat16", "gelu_tanh", "train"): key},
+                        entries)
+
+
+def test_the_training_form_is_rewritten_on_a_gpu_where_its_table_measured_it_faster(monkeypatch):
+    # the op where the table's training rows measured it faster than stock; stock elsewhere, with the
+    # figures; recompute mode (time for memory) and a forced kernel always
     h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
-    declined = dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False)
-    assert not declined.worth_it and "measured slower than stock" in declined.reason
-    assert "gated_mlp_recompute=True" in declined.reason
-    assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False, recompute=True).worth_it
+    table = _train_table([(896, 4864, 1, 4096, False), (896, 4864, 4097, 1 << 62, True),
+                          (1536, 8960, 1, 1 << 62, True)])
+    monkeypatch.setattr(forms, "table_for", lambda kind: table)
+
+    def decide(M, N, K, act="silu", **kw):
+        return dispatch.worth_it("gated_mlp", h100, act, M, N, K, cudagraphs=False, dtype="bfloat16", **kw)
+
+    assert decide(8192, 4864, 896).worth_it and decide(8192, 4864, 896, "gelu_tanh").worth_it
+    slower = decide(2048, 4864, 896)
+    assert not slower.worth_it and "stock's MLP measured faster" in slower.reason and "11.0 us with the op" in slower.reason
+    assert "gated_mlp_recompute=True" in slower.reason
+    # tokens unknown when compiling: the op only where it was faster at every size of the nearest shape
+    assert decide(None, 8960, 1536).worth_it
+    assert not decide(None, 4864, 896).worth_it and "not known when compiling" in decide(None, 4864, 896).reason
+    assert decide(2048, 4864, 896, recompute=True).worth_it
     with dispatch.force_kernel("triton"):
-        assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it
+        assert decide(2048, 4864, 896).worth_it
+    # a dtype or activation the table has no training rows for stays stock, and says so
+    none = dispatch.worth_it("gated_mlp", h100, "silu", 8192, 4864, 896, cudagraphs=False, dtype="float16")
+    assert not none.worth_it and "no training rows for float16/silu" in none.reason
 
 
 @pytest.mark.parametrize("setting,M,D,runs", [
@@ -343,6 +367,27 @@ def test_the_training_backward_runs_the_dgated_gemm_where_it_measured_faster(mon
         assert forms.DGATED_EVIDENCE in reason
     with dispatch.force_kernel("triton"):
         assert forms.gated_mlp_dgated(M, 4864, D)[0] is None
+
+
+@pytest.mark.parametrize("setting,M,config", [
+    (None, 8192, forms.PREACT_DEFAULT_ROWS[0] if forms.PREACT_DEFAULT_ROWS else None),
+    ("1", 16, forms.PREACT_CONFIG), ("0", 8192, None),
+    ("interleaved_128x128x64_c1x1_pp_preact", 16, "interleaved_128x128x64_c1x1_pp_preact"),
+])
+def test_the_training_forward_runs_the_preact_gemm_where_it_measured_faster_or_where_asked(monkeypatch, setting, M,
+                                                                                           config):
+    if setting is None:
+        monkeypatch.delenv(forms.PREACT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(forms.PREACT_ENV, setting)
+    got, reason = forms.gated_mlp_preact(M, 4864, 896)
+    assert got == config, reason
+    if setting is None:
+        assert forms.PREACT_EVIDENCE in reason
+    else:
+        assert f"{forms.PREACT_ENV}={setting}" in reason
+    with dispatch.force_kernel("triton"):
+        assert forms.gated_mlp_preact(M, 4864, 896)[0] is None
 
 
 def test_the_training_form_runs_cublas_unless_the_fused_gemms_are_forced():

@@ -31,6 +31,20 @@ def test_dgated_rows_reject_tiles_that_would_spill():
     assert configs.DgatedGemmConfig(64, 256).macro_args() == (64, 256, 1, 1)
 
 
+def test_preact_rows_write_the_pair_under_the_interleave_of_8_and_every_build_holds_the_default():
+    assert configs.PREACT_ROWS and all(c.store == "preact" and c.name.endswith(("_preact", "_sw4", "_sw8"))
+                                       and "_preact" in c.name for c in configs.PREACT_ROWS)
+    assert macro(configs.PREACT_ROWS[0])["store"] == 3     # PairMulStoreKind's kStorePreact
+    assert configs.PREACT_DEFAULT == configs.PREACT_ROWS[0].name
+    with pytest.raises(ValueError, match="interleave of 8"):
+        InterleavedConfig(128, 168, store="preact", interleave=4)
+    with pytest.raises(ValueError, match="no store='preact'"):
+        configs.ScaledGemmConfig(128, 128, store="preact")
+    for named in ({}, {"interleaved_gemm": {"interleaved_128x192x64_c1x1_pp"}}):
+        rows = {r.name for r in configs.select(named)["interleaved_gemm"]}
+        assert configs.PREACT_DEFAULT in rows and configs.INTERLEAVED_GEMM[0].name in rows
+
+
 def test_interleaved_rows_reject_what_the_kernel_cannot_do():
     with pytest.raises(ValueError, match="whole gate/up groups"):
         InterleavedConfig(64, 72)
@@ -110,7 +124,8 @@ def test_generated_includes_have_one_line_per_selected_row():
     text = configs.includes(selected)
     lines = {name: [ln for ln in t.splitlines() if not ln.startswith("//")] for name, t in text.items()}
     assert [ln.split('"')[1] for ln in lines["interleaved_gemm_configs.inc"]] == [
-        "interleaved_64x128x64_c1x1", "interleaved_128x160x64_c1x1_pp_tma"]   # the default first
+        "interleaved_64x128x64_c1x1", "interleaved_128x160x64_c1x1_pp_tma",   # the default first
+        configs.PREACT_DEFAULT]                                               # and the training forward's
     assert [ln.split('"')[1] for ln in lines["decode_mma_configs.inc"]] == [configs.DECODE_MMA[0].name]
     assert [ln.split('"')[1] for ln in lines["decode_wgmma_configs.inc"]] == ["decode_wgmma_64x8x128_ws_s4"]
     assert [ln.split('"')[1] for ln in lines["dual_gemm_configs.inc"]] == ["dual_64x128x64_c1x1"]

@@ -98,3 +98,55 @@ def test_the_backward_runs_the_dgated_gemm_where_asked_or_says_why_it_did_not(mo
     else:
         assert stats["calls"] == {impl_stats.GATED_MLP_DGATED: 1}
         assert stats["configs"][impl_stats.GATED_MLP_DGATED] == {dispatch.forms.DGATED_CONFIG: 1}
+
+
+@pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
+def test_the_forward_runs_the_preact_gemm_where_asked_or_says_why_it_did_not(monkeypatch, asked, declined):
+    """Where cuBLAS serves the training form and the pre-activation GEMM is chosen (here: asked for
+    by INDUCTOR_SWIGLU_PREACT_GEMM=1), the forward is that one GEMM writing h and the saved pair;
+    where it declines a call, cuBLAS's GEMMs and the elementwise kernel run and the count says why.
+    The GPU is simulated: the kernels are the reference on CPU tensors."""
+    from inductor_swiglu import op_stats, reset_op_stats
+    from inductor_swiglu.ops import impl_stats
+
+    M, N, K = 5, 16, 8
+    x, w_gate, w_up = torch.randn(M, K), torch.randn(N, K), torch.randn(N, K)
+    gu = op.preactivations(x, w_gate, w_up)
+    want = (op.gated_reference(gu, "silu"), gu)
+    calls = []
+
+    def preact(x2, wg, wu, activation, config, b_gate=None, b_up=None):
+        calls.append(config)
+        return (None, "K=8 is not what this test serves") if declined else (want, "")
+
+    monkeypatch.setenv(dispatch.forms.PREACT_ENV, "1" if asked else "0")
+    monkeypatch.setattr(op, "gated_mlp_impl", lambda x, has_bias, activation="silu": (op.CUBLAS, "cuBLAS here"))
+    monkeypatch.setattr(op.cutlass_preact, "run", preact)
+    monkeypatch.setattr(op, "gpu_kernels", lambda: SimpleNamespace(gated_pointwise_gpu=op.gated_reference))
+    reset_op_stats()
+    h, pair = op.forward_kernel(x, w_gate, w_up, None, None, "silu", True)
+    assert torch.equal(h, want[0]) and torch.equal(pair, want[1])
+    assert calls == ([dispatch.forms.PREACT_CONFIG] if asked else [])
+    stats = op_stats()
+    if not asked:
+        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {
+            f"{dispatch.forms.PREACT_ENV}=0: cuBLAS's GEMMs and the elementwise kernel": 1}}
+    elif declined:
+        assert stats["calls"] == {impl_stats.GATED_MLP_CUBLAS: 1}
+        (reason,) = stats["reasons"][impl_stats.GATED_MLP_CUBLAS]
+        assert reason.startswith("the pre-activation GEMM declined: K=8 is not what this test serves")
+    else:
+        assert stats["calls"] == {impl_stats.GATED_MLP_PREACT: 1}
+        assert stats["configs"][impl_stats.GATED_MLP_PREACT] == {dispatch.forms.PREACT_CONFIG: 1}
+
+
+def test_recompute_modes_forward_never_asks_for_the_preact_gemm(monkeypatch):
+    """Recompute mode keeps only x: its forward needs h alone (the inference op), never the pair."""
+    M, N, K = 5, 16, 8
+    x, w_gate, w_up = torch.randn(M, K), torch.randn(N, K), torch.randn(N, K)
+    monkeypatch.setenv(dispatch.forms.PREACT_ENV, "1")
+    monkeypatch.setattr(op, "gated_mlp_impl", lambda x, has_bias, activation="silu": (op.CUBLAS, "cuBLAS here"))
+    monkeypatch.setattr(op.cutlass_preact, "run", lambda *a, **k: pytest.fail("the preact GEMM ran in recompute mode"))
+    h, pair = op.forward_kernel(x, w_gate, w_up, None, None, "silu", False)
+    assert pair is None
+    torch.testing.assert_close(h, op.gated_reference(op.preactivations(x, w_gate, w_up), "silu"))

@@ -27,6 +27,7 @@ does not return, it cannot give to another user).  Otherwise a near miss with th
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -241,7 +242,10 @@ def profit_reason(mlp: Mlp, recompute: bool) -> str:
     if x.device.type != "cuda":
         return ""
     N = example(mlp.down.x).shape[-1]
-    return dispatch.worth_it("gated_mlp", dispatch.device_kind(x.device.index or 0), mlp.activation, None, N,
+    # the tokens where the graph fixes them (a dynamic dimension is a symbol: read without a guard)
+    rows = x.shape[:-1]
+    M = math.prod(rows) if all(isinstance(d, int) for d in rows) else None
+    return dispatch.worth_it("gated_mlp", dispatch.device_kind(x.device.index or 0), mlp.activation, M, N,
                              x.shape[-1], cudagraphs=False, dtype=str(x.dtype).removeprefix("torch."),
                              recompute=recompute).reason
 

@@ -471,3 +471,32 @@ def test_dgated_compiles_for_sm90_without_spills(config, act):
         assert "wgmma" in ptx
     # the epilogue's column chunks exist to keep it in registers
     assert _stack_bytes(kernel.asm["cubin"]) in (0, None)
+
+
+def test_the_training_rows_say_where_the_op_was_faster_and_install_into_a_table(bench, tmp_path, monkeypatch):
+    # per shape, M ranges split between the token counts measured; the op where it beat stock there
+    def row(M, K, N, ours, stock):
+        return {"model": "m", "M": M, "K": K, "N": N, "act": "silu", "us": {"ours": ours, "stock_compile": stock}}
+
+    result = {"meta": {"device": "NVIDIA H100 80GB HBM3"},
+              "mlp": [row(8192, 896, 4864, 90.0, 100.0), row(2048, 896, 4864, 30.0, 25.0),
+                      row(16384, 896, 4864, 180.0, 200.0), {"model": "m", "M": 1, "error": "OOM"}]}
+    entries = bench.train_rows(result)
+    assert [(e.m_lo, e.m_hi, e.impl, e.record["M"]) for e in entries] == [
+        (1, 4096, "unfused", 2048), (4097, 11585, "gated_mlp", 8192), (11586, 1 << 62, "gated_mlp", 16384)]
+    assert all(e.key.text == "train/bfloat16/silu" and e.K == 896 and e.N == 4864 for e in entries)
+
+    from inductor_swiglu.dispatch import table as tables
+
+    shipped = tables.table_path("h100")
+    (tmp_path / "h100.json").write_text(shipped.read_text())
+    monkeypatch.setattr(tables, "TABLES_DIR", tmp_path)
+    path = bench.install_train_rows(result, "h100")
+    table = tables.load(path)
+    key = tables.Key("bfloat16", "silu", "train")
+    assert table.rows_for(key) == tuple(entries)
+    assert table.rows_for(tables.Key("bfloat16", "gelu_tanh", "train")) == tuple(entries)
+    assert "train/bfloat16/silu rows: " in table.method
+    # the dense rows are untouched, and installing again replaces the training rows rather than adding
+    assert table.rows_for(tables.Key("bfloat16", "silu")) == tables.load(shipped).rows_for(tables.Key("bfloat16", "silu"))
+    assert tables.load(bench.install_train_rows(result, "h100")).rows_for(key) == tuple(entries)
