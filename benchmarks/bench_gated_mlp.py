@@ -29,7 +29,8 @@ Sections (each point's failure is recorded in the results, never fatal):
            upstream gradient), ``mlp_candidates``: stock torch.compile of the eager MLP, and of it
            under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
            implementation) saving the pre-activations (also with the pre-activation GEMM off,
-           INDUCTOR_SWIGLU_PREACT_GEMM=0, and with the dgated GEMM off, INDUCTOR_SWIGLU_DGATED_GEMM=0),
+           INDUCTOR_SWIGLU_PREACT_GEMM=0, or on, with the row --preact-row names or the default one,
+           and with the dgated GEMM off, INDUCTOR_SWIGLU_DGATED_GEMM=0),
            and in recompute mode; the two fused-GEMM
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
@@ -463,6 +464,7 @@ def mlp_candidates(act: str) -> dict:
             "stock_checkpoint": _compiled(checkpointed),
             "ours": _op(act, False),
             "ours_no_preact": _op(act, False, {forms.PREACT_ENV: "0"}),
+            "ours_preact": _op(act, False, {forms.PREACT_ENV: PREACT_ROW}),
             "ours_no_dgated": _op(act, False, {forms.DGATED_ENV: "0"}),
             "ours_recompute": _op(act, True),
             "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
@@ -480,6 +482,8 @@ def _grad_errors(grads, ref) -> dict:
 
 # the mlp section's candidates (--candidates; None: all of mlp_candidates)
 MLP_CANDIDATES: set[str] | None = None
+# what ours_preact sets INDUCTOR_SWIGLU_PREACT_GEMM to (--preact-row): "1" (the default row) or a row's name
+PREACT_ROW = "1"
 
 
 def mlp_point(model, M, act, clock) -> dict:
@@ -507,7 +511,8 @@ def describe_mlp(r) -> str:
     us = r["us"]
     base = us.get("stock_compile")
     parts = [f"MLP {r['model']} M={r['M']}: stock {base} us"]
-    for name in ("stock_checkpoint", "ours", "ours_no_preact", "ours_no_dgated", "ours_recompute", "ours_triton"):
+    for name in ("stock_checkpoint", "ours", "ours_no_preact", "ours_preact", "ours_no_dgated", "ours_recompute",
+                 "ours_triton"):
         if name in us:
             parts.append(f"{name} {us[name]} us ({base / us[name]:.2f}x)" if base else f"{name} {us[name]} us")
     saved = {n.removesuffix("_memory"): m["saved_mb"] for n, m in r.items() if n.endswith("_memory")}
@@ -723,8 +728,8 @@ def markdown(result: dict) -> str:
                          f"{d.get('cublas+dact')} | {d.get(r['dgated_default'])} | {dbus} ({db}) |")
         lines.append("")
     if result.get("mlp"):
-        names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_preact", "ours_no_dgated", "ours_recompute",
-                 "ours_triton")
+        names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_preact", "ours_preact", "ours_no_dgated",
+                 "ours_recompute", "ours_triton")
         lines += ["## MLP forward+backward (us, and the speedup over stock_compile; saved MB)", "",
                   "| model | M | " + " | ".join(names) + " | " + " | ".join(f"saved MB {n}" for n in names) + " |",
                   "|---|---|" + "---|" * (2 * len(names))]
@@ -750,11 +755,13 @@ def main(argv=None) -> int:
     ap.add_argument("--install", metavar="DEVICE", help="write the mlp section's training rows into the shipped "
                     "dispatch table of DEVICE (h100, h200); with --from, from a stored result without a GPU")
     ap.add_argument("--from", dest="source", type=Path, help="a stored bench_gated_mlp.json (with --install)")
+    ap.add_argument("--preact-row", default="1", help="the _preact row ours_preact runs (default: 1, the default row)")
     ap.add_argument("--candidates", default="", help="the mlp section's candidates, comma-separated (default: all; "
                     "stock_compile always runs, as every ratio's base)")
     args = ap.parse_args(argv)
-    global MLP_CANDIDATES
+    global MLP_CANDIDATES, PREACT_ROW
     MLP_CANDIDATES = set(args.candidates.split(",")) if args.candidates else None
+    PREACT_ROW = args.preact_row
     if args.source is not None:
         if not args.install:
             ap.error("--from installs a stored result: give --install DEVICE")

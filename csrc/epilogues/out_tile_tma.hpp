@@ -107,10 +107,18 @@ struct OutTileStaging {
   /// (rows and columns past out's extent are not written), then waits until shared memory has
   /// been read, so the buffer may be refilled.
   CUTE_DEVICE static void store(CUtensorMap const* map, void const* smem, int row0, int col0) {
+    issue(map, smem, row0, col0);
+    commit_and_wait();
+  }
+  /// The stores of one tile without waiting (several tiles' stores, then one commit_and_wait).
+  CUTE_DEVICE static void issue(CUtensorMap const* map, void const* smem, int row0, int col0) {
     char const* p = static_cast<char const*>(smem);
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < kStrips; ++s)
       cute::SM90_TMA_STORE_2D::copy(map, p + s * kStripBytes, col0 + s * kStrip, row0);
+  }
+  /// Until the issued stores have read shared memory.
+  CUTE_DEVICE static void commit_and_wait() {
     cute::tma_store_arrive();
     cute::tma_store_wait<0>();
   }

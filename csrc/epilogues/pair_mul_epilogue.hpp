@@ -67,6 +67,22 @@ struct StagedPairSink {
   }
 };
 
+/// StagedPairSink that stages the pre-activation pair too (the preact_tma kind): gate and up into
+/// two more buffers laid out as the first.  The buffers are 1024-byte aligned and whole swizzle
+/// periods long, so one origin (whose swizzle term depends on the address bits 7..9) serves all three.
+template <class Staging, class ElementOut>
+struct StagedPreactSink : StagedPairSink<Staging, ElementOut> {
+  using Pack = cutlass::AlignedArray<ElementOut, 2>;
+  static constexpr bool kPreact = true;
+  char* smem_gate;
+  char* smem_up;
+  CUTE_HOST_DEVICE void put_preact(int dr, int dc, Pack const& gate, Pack const& up) const {
+    uint32_t off = Staging::offset(this->origin, dr, dc);
+    *reinterpret_cast<Pack*>(smem_gate + off) = gate;
+    *reinterpret_cast<Pack*>(smem_up + off) = up;
+  }
+};
+
 /// Whether this thread's first accumulator column holds block h = 1 of the view: never under the
 /// interleave of 8 (every thread starts on a block-0 column), lanes 2-3 of each quad under 4.
 template <int G, class First>
@@ -161,25 +177,37 @@ CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators,
 
 /// One thread's part of a tile written into the staging buffer (the TMA path; the stores follow).
 /// Host-callable, like the above.
-template <class Staging, class ElementOut, int Activation, int G = 8, bool Scaled = false, class AccTensor,
-          class ThrMma, class TileShapeMN, class NodeParams, class Exchange = isw::fusion::WarpPairExchange>
+template <class Staging, class ElementOut, int Activation, int G = 8, bool Scaled = false, bool Preact = false,
+          class AccTensor, class ThrMma, class TileShapeMN, class NodeParams,
+          class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
                                                   NodeParams const& node, char* smem, uint32_t smem_base,
-                                                  Exchange const& xchg = {}) {
+                                                  Exchange const& xchg = {}, char* smem_gate = nullptr,
+                                                  char* smem_up = nullptr) {
   // tile-relative: the tile's first virtual column is a multiple of 2G, so the gate/up mapping holds
   auto first = pair_mul_thread_first(thr_mma, tile_mn, m_coord, n_coord, M, N2);
   int row0 = int(cute::get<0>(first)) - m_coord * int(cute::size<0>(tile_mn));
   int col0 = isw::fusion::output_column<G>(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
-  StagedPairSink<Staging, ElementOut> sink{smem, Staging::origin(smem_base, row0, col0)};
+  StagedPairSink<Staging, ElementOut> plain{smem, Staging::origin(smem_base, row0, col0)};
+  auto sink = [&] {
+    if constexpr (Preact) {
+      static_assert(G == 8 && !Scaled, "the pre-activation store: the interleave of 8, unscaled GEMMs");
+      return StagedPreactSink<Staging, ElementOut>{plain, smem_gate, smem_up};
+    } else {
+      return plain;
+    }
+  }();
   pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
                                                    pair_mul_thread_hi<G>(first), sink, xchg,
                                                    pair_mul_thread_scale<Scaled, G>(first, M, N2, node));
 }
 
 /// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).  kStorePreact: from registers,
-/// with the pre-activation pair beside it (the training forward, GlobalPreactSink).
-enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2, kStorePreact = 3 };
+/// with the pre-activation pair beside it (the training forward, GlobalPreactSink); kStorePreactTma:
+/// all three staged in shared memory and written by TMA stores (StagedPreactSink).
+enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2, kStorePreact = 3,
+                              kStorePreactTma = 4 };
 
 template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
           int Interleave = 8, bool Scaled = false>
@@ -187,11 +215,14 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
-  static_assert(Store == kStoreRegisters || Store == kStoreTma || Store == kStoreRows || Store == kStorePreact,
-                "store kind");
-  static constexpr bool kTmaStore = Store == kStoreTma;
-  static constexpr bool kStaged = Store == kStoreTma || Store == kStoreRows;   // through a shared-memory tile
-  static constexpr bool kPreact = Store == kStorePreact;
+  static_assert(Store >= kStoreRegisters && Store <= kStorePreactTma, "store kind");
+  static constexpr bool kTmaStore = Store == kStoreTma || Store == kStorePreactTma;
+  static constexpr bool kStaged = kTmaStore || Store == kStoreRows;   // through a shared-memory tile
+  static constexpr bool kPreact = Store == kStorePreact || Store == kStorePreactTma;
+  // the staged pre-activation pair: two more buffers like out's, sharing its swizzle origin
+  static_assert(Store != kStorePreactTma || (TileN / 2) % 16 == 0,
+                "staged pre-activations need an output tile of whole swizzled strips (a multiple of 16 columns)");
+  static constexpr int kBuffers = Store == kStorePreactTma ? 3 : 1;
   // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
   // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
   // register kind never stages, so its (unused) staging type is given a width that exists.
@@ -210,11 +241,13 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   struct Params {
     typename Stock::Params stock;
     CUtensorMap out_map;              // TmaStore: out [M, N], boxes of Staging::kStrip x TileM
+    CUtensorMap gate_map, up_map;     // kStorePreactTma: the halves of preact [M, 2N], boxes as out's
     uint32_t tma_transaction_bytes;   // the kernel sizes its (idle) epilogue load pipeline with it
   };
 
   struct StagingStorage {
-    alignas(kTmaStore ? 1024 : 16) char out[Staging::kBytes];   // 1024: the widest TMA swizzle's period
+    // 1024: the widest TMA swizzle's period; the pre-activation buffers follow out's (kBuffers)
+    alignas(kTmaStore ? 1024 : 16) char out[Staging::kBytes * kBuffers];
   };
   struct StagingSharedStorage {  // what the mainloop's stage count must leave room for
     StagingStorage tensors;
@@ -227,8 +260,15 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   /// Whether `out` can be written by this collective (TMA: what a tensor map can describe; rows:
   /// 8-byte stores; registers: anything make_arguments accepts).
   static bool out_fits(void const* out, int64_t ld_out) {
-    if constexpr (Store == kStoreTma) return Staging::describable(out, ld_out);
+    if constexpr (kTmaStore) return Staging::describable(out, ld_out);
     else if constexpr (Store == kStoreRows) return Staging::writable(out, ld_out);
+    else return true;
+  }
+  /// Whether the pre-activation pair [M, 2N] can be written (staged: both halves described by TMA maps).
+  static bool preact_fits(void const* preact, int64_t ld_preact, int64_t N) {
+    if constexpr (Store == kStorePreactTma)
+      return Staging::describable(preact, ld_preact) &&
+             Staging::describable(static_cast<char const*>(preact) + N * int64_t(sizeof(ElementOut)), ld_preact);
     else return true;
   }
 
@@ -240,7 +280,12 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     if constexpr (kTmaStore) {
       auto [M, N2, K, L] = cute::append<4>(s, 1);
       auto const& node = a.thread.op_1;
-      Staging::encode(&p.out_map, node.ptr_out, int64_t(M), int64_t(N2) / 2, node.ld_out);  // checked before launch
+      const int64_t N = int64_t(N2) / 2;
+      Staging::encode(&p.out_map, node.ptr_out, int64_t(M), N, node.ld_out);  // checked before launch
+      if constexpr (Store == kStorePreactTma) {
+        Staging::encode(&p.gate_map, node.ptr_preact, int64_t(M), N, node.ld_preact);
+        Staging::encode(&p.up_map, node.ptr_preact + N, int64_t(M), N, node.ld_preact);
+      }
     }
     return p;
   }
@@ -258,6 +303,10 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
     if constexpr (kTmaStore) cute::prefetch_tma_descriptor(&params.out_map);
+    if constexpr (Store == kStorePreactTma) {
+      cute::prefetch_tma_descriptor(&params.gate_map);
+      cute::prefetch_tma_descriptor(&params.up_map);
+    }
   }
 
   Params const& params;
@@ -291,13 +340,23 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
       cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
       barrier.arrive_and_wait();
       char* smem = static_cast<StagingStorage&>(storage).out;
-      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave, Scaled>(
+      char* smem_gate = smem + Staging::kBytes;        // used by kStorePreactTma only (kBuffers)
+      char* smem_up = smem + 2 * Staging::kBytes;
+      pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave, Scaled, kPreact>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node, smem,
-          uint32_t(cute::cast_smem_ptr_to_uint(smem)));
+          uint32_t(cute::cast_smem_ptr_to_uint(smem)), isw::fusion::WarpPairExchange{}, smem_gate, smem_up);
       if constexpr (kTmaStore) cute::tma_store_fence();   // the shared stores, visible to the TMA unit
       barrier.arrive_and_wait();
       if constexpr (kTmaStore) {
-        if (thread_idx == 0) Staging::store(&params.out_map, smem, int(m_coord) * TileM, int(n_coord) * (TileN / 2));
+        if (thread_idx == 0) {
+          const int r0 = int(m_coord) * TileM, c0 = int(n_coord) * (TileN / 2);
+          Staging::issue(&params.out_map, smem, r0, c0);
+          if constexpr (Store == kStorePreactTma) {
+            Staging::issue(&params.gate_map, smem_gate, r0, c0);
+            Staging::issue(&params.up_map, smem_up, r0, c0);
+          }
+          Staging::commit_and_wait();
+        }
       } else {
         Staging::template copy_out<kThreads>(smem, static_cast<ElementOut*>(node.ptr_out), node.ld_out,
                                              int(m_coord) * TileM, int(n_coord) * (TileN / 2), int(M), int(N2) / 2,

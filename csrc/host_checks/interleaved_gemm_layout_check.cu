@@ -238,6 +238,11 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   std::vector<char> sp;
   Element* pre = kPreact ? aligned_buffer<Element>(size_t(out_rows) * ld_pre, sp) : nullptr;
   for (size_t i = 0; kPreact && i < size_t(out_rows) * ld_pre; ++i) memcpy(pre + i, &kSentinel, 2);
+  // what the staged kind's TMA stores write of it
+  constexpr bool kPreactStaged = kPreact && kStaged;
+  std::vector<char> sp2;
+  Element* pre_tma = kPreactStaged ? aligned_buffer<Element>(size_t(out_rows) * ld_pre, sp2) : nullptr;
+  for (size_t i = 0; kPreactStaged && i < size_t(out_rows) * ld_pre; ++i) memcpy(pre_tma + i, &kSentinel, 2);
 
   isw_problem p{};
   p.x = x; p.w_gate = w_gate; p.w_up = w_up; p.out = out;
@@ -274,8 +279,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
 
   g_descs.clear();
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
-  const size_t n_desc = tma_ok ? 3 : 2;
-  CHECK(g_descs.size() == n_desc, "expected %zu TMA descriptors (A, B%s), got %zu", n_desc, tma_ok ? ", out" : "",
+  const size_t n_desc = tma_ok ? (kPreactStaged ? 5 : 3) : 2;
+  CHECK(g_descs.size() == n_desc, "expected %zu TMA descriptors (A, B%s), got %zu", n_desc,
+        tma_ok ? (kPreactStaged ? ", out, gate, up" : ", out") : "",
         g_descs.size());
   if (g_descs.size() != n_desc) return;
   Desc const& dA = g_descs[0];
@@ -344,7 +350,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   std::vector<float> acc_tile(size_t(TM) * TN);
   // a host stand-in for the staging buffer, 1024-byte aligned as the device's (the swizzle is a
   // function of the address)
-  std::vector<char> smem(size_t(Staging::kBytes) + 2048);
+  std::vector<char> smem(size_t(Staging::kBytes) * Epi::kBuffers + 2048);
   char* sbuf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem.data()) + 1023) & ~uintptr_t(1023)) + smem_shift;
   const uint32_t smem_base = uint32_t(reinterpret_cast<uintptr_t>(sbuf));
   for (int mt = 0; mt < m_tiles; ++mt)
@@ -373,13 +379,26 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled, kPreact>(
             acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, xchg);
         if (staged_ok)
-          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled>(
-              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg);
+          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, kPreact>(
+              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg,
+              sbuf + Staging::kBytes, sbuf + 2 * Staging::kBytes);
       }
       if constexpr (kTma) {
         if (tma_ok)
           tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes,
                          Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
+        if (tma_ok && kPreactStaged) {   // the gate and up halves from the two buffers after out's
+          for (int half = 0; half < 2; ++half) {
+            Desc const& d = g_descs[3 + half];
+            char* dst = reinterpret_cast<char*>(pre_tma + int64_t(half) * N);
+            CHECK(d.addr == reinterpret_cast<char*>(pre + int64_t(half) * N) && d.dim[0] == uint64_t(N) &&
+                      d.dim[1] == uint64_t(M) && d.stride[1] == uint64_t(ld_pre * int64_t(sizeof(Element))),
+                  "preact map %d base/dims/pitch", half);
+            const uint32_t base = smem_base + uint32_t((half + 1) * Staging::kBytes);
+            tma_store_tile(d, dst, sbuf + (half + 1) * Staging::kBytes, base, Staging::kStrips, Staging::kStripBytes,
+                           Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
+          }
+        }
       } else if constexpr (kStaged) {
         // every thread of the MMA writes its units of the staged tile (the device runs them at once)
         if (staged_ok)
@@ -420,12 +439,13 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         if (std::fabs(ref) > 1e-3) max_rel = std::max(max_rel, err / std::fabs(ref));
       }
   }
-  // the pre-activation pair: gate at [r, o], up at [r, N + o], each the rounded sum
-  if constexpr (kPreact) {
+  // the pre-activation pair: gate at [r, o], up at [r, N + o], each the rounded sum (both paths)
+  for (Element* buf : {pre, pre_tma}) {
+    if (buf == nullptr || (buf == pre_tma && !tma_ok)) continue;
     for (int r = 0; r < out_rows; ++r)
       for (int c = 0; c < ld_pre; ++c) {
         uint16_t bits;
-        memcpy(&bits, pre + int64_t(r) * ld_pre + c, 2);
+        memcpy(&bits, buf + int64_t(r) * ld_pre + c, 2);
         if (!(r < M && c < N2)) {
           if (bits != kSentinel) ++clobbered;
           continue;
@@ -435,9 +455,9 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         ElementIn const* w = c < N ? w_gate : w_up;
         double ref = 0;
         for (int k = 0; k < K; ++k) ref += double(float(x[int64_t(r) * ld_x + k])) * float(w[int64_t(o) * ld_w + k]);
-        double got = float(pre[int64_t(r) * ld_pre + c]);
+        double got = float(buf[int64_t(r) * ld_pre + c]);
         if (std::fabs(got - ref) > 1e-2 * std::fabs(ref) + 1e-4) {
-          if (bad_val < 5) printf("    mismatch preact[%d,%d] = %g, ref %g\n", r, c, got, ref);
+          if (bad_val < 5) printf("    mismatch preact%s[%d,%d] = %g, ref %g\n", buf == pre ? "" : " (staged)", r, c, got, ref);
           ++bad_val;
         }
       }
@@ -448,7 +468,8 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   printf("  emulate %-20s M=%4d N=%4d K=%4d %s-lower gap=%lld%s: tiles %dx%dx%d, %s, max rel err %.2e, %s\n", name, M,
          N, K, up_lower ? "up" : "gate", (long long)gap_elems,
          !kScaled ? "" : scale_step ? " row scales" : " one scale", m_tiles, n_tiles, k_tiles,
-         tma_ok ? "registers + TMA store" : staged_ok ? "registers + staged rows" : kPreact ? "registers + preact" : "registers", max_rel,
+         tma_ok ? (kPreactStaged ? "registers + TMA store, preact both" : "registers + TMA store")
+                : staged_ok ? "registers + staged rows" : kPreact ? "registers + preact" : "registers", max_rel,
          (bad_val || unwritten || clobbered || bad_addr || bad_box) ? "FAIL" : "ok");
 }
 
@@ -672,6 +693,8 @@ int main() {
   check_rejections<PairMulConfig<ISW_BF16, 128, 168, 0, 1, 1, 0, 2, 4>>();
   printf("== can_implement / make_arguments (bf16, a pre-activation configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 192, 0, 1, 1, 0, 3, 8>>();
+  printf("== can_implement / make_arguments (bf16, a staged pre-activation configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 128, 0, 1, 1, 0, 4, 8>>();
   printf("== can_implement / make_arguments (fp8, the scaled GEMM's default configuration)\n");
   check_rejections<ScaledConfig<128, 128, 1, 1, 1, 0, 0, 1>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);

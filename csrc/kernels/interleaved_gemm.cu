@@ -710,6 +710,10 @@ static int make_arguments(const isw_problem* p, int sm_count, typename Gemm::Gem
     if ((reinterpret_cast<uintptr_t>(p->preact) & 3) || (p->ld_preact & 1) || p->ld_preact < 2 * p->N)
       return fail(ISW_ERR_UNSUPPORTED, "%s: preact must be 4-byte aligned with an even ld_preact >= 2N (got %lld)",
                   kKernelName, (long long)p->ld_preact);
+    if (!Gemm::CollectiveEpilogue::preact_fits(p->preact, p->ld_preact, p->N))
+      return fail(ISW_ERR_UNSUPPORTED, "%s: this configuration writes preact through TMA maps: preact and its up half "
+                  "must be 16-byte aligned with ld_preact a multiple of 8 (got N %lld, ld_preact %lld)", kKernelName,
+                  (long long)p->N, (long long)p->ld_preact);
     node.ptr_preact = static_cast<Element*>(p->preact);
     node.ld_preact = int64_t(p->ld_preact);
   } else if (p->preact != nullptr) {
@@ -789,6 +793,10 @@ static int run_impl(const isw_problem* p) {
         if (Gemm::CollectiveEpilogue::kTmaStore && !tma_descriptor_encoded(&params.epilogue.out_map))
           return fail(ISW_ERR_CUDA, "%s: cuTensorMapEncodeTiled rejected the TMA map of out (M=%lld N=%lld ld_out=%lld)",
                       kKernelName, (long long)p->M, (long long)p->N, (long long)p->ld_out);
+        if (Gemm::CollectiveEpilogue::kBuffers == 3 && !(tma_descriptor_encoded(&params.epilogue.gate_map) &&
+                                                         tma_descriptor_encoded(&params.epilogue.up_map)))
+          return fail(ISW_ERR_CUDA, "%s: cuTensorMapEncodeTiled rejected a TMA map of preact (M=%lld N=%lld "
+                      "ld_preact=%lld)", kKernelName, (long long)p->M, (long long)p->N, (long long)p->ld_preact);
         return int(ISW_OK);
       });
 }

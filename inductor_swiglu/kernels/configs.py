@@ -74,7 +74,9 @@ class InterleavedConfig:
                multiple of 4 elements); "preact": from registers like "registers", and the
                pre-activation pair (gate, up), rounded once, into the halves of an [M, 2N] buffer
                beside out: the training forward, which saves them for its backward (ops/gated_mlp.py);
-               the interleave of 8 only
+               the interleave of 8 only; "preact_tma": the same three outputs staged in shared memory
+               and written with TMA bulk stores, as "tma" does out (three staging tiles: fewer
+               mainloop stages)
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
                with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA
@@ -104,7 +106,7 @@ class InterleavedConfig:
     raster: str = "heuristic"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
-    STORES = ("registers", "tma", "rows", "preact")
+    STORES = ("registers", "tma", "rows", "preact", "preact_tma")
     DECOMPOSITIONS = ("heuristic", "streamk")
     SPLITS = ("m", "n")
     RASTERS = ("heuristic", "m", "n")
@@ -128,8 +130,11 @@ class InterleavedConfig:
                              "(a TMA box row is a multiple of 16 bytes)")
         if self.store not in self.STORES:
             raise ValueError(f"unknown store {self.store!r}")
-        if self.store == "preact" and self.interleave != 8:
-            raise ValueError("store='preact' pairs gate and up in one thread: the interleave of 8 only")
+        if self.store.startswith("preact") and self.interleave != 8:
+            raise ValueError(f"store={self.store!r} pairs gate and up in one thread: the interleave of 8 only")
+        if self.store == "preact_tma" and (self.tile_n // 2) % 16:
+            raise ValueError("store='preact_tma' stages three tiles of whole swizzled strips: tile_n // 2 must be a "
+                             "multiple of 16")
         if self.decomposition not in self.DECOMPOSITIONS:
             raise ValueError(f"unknown decomposition {self.decomposition!r}")
         if self.decomposition != "heuristic" and self.schedule != "streamk":
@@ -211,8 +216,8 @@ class ScaledGemmConfig(InterleavedConfig):
             raise ValueError(f"unknown accumulate {self.accumulate!r}")
         if self.interleave != 8 or self.split != "m":
             raise ValueError("the scaled GEMM takes the interleave of 8 and split 'm' only")
-        if self.store == "preact":
-            raise ValueError("the scaled GEMM serves inference: no store='preact'")
+        if self.store.startswith("preact"):
+            raise ValueError(f"the scaled GEMM serves inference: no store={self.store!r}")
         per_warpgroup = self.tile_m * self.tile_n // (1 if self.schedule == "pingpong" else 2)
         if per_warpgroup > self.MAX_PER_WARPGROUP[self.accumulate]:
             raise ValueError(f"accumulate={self.accumulate!r}: {self.tile_m} x {self.tile_n} is more than "
@@ -402,9 +407,13 @@ INTERLEAVED_GEMM: tuple[InterleavedConfig, ...] = (
         InterleavedConfig(128, 128, swizzle=8),
         InterleavedConfig(128, 192, swizzle=8),
         InterleavedConfig(128, 160, store="tma", swizzle=4))),
-    # The training forward (store="preact"): h and the pre-activation pair its backward reads, in one
-    # pass over the accumulators.  Register-stored pingpong tiles, so one warpgroup's three stores
-    # overlap the other's mainloop.  PREACT_DEFAULT below is the first; every build compiles it.
+    # The training forward (store="preact", "preact_tma"): h and the pre-activation pair its backward
+    # reads, in one pass over the accumulators, from pingpong tiles (one warpgroup's stores overlap
+    # the other's mainloop).  PREACT_DEFAULT below is the first; every build compiles it.
+    InterleavedConfig(128, 128, store="preact_tma"),
+    InterleavedConfig(128, 128, store="preact_tma", swizzle=4),
+    InterleavedConfig(128, 192, store="preact_tma"),
+    InterleavedConfig(128, 128, cluster_m=2, store="preact_tma"),
     InterleavedConfig(128, 192, store="preact"),
     InterleavedConfig(128, 128, store="preact"),
     InterleavedConfig(128, 192, cluster_n=2, store="preact"),
@@ -414,7 +423,7 @@ INTERLEAVED_GEMM: tuple[InterleavedConfig, ...] = (
 
 # The interleaved rows that write the pre-activation pair (the training forward's), and the one a
 # default build compiles beside the tables' choices.
-PREACT_ROWS: tuple[InterleavedConfig, ...] = tuple(r for r in INTERLEAVED_GEMM if r.store == "preact")
+PREACT_ROWS: tuple[InterleavedConfig, ...] = tuple(r for r in INTERLEAVED_GEMM if r.store.startswith("preact"))
 PREACT_DEFAULT = PREACT_ROWS[0].name
 
 
