@@ -98,6 +98,8 @@ def candidates(M: int, lib) -> list[tuple[str, int, int]]:
     rows = {c.name: c for c in configs.INTERLEAVED_GEMM}
     for i, name in enumerate(lib.configs(kl.INTERLEAVED_GEMM)):
         cfg = rows[name]
+        if cfg.store.startswith("preact"):   # the training forward's rows: they also write the pre-activations
+            continue
         # the 128- and 256-row tiles are for batches and prefill; a swizzle or a raster order only
         # matters where x outgrows the L2, with many row tiles
         if (cfg.tile_m <= 64 or M >= 64) and ((cfg.swizzle == 1 and cfg.raster == "heuristic") or M >= 2048):

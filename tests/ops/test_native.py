@@ -181,8 +181,23 @@ def test_every_interleaved_config_takes_every_activation(activation):
     lib = kl.get_library()
     for config, name in enumerate(lib.configs(kl.INTERLEAVED_GEMM)):
         problem = _problem(64, 256, 128, config, activation)
+        if "_preact" in name:   # the training forward's rows write the pre-activation pair too
+            problem.preact, problem.ld_preact = 1 << 37, 512
         st = lib.lib.isw_can_implement(kl.INTERLEAVED_GEMM, ctypes.byref(problem))
         assert st == kl.ISW_OK, (name, activation, lib.last_error())
+
+
+@pytest.mark.skipif(kl.get_library() is None, reason="kernel library not built")
+def test_the_pre_activation_rows_and_the_others_take_preact_exactly_where_they_write_it():
+    lib = kl.get_library()
+    names = lib.configs(kl.INTERLEAVED_GEMM)
+    assert any("_preact" in n for n in names), names   # every build holds the training forward's row
+    for config, name in enumerate(names):
+        problem = _problem(64, 256, 128, config, "silu")
+        if "_preact" not in name:
+            problem.preact, problem.ld_preact = 1 << 37, 512
+        st = lib.lib.isw_can_implement(kl.INTERLEAVED_GEMM, ctypes.byref(problem))
+        assert st != kl.ISW_OK and "pre-activation" in lib.last_error(), (name, lib.last_error())
 
 
 @pytest.mark.skipif(kl.get_library() is None, reason="kernel library not built")
