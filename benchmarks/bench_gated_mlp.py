@@ -662,6 +662,17 @@ def train_rows(result: dict, activation: str = activations.SILU) -> list:
     return entries
 
 
+def merged_results(results: list[dict]) -> dict:
+    """Several runs' mlp sections as one: a later run's point replaces an earlier one's at the same model
+    shape, token count and activation; the meta names every run's device."""
+    points: dict[tuple, dict] = {}
+    for r in results:
+        for row in r.get("mlp", []):
+            points[(row.get("K"), row.get("N"), row.get("M"), row.get("act"))] = row
+    devices = sorted({r["meta"]["device"] for r in results})
+    return {"meta": {"device": " and ".join(devices)}, "mlp": list(points.values())}
+
+
 def install_train_rows(result: dict, device: str, activation: str = activations.SILU) -> Path:
     """Write the training rows of `result` into the shipped table of `device`, replacing its earlier
     training rows of that key; GeGLU's training key is served by SiLU's rows, as the dense keys are."""
@@ -754,7 +765,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=220.0, help="no timed point starts after this")
     ap.add_argument("--install", metavar="DEVICE", help="write the mlp section's training rows into the shipped "
                     "dispatch table of DEVICE (h100, h200); with --from, from a stored result without a GPU")
-    ap.add_argument("--from", dest="source", type=Path, help="a stored bench_gated_mlp.json (with --install)")
+    ap.add_argument("--from", dest="sources", type=Path, action="append",
+                    help="a stored bench_gated_mlp.json (with --install; repeated: a later file's points replace an "
+                    "earlier one's at the same model shape and token count)")
     ap.add_argument("--preact-row", default="1", help="the _preact row ours_preact runs (default: 1, the default row)")
     ap.add_argument("--candidates", default="", help="the mlp section's candidates, comma-separated (default: all; "
                     "stock_compile always runs, as every ratio's base)")
@@ -762,10 +775,11 @@ def main(argv=None) -> int:
     global MLP_CANDIDATES, PREACT_ROW
     MLP_CANDIDATES = set(args.candidates.split(",")) if args.candidates else None
     PREACT_ROW = args.preact_row
-    if args.source is not None:
+    if args.sources:
         if not args.install:
             ap.error("--from installs a stored result: give --install DEVICE")
-        print(f"installed {install_train_rows(json.loads(args.source.read_text()), args.install, args.activation)}")
+        merged = merged_results([json.loads(p.read_text()) for p in args.sources])
+        print(f"installed {install_train_rows(merged, args.install, args.activation)}")
         return 0
     ok, why = gm.available()
     if not torch.cuda.is_available() or not ok:

@@ -500,3 +500,14 @@ def test_the_training_rows_say_where_the_op_was_faster_and_install_into_a_table(
     # the dense rows are untouched, and installing again replaces the training rows rather than adding
     assert table.rows_for(tables.Key("bfloat16", "silu")) == tables.load(shipped).rows_for(tables.Key("bfloat16", "silu"))
     assert tables.load(bench.install_train_rows(result, "h100")).rows_for(key) == tuple(entries)
+
+
+def test_several_runs_merge_a_later_point_over_an_earlier_one(bench):
+    def run(device, ours):
+        return {"meta": {"device": device}, "mlp": [{"M": 8192, "K": 896, "N": 4864, "act": "silu",
+                                                     "us": {"ours": ours, "stock_compile": 100.0}}]}
+
+    merged = bench.merged_results([run("NVIDIA H100 80GB HBM3", 120.0), run("NVIDIA H100 80GB HBM3", 90.0)])
+    assert merged["meta"]["device"] == "NVIDIA H100 80GB HBM3"
+    assert [r["us"]["ours"] for r in merged["mlp"]] == [90.0]
+    assert [e.impl for e in bench.train_rows(merged)] == ["gated_mlp"]
