@@ -182,6 +182,19 @@ def _record(impl: str, reason: str, x: torch.Tensor) -> None:
         log.warning("inductor_swiglu.gated_mlp ran its unfused reference on %s: %s", x.device, reason)
 
 
+def _cutlass_first(chosen: tuple[str | None, str], launch, stat: str, what: str, reason: str):
+    """(result, '') where dispatch `chose` a CUTLASS GEMM's configuration and `launch(config)` ran it
+    (counted as `stat`); else (None, why the cuBLAS path runs instead)."""
+    config, why = chosen
+    if config is None:
+        return None, why
+    done, why = launch(config)
+    if done is None:
+        return None, f"{what} declined: {why}; {reason}"
+    impl_stats.record(stat, why, config=config)
+    return done, ""
+
+
 def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact: bool):
     """(h, gu): h = act(g) * u [M, N], and the pre-activation pair [M, 2N] (see the module
     docstring for its layout) when store_preact, else None."""
@@ -193,15 +206,12 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
         _record(impl, "recompute mode's forward: h from the inference op, which records its own kernel", x2)
         return swiglu.swiglu_forward_op(x2, w_gate, w_up, b_gate, b_up, activation), None
     if impl == CUBLAS:
-        config, why = forms.gated_mlp_preact(x2.shape[0], w_gate.shape[0], x2.shape[1])
-        if config is not None:
-            done, why = cutlass_preact.run(x2, w_gate, w_up, activation, config, b_gate, b_up)
-            if done is not None:
-                impl_stats.record(PREACT, why, config=config)
-                return done
-            reason = f"the pre-activation GEMM declined: {why}; {reason}"
-        else:
-            reason = why
+        done, reason = _cutlass_first(
+            forms.gated_mlp_preact(x2.shape[0], w_gate.shape[0], x2.shape[1]),
+            lambda config: cutlass_preact.run(x2, w_gate, w_up, activation, config, b_gate, b_up),
+            PREACT, "the pre-activation GEMM", reason)
+        if done is not None:
+            return done
     _record(impl, reason, x2)
     if impl == FUSED_TRITON:
         h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
@@ -224,15 +234,12 @@ def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
     derivative applied (d_gate, d_up in gu's layout), and h for dW_down."""
     impl, reason = gated_mlp_impl(dy2, has_bias, activation)
     if impl == CUBLAS:
-        config, why = forms.gated_mlp_dgated(dy2.shape[0], gu.shape[1] // 2, dy2.shape[1])
-        if config is not None:
-            done, why = cutlass_dgated.run(dy2, w_down, gu, activation, config)
-            if done is not None:
-                impl_stats.record(DGATED, why, config=config)
-                return done
-            reason = f"the dgated GEMM declined: {why}; {reason}"
-        else:
-            reason = why
+        done, reason = _cutlass_first(
+            forms.gated_mlp_dgated(dy2.shape[0], gu.shape[1] // 2, dy2.shape[1]),
+            lambda config: cutlass_dgated.run(dy2, w_down, gu, activation, config),
+            DGATED, "the dgated GEMM", reason)
+        if done is not None:
+            return done
     _record(impl, reason, dy2)
     if impl == FUSED_TRITON:
         return gpu_kernels().gated_mlp_dgated_gpu(dy2, w_down, gu, activation)
