@@ -640,7 +640,7 @@ def train_rows(result: dict, activation: str = activations.SILU) -> list:
     (``gated_mlp``) or stock (``unfused``) ran the MLP forward+backward faster there."""
     from inductor_swiglu.dispatch import table as tables
 
-    key = tables.Key("bfloat16", activation, "train")
+    key = forms.train_key("bfloat16", activation)
     by_shape: dict[tuple[int, int], list[dict]] = {}
     for r in result.get("mlp", []):
         us = r.get("us", {})
@@ -684,7 +684,7 @@ def install_train_rows(result: dict, device: str, activation: str = activations.
     key = entries[0].key
     serves = {key: key}
     if activation == activations.SILU:
-        serves.update({tables.Key("bfloat16", a, "train"): key for a in (activations.GELU_TANH, activations.GELU)})
+        serves.update({forms.train_key("bfloat16", a): key for a in (activations.GELU_TANH, activations.GELU)})
     path = tables.table_path(device)
     how = (f"one MLP forward+backward per model shape and token count, the op ({TRAIN_OP}) and stock "
            f"({TRAIN_STOCK}) interleaved under CUDA-graph replay, weights from HBM, on {result['meta']['device']}; "

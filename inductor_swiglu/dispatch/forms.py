@@ -57,7 +57,7 @@ from .plans import (
     UNFUSED_MEASURED,
     Plan,
 )
-from .table import M_BUCKETS, Key, Table, lookup, nearest_shape, rows_of, served, table_for
+from .table import GROUPED_FORM, M_BUCKETS, TRAIN_FORM, Key, Table, lookup, nearest_shape, rows_of, served, table_for
 from .triton_rules import choose
 
 FP8_DTYPE = "float8_e4m3fn"
@@ -66,8 +66,6 @@ BLOCK_DTYPE = "float8_e4m3fn_block128"   # the element type with its scaling: 12
 WEIGHT_ONLY_DTYPE = "float8_e4m3fn_weight_only"   # e4m3 weights, x in the model's bf16/fp16
 CUTLASS_DEFAULT = kernel_configs.SCALED_GEMM[0].name   # the library's default row
 CUTLASS_BLOCK_DEFAULT = next(c.name for c in kernel_configs.SCALED_GEMM if c.blockwise)   # its first block row
-GROUPED_FORM = "grouped"
-TRAIN_FORM = "train"
 
 # The routed-row buckets the sweep measures: the dense M buckets, the last one split, since a
 # prefill routes tokens x experts-per-token rows (2048 tokens of Qwen3-30B-A3B: 16384).

@@ -36,7 +36,9 @@ IMPLS = ("unfused", "dual_gemm", "interleaved_gemm", "decode_gemm", "scaled_trit
 # (kernels/triton/swiglu_grouped.py).  "train": a whole gated MLP's forward and backward, where
 # "gated_mlp" is the training form's op (ops/gated_mlp.py, its config the candidate measured) and
 # "unfused" what stock compiles: the pass rewrites a training graph only where the op was faster.
-FORMS = ("grouped", "train")
+GROUPED_FORM = "grouped"
+TRAIN_FORM = "train"
+FORMS = (GROUPED_FORM, TRAIN_FORM)
 
 # (lowest M, highest M, the M the sweep measures for the bucket).  Decode sizes get fine buckets
 # (the fastest kernel changes with each token block of 8); prefill sizes coarse ones.
@@ -136,7 +138,7 @@ class Table:
         name no kernel configuration: they say whether the op runs, whose kernels its own dispatch picks."""
         out: dict[str, set[str]] = {}
         for key in self.serves:
-            if key.form == "train":
+            if key.form == TRAIN_FORM:
                 continue
             for e in self.rows_for(key):
                 if e.config:

@@ -97,13 +97,17 @@ def layout_reason(x, w_gate, w_up, b_gate, b_up) -> str:
     return ""
 
 
+def tma_readable_rows(x2: torch.Tensor) -> bool:
+    """Whether a TMA descriptor reads the [M, K] tensor's rows as they are: unit stride along K,
+    16-byte aligned row pitch and base."""
+    return x2.stride(1) == 1 and (x2.stride(0) * x2.element_size()) % 16 == 0 and x2.data_ptr() % 16 == 0
+
+
 def as_rows(x: torch.Tensor, K: int) -> torch.Tensor:
-    """x as [M, K] rows a TMA descriptor reads (unit stride along K, 16-byte aligned rows), copied
-    once where its layout has none (an activation, never a weight)."""
+    """x as [M, K] rows a TMA descriptor reads (tma_readable_rows), copied once where its layout
+    has none (an activation, never a weight)."""
     x2 = x if x.dim() == 2 else x.reshape(-1, K)
-    if x2.stride(1) != 1 or (x2.stride(0) * x2.element_size()) % 16 or x2.data_ptr() % 16:
-        x2 = x2.contiguous()
-    return x2
+    return x2 if tma_readable_rows(x2) else x2.contiguous()
 
 
 def problem(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, out: torch.Tensor, config: int,

@@ -17,7 +17,7 @@ import functools
 import torch
 
 from ..kernels import library as kl
-from .cuda_impl import ISW_DTYPES, cutlass_available, launch, layout_reason, problem
+from .cuda_impl import ISW_DTYPES, cutlass_available, launch, layout_reason, problem, tma_readable_rows
 
 IMPL = "interleaved_gemm"
 PREACT_SUFFIX = "_preact"
@@ -60,7 +60,7 @@ def run(x2: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, activation: 
     index = _indices().get(config)
     if index is None:
         return None, f"this build of the kernel library has no {IMPL} configuration {config!r}"
-    if x2.stride(1) != 1 or (x2.stride(0) * x2.element_size()) % 16 or x2.data_ptr() % 16:
+    if not tma_readable_rows(x2):
         return None, "x needs unit stride along K and 16-byte aligned rows"
     M, N = x2.shape[0], w_gate.shape[0]
     h, gu = out if out is not None else (x2.new_empty((M, N)), x2.new_empty((M, 2 * N)))

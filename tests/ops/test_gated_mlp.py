@@ -61,83 +61,70 @@ def test_the_eager_backward_allocates_no_gradient_for_the_saved_pair():
     assert x.grad is not None and all(t.grad is not None for t in w)
 
 
-@pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
-def test_the_backward_runs_the_dgated_gemm_where_asked_or_says_why_it_did_not(monkeypatch, asked, declined):
-    """Where cuBLAS serves the training form and the dgated GEMM is chosen (here: asked for by
-    INDUCTOR_SWIGLU_DGATED_GEMM=1), the backward's dh GEMM and the derivative are one GEMM; where that kernel declines a call,
-    cuBLAS and the elementwise kernel run and the count says why.  The GPU is simulated: both
-    kernels are the reference on CPU tensors."""
-    from inductor_swiglu import op_stats, reset_op_stats
+def _dgated_gemm_case(declined):
+    """The backward's dh GEMM with the derivative in its epilogue (ops/cutlass_dgated.py)."""
     from inductor_swiglu.ops import impl_stats
 
     M, N, D = 5, 16, 8
     dy, w_down, gu = torch.randn(M, D), torch.randn(D, N), torch.randn(M, 2 * N)
     want = op.dgated_reference(dy @ w_down, gu, "silu")
-    calls = []
-
-    def dgated(dy2, w, pair, activation, config):
-        calls.append(config)
-        return (None, "N=16 is not what this test serves") if declined else (want, "")
-
-    monkeypatch.setenv(dispatch.forms.DGATED_ENV, "1" if asked else "0")
-    monkeypatch.setattr(op, "gated_mlp_impl", lambda x, has_bias, activation="silu": (op.CUBLAS, "cuBLAS here"))
-    monkeypatch.setattr(op.cutlass_dgated, "run", dgated)
-    monkeypatch.setattr(op, "gpu_kernels", lambda: SimpleNamespace(dgated_pointwise_gpu=op.dgated_reference))
-    reset_op_stats()
-    got = op.backward_kernel(dy, w_down, gu, "silu", False)
-    assert all(torch.equal(g, w) for g, w in zip(got, want))
-    assert calls == ([dispatch.forms.DGATED_CONFIG] if asked else [])
-    stats = op_stats()
-    if not asked:
-        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {
-            f"{dispatch.forms.DGATED_ENV}=0: cuBLAS and the elementwise kernel": 1}}
-    elif declined:
-        assert stats["calls"] == {impl_stats.GATED_MLP_CUBLAS: 1}
-        (reason,) = stats["reasons"][impl_stats.GATED_MLP_CUBLAS]
-        assert reason.startswith("the dgated GEMM declined: N=16 is not what this test serves")
-    else:
-        assert stats["calls"] == {impl_stats.GATED_MLP_DGATED: 1}
-        assert stats["configs"][impl_stats.GATED_MLP_DGATED] == {dispatch.forms.DGATED_CONFIG: 1}
+    return SimpleNamespace(
+        env=dispatch.forms.DGATED_ENV, config=dispatch.forms.DGATED_CONFIG, kernel=op.cutlass_dgated,
+        fused=impl_stats.GATED_MLP_DGATED, want=want, gpu_kernels=SimpleNamespace(dgated_pointwise_gpu=op.dgated_reference),
+        run=lambda: op.backward_kernel(dy, w_down, gu, "silu", False),
+        off="cuBLAS and the elementwise kernel", gemm="the dgated GEMM", declined=declined)
 
 
-@pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
-def test_the_forward_runs_the_preact_gemm_where_asked_or_says_why_it_did_not(monkeypatch, asked, declined):
-    """Where cuBLAS serves the training form and the pre-activation GEMM is chosen (here: asked for
-    by INDUCTOR_SWIGLU_PREACT_GEMM=1), the forward is that one GEMM writing h and the saved pair;
-    where it declines a call, cuBLAS's GEMMs and the elementwise kernel run and the count says why.
-    The GPU is simulated: the kernels are the reference on CPU tensors."""
-    from inductor_swiglu import op_stats, reset_op_stats
+def _preact_gemm_case(declined):
+    """The forward's GEMM writing h and the saved pre-activation pair (ops/cutlass_preact.py)."""
     from inductor_swiglu.ops import impl_stats
 
     M, N, K = 5, 16, 8
     x, w_gate, w_up = torch.randn(M, K), torch.randn(N, K), torch.randn(N, K)
     gu = op.preactivations(x, w_gate, w_up)
-    want = (op.gated_reference(gu, "silu"), gu)
+    return SimpleNamespace(
+        env=dispatch.forms.PREACT_ENV, config=dispatch.forms.PREACT_CONFIG, kernel=op.cutlass_preact,
+        fused=impl_stats.GATED_MLP_PREACT, want=(op.gated_reference(gu, "silu"), gu),
+        gpu_kernels=SimpleNamespace(gated_pointwise_gpu=op.gated_reference),
+        run=lambda: op.forward_kernel(x, w_gate, w_up, None, None, "silu", True),
+        off="cuBLAS's GEMMs and the elementwise kernel", gemm="the pre-activation GEMM", declined=declined)
+
+
+@pytest.mark.parametrize("case", [_dgated_gemm_case, _preact_gemm_case], ids=["backward_dgated", "forward_preact"])
+@pytest.mark.parametrize("asked,declined", [(True, False), (True, True), (False, False)])
+def test_the_fused_gemm_runs_where_asked_or_the_count_says_why_not(monkeypatch, case, asked, declined):
+    """Where cuBLAS serves the training form and one of its fused GEMMs is chosen (here: asked for
+    by its environment switch), that one GEMM runs; where it declines a call, cuBLAS and the
+    elementwise kernel run and the count says why.  The GPU is simulated: the kernels are the
+    reference on CPU tensors."""
+    from inductor_swiglu import op_stats, reset_op_stats
+    from inductor_swiglu.ops import impl_stats
+
+    c = case(declined)
     calls = []
 
-    def preact(x2, wg, wu, activation, config, b_gate=None, b_up=None):
-        calls.append(config)
-        return (None, "K=8 is not what this test serves") if declined else (want, "")
+    def kernel(*args, **kwargs):
+        calls.append(args[4])   # (x or dy, weights..., activation, config)
+        return (None, "this size is not what this test serves") if declined else (c.want, "")
 
-    monkeypatch.setenv(dispatch.forms.PREACT_ENV, "1" if asked else "0")
+    monkeypatch.setenv(c.env, "1" if asked else "0")
     monkeypatch.setattr(op, "gated_mlp_impl", lambda x, has_bias, activation="silu": (op.CUBLAS, "cuBLAS here"))
-    monkeypatch.setattr(op.cutlass_preact, "run", preact)
-    monkeypatch.setattr(op, "gpu_kernels", lambda: SimpleNamespace(gated_pointwise_gpu=op.gated_reference))
+    monkeypatch.setattr(c.kernel, "run", kernel)
+    monkeypatch.setattr(op, "gpu_kernels", lambda: c.gpu_kernels)
     reset_op_stats()
-    h, pair = op.forward_kernel(x, w_gate, w_up, None, None, "silu", True)
-    assert torch.equal(h, want[0]) and torch.equal(pair, want[1])
-    assert calls == ([dispatch.forms.PREACT_CONFIG] if asked else [])
+    got = c.run()
+    assert all(torch.equal(g, w) for g, w in zip(got, c.want))
+    assert calls == ([c.config] if asked else [])
     stats = op_stats()
     if not asked:
-        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {
-            f"{dispatch.forms.PREACT_ENV}=0: cuBLAS's GEMMs and the elementwise kernel": 1}}
+        assert stats["reasons"] == {impl_stats.GATED_MLP_CUBLAS: {f"{c.env}=0: {c.off}": 1}}
     elif declined:
         assert stats["calls"] == {impl_stats.GATED_MLP_CUBLAS: 1}
         (reason,) = stats["reasons"][impl_stats.GATED_MLP_CUBLAS]
-        assert reason.startswith("the pre-activation GEMM declined: K=8 is not what this test serves")
+        assert reason.startswith(f"{c.gemm} declined: this size is not what this test serves")
     else:
-        assert stats["calls"] == {impl_stats.GATED_MLP_PREACT: 1}
-        assert stats["configs"][impl_stats.GATED_MLP_PREACT] == {dispatch.forms.PREACT_CONFIG: 1}
+        assert stats["calls"] == {c.fused: 1}
+        assert stats["configs"][c.fused] == {c.config: 1}
 
 
 def test_recompute_modes_forward_never_asks_for_the_preact_gemm(monkeypatch):
