@@ -504,6 +504,8 @@ def mlp_point(model, M, act, clock) -> dict:
     for name, mlp in candidates.items():
         bench.add(name, _step(mlp))
     _timed(bench, M, row, "")
+    if "ours_preact" in candidates:
+        row["preact_row"] = forms.PREACT_CONFIG if PREACT_ROW == "1" else PREACT_ROW
     return row   # the driver empties the cache after each point
 
 
@@ -634,6 +636,17 @@ TRAIN_OP = "ours"               # the mlp candidate the rewrite runs (the op's d
 TRAIN_STOCK = "stock_compile"   # what the graph runs without the rewrite
 
 
+def op_figure(r: dict) -> tuple[str, float] | None:
+    """(candidate, us) of the op as it runs by default at the point of mlp row `r`: ours_preact where
+    the training forward's GEMM runs by default there (dispatch.forms.default_preact_row) and the run
+    timed that row, else ours; None where the point lacks it."""
+    us = r.get("us", {})
+    chosen, _ = forms.default_preact_row(r["M"], r["N"], r["K"])
+    if chosen is not None and r.get("preact_row") == chosen and "ours_preact" in us:
+        return "ours_preact", us["ours_preact"]
+    return (TRAIN_OP, us[TRAIN_OP]) if TRAIN_OP in us else None
+
+
 def train_rows(result: dict, activation: str = activations.SILU) -> list:
     """The device table's ``train/<dtype>/<activation>`` rows from an mlp section: per model shape, M
     ranges split at the geometric midpoints of the token counts measured, each saying whether the op
@@ -644,7 +657,7 @@ def train_rows(result: dict, activation: str = activations.SILU) -> list:
     by_shape: dict[tuple[int, int], list[dict]] = {}
     for r in result.get("mlp", []):
         us = r.get("us", {})
-        if "error" in r or r.get("act") != activation or TRAIN_OP not in us or TRAIN_STOCK not in us:
+        if "error" in r or r.get("act") != activation or op_figure(r) is None or TRAIN_STOCK not in us:
             continue
         by_shape.setdefault((r["K"], r["N"]), []).append(r)
     entries = []
@@ -653,11 +666,12 @@ def train_rows(result: dict, activation: str = activations.SILU) -> list:
         ms = [r["M"] for r in rows]
         edges = [1, *(int((a * b) ** 0.5) + 1 for a, b in zip(ms, ms[1:])), 1 << 62]
         for r, lo, hi in zip(rows, edges, edges[1:]):
-            op, stock = r["us"][TRAIN_OP], r["us"][TRAIN_STOCK]
+            candidate, op = op_figure(r)
+            stock = r["us"][TRAIN_STOCK]
             faster = op < stock
             entries.append(tables.Entry(key, K, N, lo, hi if hi == 1 << 62 else hi - 1,
                                         "gated_mlp" if faster else "unfused", "save" if faster else "",
-                                        record={"M": r["M"], "op_us": op, "stock_us": stock,
+                                        record={"M": r["M"], "op_us": op, "stock_us": stock, "op": candidate,
                                                 "why": "the op faster" if faster else "stock faster"}))
     return entries
 
@@ -670,7 +684,8 @@ def merged_results(results: list[dict]) -> dict:
         for row in r.get("mlp", []):
             points[(row.get("K"), row.get("N"), row.get("M"), row.get("act"))] = row
     devices = sorted({r["meta"]["device"] for r in results})
-    return {"meta": {"device": " and ".join(devices)}, "mlp": list(points.values())}
+    dates = sorted({r["meta"]["date"] for r in results if r["meta"].get("date")})
+    return {"meta": {"device": " and ".join(devices), "dates": dates}, "mlp": list(points.values())}
 
 
 def install_train_rows(result: dict, device: str, activation: str = activations.SILU) -> Path:
@@ -686,9 +701,9 @@ def install_train_rows(result: dict, device: str, activation: str = activations.
     if activation == activations.SILU:
         serves.update({forms.train_key("bfloat16", a): key for a in (activations.GELU_TANH, activations.GELU)})
     path = tables.table_path(device)
-    how = (f"one MLP forward+backward per model shape and token count, the op ({TRAIN_OP}) and stock "
-           f"({TRAIN_STOCK}) interleaved under CUDA-graph replay, weights from HBM, on {result['meta']['device']}; "
-           "benchmarks/bench_gated_mlp.py --install")
+    how = (f"one MLP forward+backward per model shape and token count, the op as it runs by default (op_figure) and stock "
+           f"({TRAIN_STOCK}) interleaved under CUDA-graph replay, weights from HBM, on {result['meta']['device']}"
+           + "".join(f", {d}" for d in result["meta"].get("dates", [])) + "; benchmarks/bench_gated_mlp.py --install")
     table = tables.with_rows(tables.load(path), key, entries, lambda e: True, serves, key.text, how)
     tables.save(table, path)
     return path
@@ -794,7 +809,8 @@ def main(argv=None) -> int:
     clock = GpuSensors(torch.cuda.current_device())
     result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                        "triton": getattr(gm.triton, "__version__", None), "models": models, "tokens": tokens,
-                       "activation": args.activation, "sections": sorted(sections)}}
+                       "activation": args.activation, "sections": sorted(sections),
+                       "date": time.strftime("%Y-%m-%d"), "preact_row": PREACT_ROW}}
     t0 = time.perf_counter()
 
     def save():

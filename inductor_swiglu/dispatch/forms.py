@@ -212,9 +212,9 @@ DGATED_MIN_M = 8192
 PREACT_CONFIG = kernel_configs.PREACT_DEFAULT
 PREACT_ENV = "INDUCTOR_SWIGLU_PREACT_GEMM"
 PREACT_EVIDENCE = "benchmarks/data/training/preact_gemm_h100.json"
-# the _preact rows that run by default, where PREACT_EVIDENCE measured them faster (none: the
-# register-stored rows measured slower than cuBLAS's two GEMMs and the elementwise kernel)
-PREACT_DEFAULT_ROWS: tuple[str, ...] = ()
+# where it runs by default: the sizes PREACT_EVIDENCE measured the MLP faster with it at
+PREACT_MAX_K = 2048
+PREACT_MIN_M = 2048
 # the FP8 forms launch from Python as swiglu_fp8 does: its host costs speak for them
 HOST_COSTS_OF = {"swiglu_fp8": "swiglu_fp8", "swiglu_fp8_weight": "swiglu_fp8", "linear_fp8": "swiglu_fp8",
                  "linear_fp8_weight": "swiglu_fp8", "swiglu_grouped": "swiglu_grouped"}
@@ -335,7 +335,7 @@ def gated_mlp_preact(M: int, N: int, K: int) -> tuple[str | None, str]:
     h = act(x @ w_gate.T) * (x @ w_up.T) with the pre-activation pair saved [M, 2N] on an sm_90
     GPU, or (None, why cuBLAS's two GEMMs and the elementwise kernel run).  One GEMM over both
     weights writes h and the pair from its accumulators, where the unfused forward reads the pair
-    back from memory; by default it runs only the rows PREACT_EVIDENCE measured faster."""
+    back from memory; by default it runs where PREACT_EVIDENCE measured it faster (default_preact_row)."""
     if forced_kernel() == "triton":
         return None, "INDUCTOR_SWIGLU_FORCE_KERNEL=triton: the fused-GEMM Triton kernels"
     setting = preact_gemm_setting()
@@ -344,11 +344,21 @@ def gated_mlp_preact(M: int, N: int, K: int) -> tuple[str | None, str]:
     if setting is not None:
         config = PREACT_CONFIG if setting == "1" else setting
         return config, f"{PREACT_ENV}={setting}: the interleaved GEMM's pre-activation row {config}"
-    if not PREACT_DEFAULT_ROWS:
-        return None, (f"cuBLAS's GEMMs and the elementwise kernel: the pre-activation GEMM's rows measured slower "
-                      f"({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
-    return PREACT_DEFAULT_ROWS[0], (f"the pre-activation GEMM ({PREACT_DEFAULT_ROWS[0]}): measured faster "
-                                    f"({PREACT_EVIDENCE})")
+    return default_preact_row(M, N, K)
+
+
+def default_preact_row(M: int, N: int, K: int) -> tuple[str | None, str]:
+    """The training forward's GEMM where no switch is set: PREACT_CONFIG where PREACT_EVIDENCE
+    measured the MLP's forward+backward faster with it, a hidden size (K) up to PREACT_MAX_K from
+    PREACT_MIN_M rows, where the pair's round trip through memory is a large share of the forward.
+    With a longer K loop its 128 x 128 tiles lose more to the mainloop than the saved round trip."""
+    if K > PREACT_MAX_K:
+        return None, (f"cuBLAS's GEMMs and the elementwise kernel: at a hidden size of {K} (over {PREACT_MAX_K}) the "
+                      f"pre-activation GEMM measured slower ({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
+    if M < PREACT_MIN_M:
+        return None, (f"cuBLAS's GEMMs and the elementwise kernel: {M} rows, fewer than the {PREACT_MIN_M} the "
+                      f"pre-activation GEMM was measured from ({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
+    return PREACT_CONFIG, f"the pre-activation GEMM ({PREACT_CONFIG}): measured faster ({PREACT_EVIDENCE})"
 
 
 def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:

@@ -511,3 +511,33 @@ def test_several_runs_merge_a_later_point_over_an_earlier_one(bench):
     assert merged["meta"]["device"] == "NVIDIA H100 80GB HBM3"
     assert [r["us"]["ours"] for r in merged["mlp"]] == [90.0]
     assert [e.impl for e in bench.train_rows(merged)] == ["gated_mlp"]
+
+
+def test_the_ops_figure_is_that_of_the_forward_it_runs_by_default(bench):
+    # ours_preact's time stands for the op where the training forward's GEMM runs by default and the
+    # run timed that very row; elsewhere (a long K loop, another row timed) the op's default, ours
+    from inductor_swiglu.dispatch import forms
+
+    def row(K, preact_row):
+        return {"M": 8192, "K": K, "N": 4864, "us": {"ours": 100.0, "ours_preact": 90.0, "stock_compile": 95.0},
+                "preact_row": preact_row}
+
+    assert bench.op_figure(row(896, forms.PREACT_CONFIG)) == ("ours_preact", 90.0)
+    assert bench.op_figure(row(forms.PREACT_MAX_K + 1, forms.PREACT_CONFIG)) == ("ours", 100.0)
+    assert bench.op_figure(row(896, "interleaved_128x192x64_c1x1_pp_preact")) == ("ours", 100.0)
+    assert [e.impl for e in bench.train_rows({"mlp": [{**row(896, forms.PREACT_CONFIG), "act": "silu"}]})] == ["gated_mlp"]
+
+
+def test_the_shipped_training_rows_are_what_their_evidence_gives(bench):
+    # the H100 table's train rows are bench_gated_mlp --install's from the stored run, under today's
+    # forward default: a change of either must come with the other
+    import json
+
+    from repo_paths import REPO
+
+    from inductor_swiglu.dispatch import forms
+    from inductor_swiglu.dispatch import table as tables
+
+    evidence = json.loads((REPO / forms.PREACT_EVIDENCE).read_text())
+    shipped = tables.load(tables.table_path("h100")).rows_for(forms.train_key("bfloat16", "silu"))
+    assert shipped and shipped == tuple(bench.train_rows(evidence))
