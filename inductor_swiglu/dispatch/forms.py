@@ -350,15 +350,24 @@ def gated_mlp_preact(M: int, N: int, K: int) -> tuple[str | None, str]:
 def default_preact_row(M: int, N: int, K: int) -> tuple[str | None, str]:
     """The training forward's GEMM where no switch is set: PREACT_CONFIG where PREACT_EVIDENCE
     measured the MLP's forward+backward faster with it, a hidden size (K) up to PREACT_MAX_K from
-    PREACT_MIN_M rows, where the pair's round trip through memory is a large share of the forward.
-    With a longer K loop its 128 x 128 tiles lose more to the mainloop than the saved round trip."""
-    if K > PREACT_MAX_K:
-        return None, (f"cuBLAS's GEMMs and the elementwise kernel: at a hidden size of {K} (over {PREACT_MAX_K}) the "
-                      f"pre-activation GEMM measured slower ({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
-    if M < PREACT_MIN_M:
-        return None, (f"cuBLAS's GEMMs and the elementwise kernel: {M} rows, fewer than the {PREACT_MIN_M} the "
-                      f"pre-activation GEMM was measured from ({PREACT_EVIDENCE}; {PREACT_ENV}=1 runs it)")
-    return PREACT_CONFIG, f"the pre-activation GEMM ({PREACT_CONFIG}): measured faster ({PREACT_EVIDENCE})"
+    PREACT_MIN_M rows, where the pair's round trip through memory is a large share of the forward;
+    with a longer K loop its 128 x 128 tiles lose more to the mainloop than the round trip saves."""
+    return _where_measured_faster("the pre-activation GEMM", PREACT_CONFIG, M, K, PREACT_MAX_K, PREACT_MIN_M,
+                                  PREACT_EVIDENCE, PREACT_ENV, "cuBLAS's GEMMs and the elementwise kernel")
+
+
+def _where_measured_faster(gemm: str, config: str, M: int, hidden: int, max_hidden: int, min_m: int,
+                           evidence: str, env: str, otherwise: str) -> tuple[str | None, str]:
+    """(config, why) where a training GEMM with a fused epilogue measured faster than `otherwise`: a
+    short K loop (the model's hidden size up to `max_hidden`), where the round trip it saves is a
+    large share of the time, from `min_m` rows, the fewest measured; else (None, why)."""
+    if hidden > max_hidden:
+        return None, (f"{otherwise}: at a hidden size of {hidden} (over {max_hidden}) {gemm} measured no faster "
+                      f"({evidence}; {env}=1 runs it)")
+    if M < min_m:
+        return None, (f"{otherwise}: {gemm} is measured from {min_m} rows on, this call has {M} "
+                      f"({evidence}; {env}=1 runs it)")
+    return config, f"{gemm} ({config}): measured faster at these sizes ({evidence})"
 
 
 def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:
@@ -375,13 +384,8 @@ def gated_mlp_dgated(M: int, N: int, D: int) -> tuple[str | None, str]:
         return None, f"{DGATED_ENV}=0: cuBLAS and the elementwise kernel"
     if setting:
         return DGATED_CONFIG, f"{DGATED_ENV}=1: the dgated GEMM ({DGATED_CONFIG})"
-    if D > DGATED_MAX_D:
-        return None, (f"cuBLAS and the elementwise kernel: at a hidden size of {D} (over {DGATED_MAX_D}) the dgated "
-                      f"GEMM measured no faster ({DGATED_EVIDENCE})")
-    if M < DGATED_MIN_M:
-        return None, (f"cuBLAS and the elementwise kernel: the dgated GEMM is measured from {DGATED_MIN_M} rows on, "
-                      f"this call has {M} ({DGATED_EVIDENCE}; {DGATED_ENV}=1 runs it)")
-    return DGATED_CONFIG, f"the dgated GEMM ({DGATED_CONFIG}): measured faster at these sizes ({DGATED_EVIDENCE})"
+    return _where_measured_faster("the dgated GEMM", DGATED_CONFIG, M, D, DGATED_MAX_D, DGATED_MIN_M,
+                                  DGATED_EVIDENCE, DGATED_ENV, "cuBLAS and the elementwise kernel")
 
 
 def worth_it(form: str, device: DeviceKind, activation: str, M: int | None, N, K, *, cudagraphs: bool,
