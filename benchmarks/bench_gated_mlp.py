@@ -654,19 +654,18 @@ def train_rows(result: dict, activation: str = activations.SILU) -> list:
     from inductor_swiglu.dispatch import table as tables
 
     key = forms.train_key("bfloat16", activation)
-    by_shape: dict[tuple[int, int], list[dict]] = {}
+    by_shape: dict[tuple[int, int], list[tuple[dict, tuple[str, float]]]] = {}
     for r in result.get("mlp", []):
-        us = r.get("us", {})
-        if "error" in r or r.get("act") != activation or op_figure(r) is None or TRAIN_STOCK not in us:
+        figure = None if "error" in r or r.get("act") != activation else op_figure(r)
+        if figure is None or TRAIN_STOCK not in r.get("us", {}):
             continue
-        by_shape.setdefault((r["K"], r["N"]), []).append(r)
+        by_shape.setdefault((r["K"], r["N"]), []).append((r, figure))
     entries = []
-    for (K, N), rows in sorted(by_shape.items()):
-        rows.sort(key=lambda r: r["M"])
-        ms = [r["M"] for r in rows]
+    for (K, N), points in sorted(by_shape.items()):
+        points.sort(key=lambda p: p[0]["M"])
+        ms = [r["M"] for r, _ in points]
         edges = [1, *(int((a * b) ** 0.5) + 1 for a, b in zip(ms, ms[1:])), 1 << 62]
-        for r, lo, hi in zip(rows, edges, edges[1:]):
-            candidate, op = op_figure(r)
+        for (r, (candidate, op)), lo, hi in zip(points, edges, edges[1:]):
             stock = r["us"][TRAIN_STOCK]
             faster = op < stock
             entries.append(tables.Entry(key, K, N, lo, hi if hi == 1 << 62 else hi - 1,
@@ -810,7 +809,7 @@ def main(argv=None) -> int:
     result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                        "triton": getattr(gm.triton, "__version__", None), "models": models, "tokens": tokens,
                        "activation": args.activation, "sections": sorted(sections),
-                       "date": time.strftime("%Y-%m-%d"), "preact_row": PREACT_ROW}}
+                       "date": time.strftime("%Y-%m-%d")}}
     t0 = time.perf_counter()
 
     def save():

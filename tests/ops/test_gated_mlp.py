@@ -61,7 +61,7 @@ def test_the_eager_backward_allocates_no_gradient_for_the_saved_pair():
     assert x.grad is not None and all(t.grad is not None for t in w)
 
 
-def _dgated_gemm_case(declined):
+def _dgated_gemm_case():
     """The backward's dh GEMM with the derivative in its epilogue (ops/cutlass_dgated.py)."""
     from inductor_swiglu.ops import impl_stats
 
@@ -72,10 +72,10 @@ def _dgated_gemm_case(declined):
         env=dispatch.forms.DGATED_ENV, config=dispatch.forms.DGATED_CONFIG, kernel=op.cutlass_dgated,
         fused=impl_stats.GATED_MLP_DGATED, want=want, gpu_kernels=SimpleNamespace(dgated_pointwise_gpu=op.dgated_reference),
         run=lambda: op.backward_kernel(dy, w_down, gu, "silu", False),
-        off="cuBLAS and the elementwise kernel", gemm="the dgated GEMM", declined=declined)
+        off="cuBLAS and the elementwise kernel", gemm="the dgated GEMM")
 
 
-def _preact_gemm_case(declined):
+def _preact_gemm_case():
     """The forward's GEMM writing h and the saved pre-activation pair (ops/cutlass_preact.py)."""
     from inductor_swiglu.ops import impl_stats
 
@@ -87,7 +87,7 @@ def _preact_gemm_case(declined):
         fused=impl_stats.GATED_MLP_PREACT, want=(op.gated_reference(gu, "silu"), gu),
         gpu_kernels=SimpleNamespace(gated_pointwise_gpu=op.gated_reference),
         run=lambda: op.forward_kernel(x, w_gate, w_up, None, None, "silu", True),
-        off="cuBLAS's GEMMs and the elementwise kernel", gemm="the pre-activation GEMM", declined=declined)
+        off="cuBLAS's GEMMs and the elementwise kernel", gemm="the pre-activation GEMM")
 
 
 @pytest.mark.parametrize("case", [_dgated_gemm_case, _preact_gemm_case], ids=["backward_dgated", "forward_preact"])
@@ -100,7 +100,7 @@ def test_the_fused_gemm_runs_where_asked_or_the_count_says_why_not(monkeypatch, 
     from inductor_swiglu import op_stats, reset_op_stats
     from inductor_swiglu.ops import impl_stats
 
-    c = case(declined)
+    c = case()
     calls = []
 
     def kernel(*args, **kwargs):
