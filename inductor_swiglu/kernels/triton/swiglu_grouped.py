@@ -26,6 +26,11 @@ Two tilings, per configuration (``GroupedConfig.swap_ab``), as in the FP8 kernel
 Row-tile configurations with ``tma`` load x and the weights through TMA descriptors where the
 operands are laid out for it (``_descriptors``), else through pointers, the same tiles.
 
+Row-tile configurations with ``tail_m`` run an expert's last row tile at ``tail_m`` rows where no
+more remain: with about ``BLOCK_M`` rows per expert (prefill under an even routing) half the experts
+spill a few rows into a tile of their own, which would otherwise cost a whole tile's MMAs.  The tail
+tile runs next to its expert's other tiles (same schedule), so its weight tiles come from L2.
+
 bf16 and fp16 (fp32 accumulation, one rounding of the result).  No workspace, no host
 synchronisation.  Under ``TRITON_INTERPRET=1`` it runs on CPU tensors, which the tests use.
 """
@@ -51,15 +56,20 @@ class GroupedConfig(common.TileConfig):
     swap_ab: bool = False
     group_m: int = 8
     tma: bool = False        # row tiles loaded by TMA (tensor descriptors), where the operands allow
+    tail_m: int = 0          # an expert's last row tile at this many rows where no more remain (0: off)
 
     def __post_init__(self):
         super().__post_init__()
         if self.tma and self.swap_ab:
             raise ValueError("GroupedConfig: TMA loads are for row tiles, not swapped ones")
+        if self.tail_m and (self.swap_ab or self.tail_m not in (16, 32, 64) or self.tail_m >= self.block_m):
+            raise ValueError(f"GroupedConfig: tail_m={self.tail_m} must be 16, 32 or 64 rows, fewer than block_m "
+                             f"({self.block_m}), on row tiles")
 
     @property
     def name(self) -> str:
-        return self.tile_name("grouped_", self.swap_ab, "_tma" if self.tma else "")
+        return self.tile_name("grouped_", self.swap_ab,
+                              ("_tma" if self.tma else "") + (f"_t{self.tail_m}" if self.tail_m else ""))
 
     def smem_bytes(self, element_size: int = 2) -> int:
         """Of 16-bit tiles by default."""
@@ -85,6 +95,9 @@ CONFIGS: tuple[GroupedConfig, ...] = (
     # The same tiles with TMA loads (Hopper): the copy engine fetches each tile, no address math.
     *common.tile_configs(GroupedConfig, "m64_n128_k64_w4_s4 m128_n64_k64_w4_s4 m128_n128_k64_w8_s3 m128_n128_k64_w8_s4 "
                          "m64_n256_k64_w8_s3", tma=True),
+    # The 128-row TMA tiles with a short tail tile: the rows an expert spills past a multiple of 128.
+    *(GroupedConfig(128, 128, 64, 8, 4, tma=True, tail_m=t) for t in (16, 32, 64)),
+    GroupedConfig(128, 128, 64, 8, 3, tma=True, tail_m=32),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -109,13 +122,57 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
     return common.available()
 
 
+def _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+              w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+              BM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+              ACTIVATION: tl.constexpr, USE_TMA: tl.constexpr):
+    # out[row_start : row_start + BM] (rows before row_end) x one BLOCK_N strip of expert e's columns
+    offs_m = row_start + tl.arange(0, BM)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < row_end
+    mask_n = offs_n < N
+    rows_m = offs_m.to(tl.int64)
+    acc_g = tl.full((BM, BLOCK_N), 0.0, tl.float32)
+    acc_u = tl.full((BM, BLOCK_N), 0.0, tl.float32)
+    if USE_TMA:
+        # Descriptors over x [S, K] and the weights as rows [E * w_rows, K]: expert e's gate rows
+        # start at e * w_rows, its up rows up_row0 later.  A tile reaching past the expert's rows
+        # reads the next expert's (or zeros past the end): those results are never stored.
+        g_row = e * w_rows + pid_n * BLOCK_N
+        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+            x = x_desc.load([row_start, k0 * BLOCK_K])
+            wg = wg_desc.load([g_row, k0 * BLOCK_K])
+            wu = wu_desc.load([g_row + up_row0, k0 * BLOCK_K])
+            acc_g = tl.dot(x, wg.T, acc_g)
+            acc_u = tl.dot(x, wu.T, acc_u)
+    else:
+        x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+        wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
+        wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
+            # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
+            mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
+            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            acc_g = tl.dot(x, wg, acc_g)
+            acc_u = tl.dot(x, wu, acc_u)
+            x_ptrs += BLOCK_K
+            wg_ptrs += BLOCK_K * stride_gk
+            wu_ptrs += BLOCK_K * stride_uk
+    y = activate(acc_g, ACTIVATION) * acc_u
+    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, False)
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def _swiglu_grouped_kernel(
-    x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr, x_desc, wg_desc, wu_desc,
+    x_ptr, wg_ptr, wu_ptr, offs_ptr, out_ptr, x_desc, x_tail_desc, wg_desc, wu_desc,
     S, N, K, E, tile_slots, w_rows, up_row0,
     stride_xm, stride_ge, stride_gk, stride_gn, stride_ue, stride_uk, stride_un, stride_om,
     E_POW2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SWAP_AB: tl.constexpr, EVEN_K: tl.constexpr, ACTIVATION: tl.constexpr,
-    USE_TMA: tl.constexpr,
+    USE_TMA: tl.constexpr, TAIL_M: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
@@ -138,73 +195,51 @@ def _swiglu_grouped_kernel(
     first = tl.reduce(tl.where(mine, slots_through - tiles, 0), 0, add)
     row_start = tl.reduce(tl.where(mine, starts, 0), 0, add) + (slot - first) * BLOCK_M
     row_end = tl.reduce(tl.where(mine, ends, 0), 0, add)
-
-    offs_m = row_start + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < row_end
-    mask_n = offs_n < N
-    rows_m = offs_m.to(tl.int64)
     wg_base = wg_ptr + e.to(tl.int64) * stride_ge    # E * K * N passes 2^31 elements in large MoEs
     wu_base = wu_ptr + e.to(tl.int64) * stride_ue
 
-    if USE_TMA:
-        # Descriptors over x [S, K] and the weights as rows [E * w_rows, K]: expert e's gate rows
-        # start at e * w_rows, its up rows up_row0 later.  A tile reaching past the expert's rows
-        # reads the next expert's (or zeros past the end): those results are never stored.
-        g_row = e * w_rows + pid_n * BLOCK_N
-        acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-        acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    if SWAP_AB:
+        # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
+        offs_m = row_start + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        offs_k = tl.arange(0, BLOCK_K)
+        mask_m = offs_m < row_end
+        mask_n = offs_n < N
+        rows_m = offs_m.to(tl.int64)
+        wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
+        wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
+        x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
+        acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
+        acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
         for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-            x = x_desc.load([row_start, k0 * BLOCK_K])
-            wg = wg_desc.load([g_row, k0 * BLOCK_K])
-            wu = wu_desc.load([g_row + up_row0, k0 * BLOCK_K])
-            acc_g = tl.dot(x, wg.T, acc_g)
-            acc_u = tl.dot(x, wu.T, acc_u)
-    else:
-        if SWAP_AB:
-            # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
-            wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
-            wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
-            x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
-            acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-            acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-        else:
-            x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
-            wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
-            wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
-            acc_g = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-            acc_u = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-
-        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-            # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
             mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
-            if SWAP_AB:
-                x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
-                wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-                wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-                acc_g = tl.dot(wg, x, acc_g)
-                acc_u = tl.dot(wu, x, acc_u)
-            else:
-                x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-                wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-                wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-                acc_g = tl.dot(x, wg, acc_g)
-                acc_u = tl.dot(x, wu, acc_u)
+            x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+            wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            acc_g = tl.dot(wg, x, acc_g)
+            acc_u = tl.dot(wu, x, acc_u)
             x_ptrs += BLOCK_K
             wg_ptrs += BLOCK_K * stride_gk
             wu_ptrs += BLOCK_K * stride_uk
-
-    y = activate(acc_g, ACTIVATION) * acc_u
-    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, SWAP_AB)
-    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+        y = activate(acc_g, ACTIVATION) * acc_u
+        out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, True)
+        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    elif TAIL_M > 0 and row_end - row_start <= TAIL_M:
+        _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_tail_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+                  w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+                  TAIL_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA)
+    else:
+        _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+                  w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+                  BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA)
 
 
 @functools.cache
 def _kernel(interpret: bool):
     # Keyed by the mode (see swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
-    return common.jit_with_helpers(_swiglu_grouped_kernel, do_not_specialize=["S", "tile_slots"])
+    return common.jit_with_helpers(_swiglu_grouped_kernel, {"_row_tile": _row_tile},
+                                   do_not_specialize=["S", "tile_slots"])
 
 
 def _descriptors(x, w_gate, w_up, config: GroupedConfig):
@@ -228,11 +263,13 @@ def _descriptors(x, w_gate, w_up, config: GroupedConfig):
         return None
     rows = E * w_rows
     x_desc = TensorDescriptor(x, [x.shape[0], K], [x.stride(0), 1], [config.block_m, config.block_k])
+    x_tail_desc = (TensorDescriptor(x, [x.shape[0], K], [x.stride(0), 1], [config.tail_m, config.block_k])
+                   if config.tail_m else x_desc)
     wg_desc = TensorDescriptor(w_gate, [rows, K], [K, 1], [config.block_n, config.block_k])
     if merged:   # one descriptor over gate_up: up rows N further
-        return (x_desc, wg_desc, wg_desc), w_rows, N
+        return (x_desc, x_tail_desc, wg_desc, wg_desc), w_rows, N
     wu_desc = TensorDescriptor(w_up, [rows, K], [K, 1], [config.block_n, config.block_k])
-    return (x_desc, wg_desc, wu_desc), w_rows, 0
+    return (x_desc, x_tail_desc, wg_desc, wu_desc), w_rows, 0
 
 
 def check(x, w_gate, w_up, offs, out=None) -> None:
@@ -284,10 +321,11 @@ def swiglu_grouped_triton(x, w_gate, w_up, offs, activation: str = activations.S
     tile_slots = S // config.block_m + min(E, S)
     grid = (tile_slots * triton.cdiv(N, config.block_n),)
     tma = _descriptors(x, w_gate, w_up, config) if config.tma else None
-    descs, w_rows, up_row0 = tma if tma is not None else ((x, w_gate, w_up), 0, 0)
+    descs, w_rows, up_row0 = tma if tma is not None else ((x, x, w_gate, w_up), 0, 0)
     args = (x, w_gate, w_up, offs, out, *descs, S, N, K, E, tile_slots, w_rows, up_row0, x.stride(0),
             *w_gate.stride(), *w_up.stride(), out.stride(0))
     meta = config.meta(E_POW2=triton.next_power_of_2(E), GROUP_M=config.group_m, SWAP_AB=config.swap_ab,
-                       EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None)
+                       EVEN_K=K % config.block_k == 0, ACTIVATION=act_id, USE_TMA=tma is not None,
+                       TAIL_M=config.tail_m)
     common.launch(_kernel(interpret), grid, x, args, meta)
     return out

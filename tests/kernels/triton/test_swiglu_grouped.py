@@ -16,6 +16,9 @@ SWAP = tgs.GroupedConfig(16, 16, 32, swap_ab=True)
 ROWS = tgs.GroupedConfig(16, 32, 32)
 ROWS_32 = tgs.GroupedConfig(32, 16, 64, group_m=2)
 TMA = tgs.GroupedConfig(16, 16, 32, tma=True)
+# 32-row tiles whose experts' last tile runs at 16 rows where no more remain
+TAIL = tgs.GroupedConfig(32, 16, 32, tail_m=16)
+TAIL_TMA = tgs.GroupedConfig(32, 16, 32, tma=True, tail_m=16)
 
 
 pytestmark = pytest.mark.usefixtures("interpreter_for_module")
@@ -25,9 +28,10 @@ def operands(counts, K, N, extra_rows=3, seed=0):
     return grouped_operands(counts, K, N, torch.float16, extra_rows, seed)
 
 
-@pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32, TMA], ids=lambda c: c.name)
-@pytest.mark.parametrize("counts", [[3, 0, 17, 1, 0, 9], [0, 0, 0, 0, 0, 30], [1, 0, 0, 0, 0, 0], [0] * 6],
-                         ids=["spread", "all_on_one", "one_token", "none"])
+@pytest.mark.parametrize("config", [SWAP, ROWS, ROWS_32, TMA, TAIL, TAIL_TMA], ids=lambda c: c.name)
+@pytest.mark.parametrize("counts", [[3, 0, 17, 1, 0, 9], [0, 0, 0, 0, 0, 30], [1, 0, 0, 0, 0, 0], [0] * 6,
+                                    [40, 33, 0, 50, 64, 16]],
+                         ids=["spread", "all_on_one", "one_token", "none", "tails"])
 def test_each_experts_rows(config, counts):
     x, w, offs = operands(counts, K=72, N=40)
     n = w.shape[-1] // 2
@@ -68,7 +72,14 @@ def test_separate_weights(config):
 def test_merged_weights_take_one_descriptor():
     x, w, _ = operands([4, 6], K=48, N=24)
     descs, w_rows, up_row0 = tgs._descriptors(x, w[..., :24], w[..., 24:], TMA)
-    assert descs[1] is descs[2] and (w_rows, up_row0) == (48, 24)
+    assert descs[2] is descs[3] and (w_rows, up_row0) == (48, 24)
+
+
+def test_tail_tiles_are_configured_on_row_tiles_only():
+    assert TAIL.name.endswith("_t16") and TAIL_TMA.name.endswith("_tma_t16")
+    for bad in (dict(swap_ab=True, tail_m=16), dict(tail_m=32), dict(tail_m=24)):
+        with pytest.raises(ValueError, match="tail_m"):
+            tgs.GroupedConfig(32, 16, 32, **bad)
 
 
 def test_separate_weights_with_n_the_unit_stride():
