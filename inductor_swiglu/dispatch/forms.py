@@ -207,7 +207,7 @@ DGATED_ENV = "INDUCTOR_SWIGLU_DGATED_GEMM"
 DGATED_EVIDENCE = "benchmarks/data/training/dgated_gemm_h100.json"
 # where it runs by default: the sizes DGATED_EVIDENCE measured it faster at
 DGATED_MAX_D = 2048
-DGATED_MIN_M = 8192
+DGATED_MIN_M = 2048
 # the training forward's GEMM (the interleaved GEMM's _preact rows): the row every build compiles
 PREACT_CONFIG = kernel_configs.PREACT_DEFAULT
 PREACT_ENV = "INDUCTOR_SWIGLU_PREACT_GEMM"

@@ -356,7 +356,8 @@ def test_the_training_form_is_rewritten_on_a_gpu_where_its_table_measured_it_fas
 @pytest.mark.parametrize("setting,M,D,runs", [
     (None, 8192, 896, True), (None, 16384, 2048, True),
     (None, 8192, 3584, False),     # a long K loop: measured no faster
-    (None, 2048, 896, False),      # fewer rows than were measured
+    (None, 2048, 1536, True),
+    (None, 1024, 896, False),      # fewer rows than were measured
     ("1", 2048, 3584, True), ("0", 8192, 896, False),
 ])
 def test_the_training_backward_runs_the_dgated_gemm_where_it_measured_faster(monkeypatch, setting, M, D, runs):
@@ -422,6 +423,14 @@ def test_the_training_forms_gpu_decisions_follow_their_evidence():
         faster = r["us"]["ours_preact"] < r["us"]["ours"]
         assert faster == (r["K"] <= forms.PREACT_MAX_K), r
         assert (forms.default_preact_row(r["M"], r["N"], r["K"])[0] is not None) == faster, r
+    # the dgated GEMM likewise: faster with it at every point up to DGATED_MAX_D, slower above, from
+    # DGATED_MIN_M rows, the fewest measured
+    dgated = json.loads((REPO / forms.DGATED_EVIDENCE).read_text())["mlp"]
+    assert dgated and min(r["M"] for r in dgated) == forms.DGATED_MIN_M
+    for r in dgated:
+        faster = r["us"]["ours_dgated"] < r["us"]["ours_pointwise"]
+        assert faster == (r["K"] <= forms.DGATED_MAX_D), r
+        assert (forms.gated_mlp_dgated(r["M"], r["N"], r["K"])[0] is not None) == faster, r
     h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
     # at Qwen2.5-0.5B's shape the op saving the pre-activations measured faster at every token count
     assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it
