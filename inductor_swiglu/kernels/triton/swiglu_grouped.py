@@ -122,10 +122,10 @@ def available(device: torch.device | None = None) -> tuple[bool, str]:
     return common.available()
 
 
-def _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
-              w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
-              BM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
-              ACTIVATION: tl.constexpr, USE_TMA: tl.constexpr):
+def _tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+          w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+          BM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+          ACTIVATION: tl.constexpr, USE_TMA: tl.constexpr, SWAP_AB: tl.constexpr):
     # out[row_start : row_start + BM] (rows before row_end) x one BLOCK_N strip of expert e's columns
     offs_m = row_start + tl.arange(0, BM)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -133,13 +133,13 @@ def _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_st
     mask_m = offs_m < row_end
     mask_n = offs_n < N
     rows_m = offs_m.to(tl.int64)
-    acc_g = tl.full((BM, BLOCK_N), 0.0, tl.float32)
-    acc_u = tl.full((BM, BLOCK_N), 0.0, tl.float32)
     if USE_TMA:
         # Descriptors over x [S, K] and the weights as rows [E * w_rows, K]: expert e's gate rows
         # start at e * w_rows, its up rows up_row0 later.  A tile reaching past the expert's rows
         # reads the next expert's (or zeros past the end): those results are never stored.
         g_row = e * w_rows + pid_n * BLOCK_N
+        acc_g = tl.full((BM, BLOCK_N), 0.0, tl.float32)
+        acc_u = tl.full((BM, BLOCK_N), 0.0, tl.float32)
         for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
             x = x_desc.load([row_start, k0 * BLOCK_K])
             wg = wg_desc.load([g_row, k0 * BLOCK_K])
@@ -147,22 +147,41 @@ def _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_st
             acc_g = tl.dot(x, wg.T, acc_g)
             acc_u = tl.dot(x, wu.T, acc_u)
     else:
-        x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
-        wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
-        wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+        if SWAP_AB:
+            # acc^T [BLOCK_N, BM] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BM]
+            wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
+            wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
+            x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
+            acc_g = tl.full((BLOCK_N, BM), 0.0, tl.float32)
+            acc_u = tl.full((BLOCK_N, BM), 0.0, tl.float32)
+        else:
+            x_ptrs = x_ptr + rows_m[:, None] * stride_xm + offs_k[None, :]
+            wg_ptrs = wg_base + offs_k[:, None] * stride_gk + offs_n[None, :] * stride_gn
+            wu_ptrs = wu_base + offs_k[:, None] * stride_uk + offs_n[None, :] * stride_un
+            acc_g = tl.full((BM, BLOCK_N), 0.0, tl.float32)
+            acc_u = tl.full((BM, BLOCK_N), 0.0, tl.float32)
+
         for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
             # Without a K tail the masks are constant along K (vector loads); zeros past a tail add nothing.
             mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
-            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            acc_g = tl.dot(x, wg, acc_g)
-            acc_u = tl.dot(x, wu, acc_u)
+            if SWAP_AB:
+                x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
+                wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+                wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+                acc_g = tl.dot(wg, x, acc_g)
+                acc_u = tl.dot(wu, x, acc_u)
+            else:
+                x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+                wg = tl.load(wg_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+                wu = tl.load(wu_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+                acc_g = tl.dot(x, wg, acc_g)
+                acc_u = tl.dot(x, wu, acc_u)
             x_ptrs += BLOCK_K
             wg_ptrs += BLOCK_K * stride_gk
             wu_ptrs += BLOCK_K * stride_uk
+
     y = activate(acc_g, ACTIVATION) * acc_u
-    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, False)
+    out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, SWAP_AB)
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -198,47 +217,22 @@ def _swiglu_grouped_kernel(
     wg_base = wg_ptr + e.to(tl.int64) * stride_ge    # E * K * N passes 2^31 elements in large MoEs
     wu_base = wu_ptr + e.to(tl.int64) * stride_ue
 
-    if SWAP_AB:
-        # acc^T [BLOCK_N, BLOCK_M] = w^T [BLOCK_N, BLOCK_K] @ x^T [BLOCK_K, BLOCK_M]
-        offs_m = row_start + tl.arange(0, BLOCK_M)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        offs_k = tl.arange(0, BLOCK_K)
-        mask_m = offs_m < row_end
-        mask_n = offs_n < N
-        rows_m = offs_m.to(tl.int64)
-        wg_ptrs = wg_base + offs_n[:, None] * stride_gn + offs_k[None, :] * stride_gk
-        wu_ptrs = wu_base + offs_n[:, None] * stride_un + offs_k[None, :] * stride_uk
-        x_ptrs = x_ptr + rows_m[None, :] * stride_xm + offs_k[:, None]
-        acc_g = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-        acc_u = tl.full((BLOCK_N, BLOCK_M), 0.0, tl.float32)
-        for k0 in range(0, (K + BLOCK_K - 1) // BLOCK_K):
-            mask_k = offs_k < BLOCK_K if EVEN_K else offs_k < K - k0 * BLOCK_K
-            x = tl.load(x_ptrs, mask=mask_k[:, None] & mask_m[None, :], other=0.0)
-            wg = tl.load(wg_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-            acc_g = tl.dot(wg, x, acc_g)
-            acc_u = tl.dot(wu, x, acc_u)
-            x_ptrs += BLOCK_K
-            wg_ptrs += BLOCK_K * stride_gk
-            wu_ptrs += BLOCK_K * stride_uk
-        y = activate(acc_g, ACTIVATION) * acc_u
-        out_ptrs, mask = out_tile(out_ptr, rows_m, offs_n, stride_om, mask_m, mask_n, True)
-        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
-    elif TAIL_M > 0 and row_end - row_start <= TAIL_M:
-        _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_tail_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
-                  w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
-                  TAIL_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA)
+    # Tile heights are compile-time: the tail tile is a second instance of the same tile code.
+    if TAIL_M > 0 and row_end - row_start <= TAIL_M:
+        _tile(x_ptr, wg_base, wu_base, out_ptr, x_tail_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+              w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+              TAIL_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA, SWAP_AB)
     else:
-        _row_tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
-                  w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
-                  BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA)
+        _tile(x_ptr, wg_base, wu_base, out_ptr, x_desc, wg_desc, wu_desc, row_start, row_end, pid_n, e, N, K,
+              w_rows, up_row0, stride_xm, stride_gk, stride_gn, stride_uk, stride_un, stride_om,
+              BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, ACTIVATION, USE_TMA, SWAP_AB)
 
 
 @functools.cache
 def _kernel(interpret: bool):
     # Keyed by the mode (see swiglu._kernel).  S and the slot count are not specialised, so
     # one compiled kernel serves every batch size without a compile inside a CUDA-graph capture.
-    return common.jit_with_helpers(_swiglu_grouped_kernel, {"_row_tile": _row_tile},
+    return common.jit_with_helpers(_swiglu_grouped_kernel, {"_tile": _tile},
                                    do_not_specialize=["S", "tile_slots"])
 
 
