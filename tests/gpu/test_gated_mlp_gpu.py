@@ -69,12 +69,15 @@ def test_recompute_mode_runs_the_gpu_kernels_with_stocks_accuracy(K, N, M, force
     with inductor_swiglu.force_kernel(forced):
         ours, stock, ref = train_step(K, N, M, inductor_swiglu.backend(pass_config=RECOMPUTE))
     calls = inductor_swiglu.op_stats()["calls"]
-    assert calls.get(impl, 0) >= 2, calls       # forward and backward
+    # forward and backward; by default the backward's dh GEMM may be the dgated GEMM (where
+    # dispatch.forms.gated_mlp_dgated runs it), which counts as itself
+    dgated = impl_stats.GATED_MLP_DGATED if forced is None else None
+    assert calls.get(impl, 0) + calls.get(dgated, 0) >= 2 and calls.get(impl, 0) >= 1, calls
     # by default recompute mode's forward computes h with the inference op, which counts its own
     # implementation (fused or the unfused cuBLAS path, as its table chooses)
     inference = {impl_stats.DUAL_GEMM, impl_stats.INTERLEAVED_GEMM, impl_stats.DECODE_GEMM, impl_stats.TRITON,
                  impl_stats.FALLBACK_CUDA}
-    assert set(calls) - {impl} <= (inference if forced is None else set()), calls
+    assert set(calls) - {impl, dgated} <= (inference if forced is None else set()), calls
     if forced is None:
         assert set(calls) & inference, calls
     assert_as_close_as_stock(ours, stock, ref)
