@@ -538,6 +538,6 @@ def test_the_shipped_training_rows_are_what_their_evidence_gives(bench):
     from inductor_swiglu.dispatch import forms
     from inductor_swiglu.dispatch import table as tables
 
-    evidence = json.loads((REPO / forms.PREACT_EVIDENCE).read_text())
+    evidence = json.loads((REPO / forms.TRAIN_EVIDENCE).read_text())
     shipped = tables.load(tables.table_path("h100")).rows_for(forms.train_key("bfloat16", "silu"))
     assert shipped and shipped == tuple(bench.train_rows(evidence))
