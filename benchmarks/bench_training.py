@@ -8,7 +8,9 @@ where the GPU's dispatch table measured it faster, saving the pre-activations) a
 
 One model per variant, identical weights; each variant is compiled and warmed up, then its steps are
 timed interleaved with the others' (each rep runs every variant, the first one rotating), CUDA-
-synchronized wall time, median over `--reps`; the SM clock is logged beside each rep.  Memory:
+synchronized wall time, median over `--reps`; the SM clock is logged beside each rep.  A variant
+that runs out of memory at a batch is reported so and the others are timed (with the model's full
+depth, e.g. `--layers 28`, that finds the batch where stock fits only with checkpointing).  Memory:
 the peak allocated during one step above what was allocated before it (parameters, gradients and
 optimizer state are allocated by then), per variant.  The loss of the first step of each variant
 is reported against stock's (the same inputs and weights).  Writes bench_training.json and .md.
@@ -72,38 +74,49 @@ def variant(name: str, base):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
 
     def step(ids):
-        loss = compiled(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        try:
+            loss = compiled(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+        finally:   # a step cut short by running out of memory leaves no gradients behind either
+            opt.zero_grad(set_to_none=True)
         return loss
 
     return step
 
 
-def measure(names, steps, batch, seq, vocab, reps, clock) -> dict:
-    g = torch.Generator(device="cuda").manual_seed(batch)
-    ids = [torch.randint(0, vocab, (batch, seq), device="cuda", generator=g) for _ in range(2)]
+def measure(names, steps, batch, seq, vocab, reps, clock, device="cuda") -> dict:
+    """One batch: each variant warmed up and its peak memory taken, then the ones that fit timed
+    interleaved.  A variant that runs out of memory is recorded under ``out_of_memory`` and the
+    others go on: the batch where stock fits only with checkpointing is found that way."""
+    g = torch.Generator(device=device).manual_seed(batch)
+    ids = [torch.randint(0, vocab, (batch, seq), device=device, generator=g) for _ in range(2)]
     row = {"batch": batch, "tokens": batch * seq, "loss": {}, "peak_mb": {}, "warmup_s": {}, "ms": {},
-           "gated_mlp_rewrites": {}}
+           "gated_mlp_rewrites": {}, "out_of_memory": {}}
     for name in names:
         rewrites = inductor_swiglu.counters().get("gated_mlp_rewrites", 0)
         t0 = time.perf_counter()
-        loss = steps[name](ids[0])
-        row["loss"][name] = loss.item()
-        steps[name](ids[1])
-        torch.cuda.synchronize()
-        row["warmup_s"][name] = round(time.perf_counter() - t0, 1)
+        try:
+            loss = steps[name](ids[0])
+            row["loss"][name] = loss.item()
+            steps[name](ids[1])
+            torch.cuda.synchronize()
+            row["warmup_s"][name] = round(time.perf_counter() - t0, 1)
+            before = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            steps[name](ids[0])
+            torch.cuda.synchronize()
+            row["peak_mb"][name] = round((torch.cuda.max_memory_allocated() - before) / 2**20)
+        except torch.OutOfMemoryError as e:
+            row["out_of_memory"][name] = str(e).split(". ")[0][:200]
+            row["loss"].pop(name, None)
+            torch.cuda.empty_cache()
         # what this variant's compiles rewrote (none where a compile was reused from an earlier batch)
         row["gated_mlp_rewrites"][name] = inductor_swiglu.counters().get("gated_mlp_rewrites", 0) - rewrites
-        before = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        steps[name](ids[0])
-        torch.cuda.synchronize()
-        row["peak_mb"][name] = round((torch.cuda.max_memory_allocated() - before) / 2**20)
+    names = [n for n in names if n not in row["out_of_memory"]]
     times = {n: [] for n in names}
     clocks = []
-    for rep in range(reps):
+    for rep in range(reps if names else 0):
         order = names[rep % len(names):] + names[:rep % len(names)]
         for name in order:
             torch.cuda.synchronize()
@@ -130,7 +143,9 @@ def markdown(result: dict) -> str:
             lines.append(f"| {r['batch']} | error: {r['error'][:160]} |")
             continue
         base = r["ms"].get("stock")
-        cells = [f"{r['ms'][n]} ({base / r['ms'][n]:.3f}x)" if base and n in r["ms"] else str(r["ms"].get(n, "-"))
+        oom = r.get("out_of_memory", {})
+        cells = ["out of memory" if n in oom else
+                 f"{r['ms'][n]} ({base / r['ms'][n]:.3f}x)" if base and n in r["ms"] else str(r["ms"].get(n, "-"))
                  for n in names]
         peaks = [str(r["peak_mb"].get(n, "-")) for n in names]
         losses = ", ".join(f"{r['loss'][n]:.4f}" for n in names if n in r["loss"])
