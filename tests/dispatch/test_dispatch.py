@@ -417,20 +417,20 @@ def test_the_training_forms_gpu_decisions_follow_their_evidence():
     triton_faster = [r for r in rows if r["us"]["ours_triton"] < r["us"]["ours"]]
     assert (forms.gated_mlp_kernels(has_bias=False)[0] == "triton") == (len(triton_faster) > len(rows) / 2)
     preact = json.loads((REPO / forms.PREACT_EVIDENCE).read_text())["mlp"]
-    assert preact and all(r["preact_row"] == forms.PREACT_CONFIG and "error" not in r for r in preact)
-    assert min(r["M"] for r in preact) == forms.PREACT_MIN_M
-    for r in preact:
-        faster = r["us"]["ours_preact"] < r["us"]["ours"]
-        assert faster == (r["K"] <= forms.PREACT_MAX_K), r
-        assert (forms.default_preact_row(r["M"], r["N"], r["K"])[0] is not None) == faster, r
-    # the dgated GEMM likewise: faster with it at every point up to DGATED_MAX_D, slower above, from
-    # DGATED_MIN_M rows, the fewest measured
-    dgated = json.loads((REPO / forms.DGATED_EVIDENCE).read_text())["mlp"]
-    assert dgated and min(r["M"] for r in dgated) == forms.DGATED_MIN_M
-    for r in dgated:
-        faster = r["us"]["ours_dgated"] < r["us"]["ours_pointwise"]
-        assert faster == (r["K"] <= forms.DGATED_MAX_D), r
-        assert (forms.gated_mlp_dgated(r["M"], r["N"], r["K"])[0] is not None) == faster, r
+    assert all(r["preact_row"] == forms.PREACT_CONFIG for r in preact)
+    # the backward's dgated GEMM likewise, up to DGATED_MAX_D; each from the fewest rows measured
+    for evidence, fused, unfused, max_hidden, min_m, rule in (
+            (forms.PREACT_EVIDENCE, "ours_preact", "ours", forms.PREACT_MAX_K, forms.PREACT_MIN_M,
+             forms.default_preact_row),
+            (forms.DGATED_EVIDENCE, "ours_dgated", "ours_pointwise", forms.DGATED_MAX_D, forms.DGATED_MIN_M,
+             forms.gated_mlp_dgated)):
+        points = json.loads((REPO / evidence).read_text())["mlp"]
+        assert points and all("error" not in r for r in points)
+        assert min(r["M"] for r in points) == min_m
+        for r in points:
+            faster = r["us"][fused] < r["us"][unfused]
+            assert faster == (r["K"] <= max_hidden), r
+            assert (rule(r["M"], r["N"], r["K"])[0] is not None) == faster, r
     h100 = dispatch.kind_of("NVIDIA H100 80GB HBM3", (9, 0))
     # at Qwen2.5-0.5B's shape the op saving the pre-activations measured faster at every token count
     assert dispatch.worth_it("gated_mlp", h100, "silu", None, 4864, 896, cudagraphs=False).worth_it
