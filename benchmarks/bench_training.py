@@ -11,8 +11,11 @@ timed interleaved with the others' (each rep runs every variant, the first one r
 synchronized wall time, median over `--reps`; the SM clock is logged beside each rep.  A variant
 that runs out of memory at a batch is reported so and the others are timed (with the model's full
 depth, e.g. `--layers 28`, that finds the batch where stock fits only with checkpointing).  Memory:
-the peak allocated during one step above what was allocated before it (parameters, gradients and
-optimizer state are allocated by then), per variant.  The loss of the first step of each variant
+the peak allocated during one step above what was allocated before it (parameters and optimizer
+state are allocated by then; the gradients are the step's), per variant; ``alone_mb`` adds one
+model's parameters and AdamW state to it: what the variant needs on a device by itself, as the other
+variants' models share this one (``meta.device_mb`` says what the device has).  Each batch is
+compiled for its own shape, as a user training at one batch would (no dynamic-shape recompile).  The loss of the first step of each variant
 is reported against stock's (the same inputs and weights).  Writes bench_training.json and .md.
 """
 
@@ -85,14 +88,14 @@ def variant(name: str, base):
     return step
 
 
-def measure(names, steps, batch, seq, vocab, reps, clock, device="cuda") -> dict:
+def measure(names, steps, batch, seq, vocab, reps, clock, device="cuda", state_mb=0) -> dict:
     """One batch: each variant warmed up and its peak memory taken, then the ones that fit timed
     interleaved.  A variant that runs out of memory is recorded under ``out_of_memory`` and the
     others go on: the batch where stock fits only with checkpointing is found that way."""
     g = torch.Generator(device=device).manual_seed(batch)
     ids = [torch.randint(0, vocab, (batch, seq), device=device, generator=g) for _ in range(2)]
     row = {"batch": batch, "tokens": batch * seq, "loss": {}, "peak_mb": {}, "warmup_s": {}, "ms": {},
-           "gated_mlp_rewrites": {}, "out_of_memory": {}}
+           "alone_mb": {}, "gated_mlp_rewrites": {}, "out_of_memory": {}}
     for name in names:
         rewrites = inductor_swiglu.counters().get("gated_mlp_rewrites", 0)
         t0 = time.perf_counter()
@@ -107,6 +110,7 @@ def measure(names, steps, batch, seq, vocab, reps, clock, device="cuda") -> dict
             steps[name](ids[0])
             torch.cuda.synchronize()
             row["peak_mb"][name] = round((torch.cuda.max_memory_allocated() - before) / 2**20)
+            row["alone_mb"][name] = row["peak_mb"][name] + state_mb
         except torch.OutOfMemoryError as e:
             row["out_of_memory"][name] = str(e).split(". ")[0][:200]
             row["loss"].pop(name, None)
@@ -172,15 +176,20 @@ def main(argv=None) -> int:
         ap.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
     args.out.mkdir(parents=True, exist_ok=True)
     torch._dynamo.config.cache_size_limit = 64
+    # a second batch would otherwise recompile with a symbolic batch size, other kernels than the first's
+    torch._dynamo.config.automatic_dynamic_shapes = False
     base = build(args.model, args.layers)
+    # parameters and AdamW's two states, as allocated between steps (the gradients are in the step's peak)
+    state_mb = round(3 * sum(p.numel() * p.element_size() for p in base.parameters()) / 2**20)
     steps = {n: variant(n, base) for n in names}
     del base
     clock = GpuSensors(torch.cuda.current_device())
     result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "model": args.model,
-                       "layers": args.layers, "seq": args.seq, "variants": names}, "rows": []}
+                       "layers": args.layers, "seq": args.seq, "variants": names, "model_state_mb": state_mb,
+                       "device_mb": round(torch.cuda.mem_get_info()[1] / 2**20)}, "rows": []}
     for batch in (int(b) for b in args.batches.split(",")):
         try:
-            row = measure(names, steps, batch, args.seq, MODELS[args.model][4], args.reps, clock)
+            row = measure(names, steps, batch, args.seq, MODELS[args.model][4], args.reps, clock, state_mb=state_mb)
         except torch.OutOfMemoryError as e:
             row = {"batch": batch, "error": f"OutOfMemoryError: {str(e)[:300]}"}
             torch.cuda.empty_cache()

@@ -31,8 +31,10 @@ def runs_out(ids):
 
 def test_a_variant_out_of_memory_is_reported_and_the_others_timed(bench):
     row = bench.measure(["stock", "recompute"], {"stock": runs_out, "recompute": fits}, batch=2, seq=4, vocab=10,
-                        reps=3, clock=Clock(), device="cpu")
+                        reps=3, clock=Clock(), device="cpu", state_mb=7)
     assert row["out_of_memory"] == {"stock": "CUDA out of memory"}
+    # what the variant needs on a device by itself: its step's peak and one model's state
+    assert row["alone_mb"] == {"recompute": 5 + 7}
     assert set(row["ms"]) == {"recompute"} and set(row["peak_mb"]) == {"recompute"} and row["peak_mb"]["recompute"] == 5
     assert set(row["loss"]) == {"recompute"} and row["sm_mhz"] == [1500] * 3
     md = bench.markdown({"meta": {"model": "q1.5B", "layers": 28, "seq": 4, "device": "cpu",
