@@ -33,7 +33,6 @@
 */
 
 #include <atomic>
-#include <type_traits>
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -58,11 +57,11 @@ using namespace cute;
 // Configuration table
 ///////////////////////////////////////////////////////////////////////////////////////////////////
 
-// One row per ISW_DGATED_CONFIG(name, tile_m, tile_n, cluster_m, cluster_n, schedule), generated from
+// One row per ISW_DGATED_CONFIG(name, tile_m, tile_n, cluster_m, cluster_n), generated from
 // inductor_swiglu/kernels/configs.py DGATED_GEMM: a default build holds its first row (the one the
 // training backward runs), INDUCTOR_SWIGLU_KERNELS=all every row.
 constexpr const char* kConfigNames[] = {
-#define ISW_DGATED_CONFIG(name, tm, tn, cm, cn, sched) name,
+#define ISW_DGATED_CONFIG(name, tm, tn, cm, cn) name,
 #include "dgated_gemm_configs.inc"
 #undef ISW_DGATED_CONFIG
 };
@@ -110,16 +109,12 @@ template <int N> struct SiluGateGrad<cutlass::Array<float, N>> {
 // One kernel per configuration row
 ///////////////////////////////////////////////////////////////////////////////////////////////////
 
-// Schedule: DgatedGemmConfig.SCHEDULES' index (0 pingpong, 1 cooperative).
-template <class Element, int TileM, int TileN, int ClusterM, int ClusterN, int Schedule>
+template <class Element, int TileM, int TileN, int ClusterM, int ClusterN>
 struct DgatedKernel {
-  static_assert(Schedule == 0 || Schedule == 1, "schedule");
   using TileShape = Shape<Int<TileM>, Int<TileN>, _64>;
   using ClusterShape = Shape<Int<ClusterM>, Int<ClusterN>, _1>;
-  using KernelSchedule = std::conditional_t<Schedule == 0, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
-                                            cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
-  using EpilogueSchedule = std::conditional_t<Schedule == 0, cutlass::epilogue::TmaWarpSpecialized,
-                                              cutlass::epilogue::TmaWarpSpecializedCooperative>;
+  using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
   using Layout = cutlass::layout::RowMajor;
   static constexpr auto RoundStyle = cutlass::FloatRoundStyle::round_to_nearest;
 
@@ -258,10 +253,10 @@ int run(const isw_dgated_problem* p) {
   if (int st = can_implement(p); st != ISW_OK) return st;
   const int config = p->config < 0 ? 0 : p->config;
   int index = 0;
-#define ISW_DGATED_CONFIG(name, tm, tn, cm, cn, sched)                                               \
+#define ISW_DGATED_CONFIG(name, tm, tn, cm, cn)                                                      \
   if (config == index++) {                                                                           \
     if constexpr (built_for(ISW_BF16))                                                               \
-      return run_kernel<DgatedKernel<cutlass::bfloat16_t, tm, tn, cm, cn, sched>>(p, kConfigNames[config], cm, cn); \
+      return run_kernel<DgatedKernel<cutlass::bfloat16_t, tm, tn, cm, cn>>(p, kConfigNames[config], cm, cn); \
   }
 #include "dgated_gemm_configs.inc"
 #undef ISW_DGATED_CONFIG

@@ -516,36 +516,26 @@ SCALED_GEMM: tuple[ScaledGemmConfig, ...] = (
 
 @dataclass(frozen=True)
 class DgatedGemmConfig:
-    """A row of the training backward's dgated GEMM (csrc/kernels/dgated_gemm.cu): a tile of
-    tile_m x tile_n (k-tile 64) and a cluster of cluster_m x cluster_n CTAs, under one of two
-    schedules: "pingpong" (each consumer warpgroup its own tile, one's heavy epilogue overlapping the
-    other's mainloop) or "cooperative" (both on one tile of twice the rows, half each: the larger
-    tiles cuBLAS runs this GEMM with, which read each operand fewer times)."""
+    """A row of the training backward's dgated GEMM (csrc/kernels/dgated_gemm.cu): a pingpong tile
+    of tile_m x tile_n (k-tile 64; the schedule overlaps one warpgroup's heavy epilogue with the
+    other's mainloop) and a cluster of cluster_m x cluster_n CTAs."""
 
     tile_m: int
     tile_n: int
     cluster_m: int = 1
     cluster_n: int = 1
-    schedule: str = "pingpong"
-
-    SCHEDULES = ("pingpong", "cooperative")
 
     def __post_init__(self):
-        if self.schedule not in self.SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}")
-        # a consumer warpgroup's accumulator: the whole tile under pingpong, half its rows under cooperative
-        rows = self.tile_m // (2 if self.schedule == "cooperative" else 1)
-        if rows not in (64, 128) or self.tile_n % 64 or rows * self.tile_n > 128 * 128:
-            raise ValueError(f"{self}: a consumer warpgroup holds at most 128 x 128 accumulators without "
-                             "spilling, in 64 or 128 rows of it and multiples of 64 columns")
+        if self.tile_m not in (64, 128) or self.tile_n % 64 or self.tile_m * self.tile_n > 128 * 128:
+            raise ValueError(f"{self}: a pingpong warpgroup holds at most 128 x 128 accumulators without "
+                             "spilling, in tiles of 64 or 128 rows and multiples of 64 columns")
 
     @property
     def name(self) -> str:
-        sched = "pp" if self.schedule == "pingpong" else "coop"
-        return f"dgated_{sched}_{self.tile_m}x{self.tile_n}x64_c{self.cluster_m}x{self.cluster_n}"
+        return f"dgated_pp_{self.tile_m}x{self.tile_n}x64_c{self.cluster_m}x{self.cluster_n}"
 
     def macro_args(self) -> tuple:
-        return (self.tile_m, self.tile_n, self.cluster_m, self.cluster_n, self.SCHEDULES.index(self.schedule))
+        return (self.tile_m, self.tile_n, self.cluster_m, self.cluster_n)
 
 
 # The first row is the kernel's default, the one the training backward runs (dispatch/forms.py).
@@ -554,10 +544,6 @@ DGATED_GEMM: tuple[DgatedGemmConfig, ...] = (
     DgatedGemmConfig(128, 128),
     DgatedGemmConfig(128, 128, cluster_n=2),
     DgatedGemmConfig(64, 256),
-    DgatedGemmConfig(256, 128, cluster_m=2, schedule="cooperative"),
-    DgatedGemmConfig(256, 128, cluster_n=2, schedule="cooperative"),
-    DgatedGemmConfig(128, 256, cluster_m=2, schedule="cooperative"),
-    DgatedGemmConfig(256, 128, schedule="cooperative"),
 )
 
 # The decode GEMM's table as the library numbers it: the mma.sync rows, then the wgmma rows

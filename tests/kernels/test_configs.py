@@ -18,7 +18,7 @@ def test_names_are_unique_and_say_what_each_kernel_is():
     assert all(c.name.startswith("interleaved_") for c in configs.INTERLEAVED_GEMM)
     assert all(c.name.startswith(("decode_mma_", "decode_wgmma_")) for c in configs.DECODE_GEMM)
     assert all(c.name.startswith("dual_") for c in configs.DUAL_GEMM)
-    assert all(c.name.startswith(("dgated_pp_", "dgated_coop_")) for c in configs.DGATED_GEMM)
+    assert all(c.name.startswith("dgated_pp_") for c in configs.DGATED_GEMM)
     assert configs.DUAL_GEMM[0].name == "dual_64x128x64_c1x1"        # the dual GEMM's default
     assert configs.INTERLEAVED_GEMM[0].name == "interleaved_64x128x64_c1x1"
 
@@ -28,16 +28,7 @@ def test_dgated_rows_reject_tiles_that_would_spill():
         configs.DgatedGemmConfig(128, 192)
     with pytest.raises(ValueError, match="multiples of 64"):
         configs.DgatedGemmConfig(64, 96)
-    # cooperative splits the tile's rows between its two warpgroups: twice the pingpong tile, no more
-    with pytest.raises(ValueError, match="at most 128 x 128"):
-        configs.DgatedGemmConfig(256, 192, schedule="cooperative")
-    with pytest.raises(ValueError, match="64 or 128 rows"):
-        configs.DgatedGemmConfig(64, 128, schedule="cooperative")
-    with pytest.raises(ValueError, match="unknown schedule"):
-        configs.DgatedGemmConfig(128, 128, schedule="streamk")
-    assert configs.DgatedGemmConfig(64, 256).macro_args() == (64, 256, 1, 1, 0)
-    coop = configs.DgatedGemmConfig(256, 128, cluster_m=2, schedule="cooperative")
-    assert coop.name == "dgated_coop_256x128x64_c2x1" and coop.macro_args() == (256, 128, 2, 1, 1)
+    assert configs.DgatedGemmConfig(64, 256).macro_args() == (64, 256, 1, 1)
 
 
 def test_preact_rows_write_the_pair_under_the_interleave_of_8_and_every_build_holds_the_default():
