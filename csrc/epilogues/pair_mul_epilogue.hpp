@@ -32,6 +32,7 @@
 
 #include "cutlass/cutlass.h"
 #include <type_traits>
+#include <utility>
 
 #include "cutlass/arch/barrier.h"
 #include "cute/tensor.hpp"
@@ -80,6 +81,32 @@ struct StagedPreactSink : StagedPairSink<Staging, ElementOut> {
     uint32_t off = Staging::offset(this->origin, dr, dc);
     *reinterpret_cast<Pack*>(smem_gate + off) = gate;
     *reinterpret_cast<Pack*>(smem_up + off) = up;
+  }
+};
+
+/// f(std::integral_constant<int, I>{}) for I = 0 .. N - 1, in order: a loop whose index is a
+/// compile-time constant in its body (each strip's sink is a type of its own).
+template <class F, int... I>
+CUTE_HOST_DEVICE void for_each_index(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+CUTE_HOST_DEVICE void for_each_index(F&& f) {
+  for_each_index(f, std::make_integer_sequence<int, N>{});
+}
+
+/// A staging sink restricted to the output columns [S * Cols, (S + 1) * Cols) of the tile, whose
+/// buffers hold that strip alone (the preact_strips kind: one strip of the three outputs staged and
+/// stored at a time).  A chunk's strip is known at compile time (the coordinates are static and a
+/// thread's first output column is below 8, so it never moves a chunk across a strip of a multiple
+/// of 8 columns): the other strips' chunks are skipped before any arithmetic.
+template <class Inner, int Cols, int S>
+struct StripSink : Inner {
+  using Pack = typename Inner::Pack;
+  CUTE_HOST_DEVICE bool chunk_in(int dn) const { return (dn >> 1) / Cols == S; }
+  CUTE_HOST_DEVICE void put(int dr, int dc, Pack const& v) const { Inner::put(dr, dc - S * Cols, v); }
+  CUTE_HOST_DEVICE void put_preact(int dr, int dc, Pack const& gate, Pack const& up) const {
+    Inner::put_preact(dr, dc - S * Cols, gate, up);
   }
 };
 
@@ -177,8 +204,9 @@ CUTE_HOST_DEVICE void pair_mul_store_accumulators(AccTensor const& accumulators,
 
 /// One thread's part of a tile written into the staging buffer (the TMA path; the stores follow).
 /// Host-callable, like the above.
+/// Strip >= 0: only the output columns of that strip of Staging's width (its buffers hold one strip).
 template <class Staging, class ElementOut, int Activation, int G = 8, bool Scaled = false, bool Preact = false,
-          class AccTensor, class ThrMma, class TileShapeMN, class NodeParams,
+          int Strip = -1, class AccTensor, class ThrMma, class TileShapeMN, class NodeParams,
           class Exchange = isw::fusion::WarpPairExchange>
 CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators, ThrMma const& thr_mma,
                                                   TileShapeMN tile_mn, int m_coord, int n_coord, int M, int N2,
@@ -190,12 +218,20 @@ CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators,
   int row0 = int(cute::get<0>(first)) - m_coord * int(cute::size<0>(tile_mn));
   int col0 = isw::fusion::output_column<G>(int(cute::get<1>(first)) - n_coord * int(cute::size<1>(tile_mn)));
   StagedPairSink<Staging, ElementOut> plain{smem, Staging::origin(smem_base, row0, col0)};
-  auto sink = [&] {
+  auto whole = [&] {
     if constexpr (Preact) {
       static_assert(G == 8 && !Scaled, "the pre-activation store: the interleave of 8, unscaled GEMMs");
       return StagedPreactSink<Staging, ElementOut>{plain, smem_gate, smem_up};
     } else {
       return plain;
+    }
+  }();
+  auto sink = [&] {
+    if constexpr (Strip >= 0) {
+      static_assert(Staging::kStrips == 1 && Staging::kStrip % 8 == 0, "a strip buffer holds one strip of 8-column chunks");
+      return StripSink<decltype(whole), Staging::kStrip, Strip>{whole};
+    } else {
+      return whole;
     }
   }();
   pair_mul_accumulators<ElementOut, Activation, G>(accumulators, thr_mma, tile_mn, node.up_first, node.activation,
@@ -205,9 +241,13 @@ CUTE_HOST_DEVICE void pair_mul_stage_accumulators(AccTensor const& accumulators,
 
 /// How PairMulEpilogue writes `out` (InterleavedConfig.STORES, in order).  kStorePreact: from registers,
 /// with the pre-activation pair beside it (the training forward, GlobalPreactSink); kStorePreactTma:
-/// all three staged in shared memory and written by TMA stores (StagedPreactSink).
+/// all three staged in shared memory and written by TMA stores (StagedPreactSink); kStorePreactStrips:
+/// the same, a strip of kPreactStripCols columns at a time through two sets of buffers (the TMA
+/// stores of one strip read shared memory while the next is staged), so that the staging costs the
+/// mainloop the same stages whatever the tile's width.
 enum PairMulStoreKind : int { kStoreRegisters = 0, kStoreTma = 1, kStoreRows = 2, kStorePreact = 3,
-                              kStorePreactTma = 4 };
+                              kStorePreactTma = 4, kStorePreactStrips = 5 };
+constexpr int kPreactStripCols = 32;
 
 template <class StockCollective, class ElementOut, int Activation, int TileM, int TileN, int Store,
           int Interleave = 8, bool Scaled = false>
@@ -215,20 +255,25 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Base = RegisterStoreEpilogueBase<StockCollective>;
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
-  static_assert(Store >= kStoreRegisters && Store <= kStorePreactTma, "store kind");
-  static constexpr bool kTmaStore = Store == kStoreTma || Store == kStorePreactTma;
+  static_assert(Store >= kStoreRegisters && Store <= kStorePreactStrips, "store kind");
+  static constexpr bool kStrips = Store == kStorePreactStrips;
+  static constexpr bool kTmaStore = Store == kStoreTma || Store == kStorePreactTma || kStrips;
   static constexpr bool kStaged = kTmaStore || Store == kStoreRows;   // through a shared-memory tile
-  static constexpr bool kPreact = Store == kStorePreact || Store == kStorePreactTma;
+  static constexpr bool kPreact = Store == kStorePreact || Store == kStorePreactTma || kStrips;
   // the staged pre-activation pair: two more buffers like out's, sharing its swizzle origin
   static_assert(Store != kStorePreactTma || (TileN / 2) % 16 == 0,
                 "staged pre-activations need an output tile of whole swizzled strips (a multiple of 16 columns)");
-  static constexpr int kBuffers = Store == kStorePreactTma ? 3 : 1;
+  static_assert(!kStrips || (TileN / 2) % kPreactStripCols == 0, "strip-staged stores need whole strips");
+  // out, gate, up: one set per tile, or two sets of one strip each
+  static constexpr int kBuffers = Store == kStorePreactTma ? 3 : kStrips ? 6 : 1;
+  static constexpr int kTileStrips = kStrips ? (TileN / 2) / kPreactStripCols : 1;
   // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
   // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
   // register kind never stages, so its (unused) staging type is given a width that exists.
   static_assert(!kTmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
   using Staging = std::conditional_t<Store == kStoreRows, OutTileRows<ElementOut, TileM, TileN / 2>,
-                                     OutTileStaging<ElementOut, TileM, kTmaStore ? TileN / 2 : 64>>;
+                                     OutTileStaging<ElementOut, TileM, kStrips ? kPreactStripCols
+                                                                     : kTmaStore ? TileN / 2 : 64>>;
   /// What `out` must be for this kind: byte alignment of the base, and of the row pitch (each
   /// staging type's own; 4 for the register stores' 32-bit pairs, which make_arguments checks).
   static constexpr int kOutAlignBytes = kStaged ? Staging::kOutAlignBytes : 4;
@@ -266,7 +311,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   }
   /// Whether the pre-activation pair [M, 2N] can be written (staged: both halves described by TMA maps).
   static bool preact_fits(void const* preact, int64_t ld_preact, int64_t N) {
-    if constexpr (Store == kStorePreactTma)
+    if constexpr (kPreact && kTmaStore)
       return Staging::describable(preact, ld_preact) &&
              Staging::describable(static_cast<char const*>(preact) + N * int64_t(sizeof(ElementOut)), ld_preact);
     else return true;
@@ -282,7 +327,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
       auto const& node = a.thread.op_1;
       const int64_t N = int64_t(N2) / 2;
       Staging::encode(&p.out_map, node.ptr_out, int64_t(M), N, node.ld_out);  // checked before launch
-      if constexpr (Store == kStorePreactTma) {
+      if constexpr (kPreact) {
         Staging::encode(&p.gate_map, node.ptr_preact, int64_t(M), N, node.ld_preact);
         Staging::encode(&p.up_map, node.ptr_preact + N, int64_t(M), N, node.ld_preact);
       }
@@ -303,7 +348,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
 
   CUTLASS_DEVICE static void prefetch_tma_descriptors(Params const& params) {
     if constexpr (kTmaStore) cute::prefetch_tma_descriptor(&params.out_map);
-    if constexpr (Store == kStorePreactTma) {
+    if constexpr (kPreact && kTmaStore) {
       cute::prefetch_tma_descriptor(&params.gate_map);
       cute::prefetch_tma_descriptor(&params.up_map);
     }
@@ -329,6 +374,37 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     if constexpr (!kStaged) {
       pair_mul_store_accumulators<ElementOut, Activation, Interleave, Scaled, kPreact>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node);
+    } else if constexpr (kStrips) {
+      // Strip s goes through buffer set s % 2.  The first barrier of each strip: that set's last TMA
+      // stores (strip s - 2, or the previous tile's) have read it (the storing thread waits for all
+      // but its latest group before arriving); the second: the strip is in shared memory.
+      constexpr int kThreads = int(size(TiledMma{}));
+      cutlass::arch::NamedBarrier barrier(uint32_t(kThreads), 0);
+      char* smem = static_cast<StagingStorage&>(storage).out;
+      // plain copies: a lambda may not capture structured bindings before C++20
+      const int mc = int(m_coord), nc = int(n_coord), m_rows = int(M), n2 = int(N2);
+      const int r0 = mc * TileM, c0 = nc * (TileN / 2);
+      for_each_index<kTileStrips>([&](auto s) {
+        constexpr int kS = decltype(s)::value;
+        char* set = smem + (kS % 2) * 3 * Staging::kBytes;
+        barrier.arrive_and_wait();
+        pair_mul_stage_accumulators<Staging, ElementOut, Activation, Interleave, Scaled, true, kS>(
+            accumulators, thr_mma, tile_mn, mc, nc, m_rows, n2, node, set,
+            uint32_t(cute::cast_smem_ptr_to_uint(set)), isw::fusion::WarpPairExchange{}, set + Staging::kBytes,
+            set + 2 * Staging::kBytes);
+        cute::tma_store_fence();
+        barrier.arrive_and_wait();
+        if (thread_idx == 0) {
+          const int c = c0 + kS * kPreactStripCols;
+          Staging::issue(&params.out_map, set, r0, c);
+          Staging::issue(&params.gate_map, set + Staging::kBytes, r0, c);
+          Staging::issue(&params.up_map, set + 2 * Staging::kBytes, r0, c);
+          cute::tma_store_arrive();
+          cute::tma_store_wait<1>();
+        }
+      });
+      // the next tile (this warpgroup's or pingpong's other) may refill both sets
+      if (thread_idx == 0) cute::tma_store_wait<0>();
     } else {
       // The threads of the MMA (one warpgroup under pingpong, two under cooperative) stage the tile.
       // The first barrier: the buffer's last readers are done (the TMA store's thread waited until
@@ -351,7 +427,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
         if (thread_idx == 0) {
           const int r0 = int(m_coord) * TileM, c0 = int(n_coord) * (TileN / 2);
           Staging::issue(&params.out_map, smem, r0, c0);
-          if constexpr (Store == kStorePreactTma) {
+          if constexpr (kPreact) {
             Staging::issue(&params.gate_map, smem_gate, r0, c0);
             Staging::issue(&params.up_map, smem_up, r0, c0);
           }

@@ -378,12 +378,46 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         // buffer that the TMA stores of the tile read
         isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled, kPreact>(
             acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, xchg);
-        if (staged_ok)
-          isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, kPreact>(
-              acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg,
-              sbuf + Staging::kBytes, sbuf + 2 * Staging::kBytes);
+        if constexpr (!Epi::kStrips)
+          if (staged_ok)
+            isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, kPreact>(
+                acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg,
+                sbuf + Staging::kBytes, sbuf + 2 * Staging::kBytes);
       }
-      if constexpr (kTma) {
+      if constexpr (Epi::kStrips) {
+        // strip by strip, as the device epilogue: strip s staged by every thread into buffer set
+        // s % 2 (out, gate, up), then its three TMA stores, at output column nt * TN / 2 + s * width
+        if (tma_ok)
+          isw::epilogue::for_each_index<Epi::kTileStrips>([&](auto s) {
+            constexpr int kS = decltype(s)::value;
+            const int set_off = (kS % 2) * 3 * Staging::kBytes;
+            char* set = sbuf + set_off;
+            for (size_t i = 0; i < smem.size(); ++i) smem[i] = char(0xA5);
+            for (int t = 0; t < nthr; ++t) {
+              auto thr_mma = tiled_mma.get_slice(t);
+              Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
+              Tensor acc = make_tensor<float>(shape(tCc));
+              for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+              isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, true, kS>(
+                  acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, set, smem_base + uint32_t(set_off),
+                  isw::fusion::WarpPairExchange{}, set + Staging::kBytes, set + 2 * Staging::kBytes);
+            }
+            const int col = nt * (TN / 2) + kS * Staging::kStrip;
+            tma_store_tile(dO, reinterpret_cast<char*>(out_tma), set, smem_base + uint32_t(set_off), 1,
+                           Staging::kStripBytes, Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, col);
+            for (int half = 0; half < 2; ++half) {
+              Desc const& d = g_descs[3 + half];
+              CHECK(d.addr == reinterpret_cast<char*>(pre + int64_t(half) * N) && d.dim[0] == uint64_t(N) &&
+                        d.dim[1] == uint64_t(M) && d.stride[1] == uint64_t(ld_pre * int64_t(sizeof(Element))) &&
+                        int(d.box[0]) == Staging::kStrip,
+                    "preact map %d base/dims/pitch/box", half);
+              const int off = set_off + (half + 1) * Staging::kBytes;
+              tma_store_tile(d, reinterpret_cast<char*>(pre_tma + int64_t(half) * N), sbuf + off,
+                             smem_base + uint32_t(off), 1, Staging::kStripBytes, Staging::kRowBytes,
+                             Staging::kSwizzleBytes, TM, mt * TM, col);
+            }
+          });
+      } else if constexpr (kTma) {
         if (tma_ok)
           tma_store_tile(dO, reinterpret_cast<char*>(out_tma), sbuf, smem_base, Staging::kStrips, Staging::kStripBytes,
                          Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
@@ -695,6 +729,8 @@ int main() {
   check_rejections<PairMulConfig<ISW_BF16, 128, 192, 0, 1, 1, 0, 3, 8>>();
   printf("== can_implement / make_arguments (bf16, a staged pre-activation configuration)\n");
   check_rejections<PairMulConfig<ISW_BF16, 128, 128, 0, 1, 1, 0, 4, 8>>();
+  printf("== can_implement / make_arguments (bf16, a strip-staged pre-activation configuration)\n");
+  check_rejections<PairMulConfig<ISW_BF16, 128, 192, 0, 1, 1, 0, 5, 8>>();
   printf("== can_implement / make_arguments (fp8, the scaled GEMM's default configuration)\n");
   check_rejections<ScaledConfig<128, 128, 1, 1, 1, 0, 0, 1>>();
   printf("%s: %d failure(s)\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);

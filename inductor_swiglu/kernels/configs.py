@@ -76,7 +76,9 @@ class InterleavedConfig:
                beside out: the training forward, which saves them for its backward (ops/gated_mlp.py);
                the interleave of 8 only; "preact_tma": the same three outputs staged in shared memory
                and written with TMA bulk stores, as "tma" does out (three staging tiles: fewer
-               mainloop stages)
+               mainloop stages); "preact_strips": the same, 32 output columns at a time through two
+               sets of three strip buffers (48 KB whatever the tile's width, so wider tiles keep
+               their mainloop stages; two barriers per strip)
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
                with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA
@@ -106,7 +108,7 @@ class InterleavedConfig:
     raster: str = "heuristic"
 
     SCHEDULES = ("pingpong", "cooperative", "streamk")
-    STORES = ("registers", "tma", "rows", "preact", "preact_tma")
+    STORES = ("registers", "tma", "rows", "preact", "preact_tma", "preact_strips")
     DECOMPOSITIONS = ("heuristic", "streamk")
     SPLITS = ("m", "n")
     RASTERS = ("heuristic", "m", "n")
@@ -132,6 +134,9 @@ class InterleavedConfig:
             raise ValueError(f"unknown store {self.store!r}")
         if self.store.startswith("preact") and self.interleave != 8:
             raise ValueError(f"store={self.store!r} pairs gate and up in one thread: the interleave of 8 only")
+        if self.store == "preact_strips" and (self.tile_n // 2) % 32:
+            raise ValueError("store='preact_strips' stages strips of 32 output columns: tile_n // 2 must be a "
+                             "multiple of 32")
         if self.store == "preact_tma" and (self.tile_n // 2) % 16:
             raise ValueError("store='preact_tma' stages three tiles of whole swizzled strips: tile_n // 2 must be a "
                              "multiple of 16")
@@ -411,9 +416,10 @@ INTERLEAVED_GEMM: tuple[InterleavedConfig, ...] = (
     # reads, in one pass over the accumulators, from pingpong tiles (one warpgroup's stores overlap
     # the other's mainloop).  PREACT_DEFAULT below is the first, the row dispatch.forms runs by
     # default (its evidence file says where); every build compiles it.  The staged rows write h and
-    # the pair through three shared-memory tiles and TMA stores; the register-stored rows write them
-    # from the accumulators' registers, which measured slower (an INDUCTOR_SWIGLU_KERNELS=all build
-    # holds every row for a sweep).
+    # the pair through three shared-memory tiles and TMA stores (the _preact_strips rows: 32 columns
+    # at a time, double-buffered, so that a wider tile keeps its mainloop stages); the
+    # register-stored rows write them from the accumulators' registers, which measured slower (an
+    # INDUCTOR_SWIGLU_KERNELS=all build holds every row for a sweep).
     InterleavedConfig(128, 128, store="preact_tma", swizzle=4),
     InterleavedConfig(128, 128, store="preact_tma"),
     InterleavedConfig(128, 192, store="preact_tma"),
@@ -423,6 +429,9 @@ INTERLEAVED_GEMM: tuple[InterleavedConfig, ...] = (
     InterleavedConfig(128, 192, cluster_n=2, store="preact"),
     InterleavedConfig(128, 128, store="preact", swizzle=4),
     InterleavedConfig(128, 192, store="preact", swizzle=8),
+    InterleavedConfig(128, 192, store="preact_strips"),
+    InterleavedConfig(128, 192, cluster_n=2, store="preact_strips"),
+    InterleavedConfig(128, 192, cluster_m=2, store="preact_strips"),
 )
 
 # The interleaved rows that write the pre-activation pair (the training forward's), and the one a

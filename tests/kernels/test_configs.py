@@ -32,12 +32,14 @@ def test_dgated_rows_reject_tiles_that_would_spill():
 
 
 def test_preact_rows_write_the_pair_under_the_interleave_of_8_and_every_build_holds_the_default():
-    assert {c.store for c in configs.PREACT_ROWS} == {"preact", "preact_tma"}
+    assert {c.store for c in configs.PREACT_ROWS} == {"preact", "preact_tma", "preact_strips"}
     assert all(f"_{c.store}" in c.name for c in configs.PREACT_ROWS)
-    # PairMulStoreKind's kStorePreact and kStorePreactTma
-    assert {macro(c)["store"] for c in configs.PREACT_ROWS} == {3, 4}
+    # PairMulStoreKind's kStorePreact, kStorePreactTma and kStorePreactStrips
+    assert {macro(c)["store"] for c in configs.PREACT_ROWS} == {3, 4, 5}
     with pytest.raises(ValueError, match="multiple of 16"):
         InterleavedConfig(128, 144, store="preact_tma")
+    with pytest.raises(ValueError, match="multiple of 32"):   # kPreactStripCols: whole strips only
+        InterleavedConfig(128, 160, store="preact_strips")
     assert configs.PREACT_DEFAULT == configs.PREACT_ROWS[0].name
     with pytest.raises(ValueError, match="interleave of 8"):
         InterleavedConfig(128, 168, store="preact", interleave=4)
