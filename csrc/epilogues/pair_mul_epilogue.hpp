@@ -256,23 +256,23 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
   using Stock = StockCollective;
   using Arguments = typename Stock::Arguments;
   static_assert(Store >= kStoreRegisters && Store <= kStorePreactStrips, "store kind");
-  static constexpr bool kStrips = Store == kStorePreactStrips;
-  static constexpr bool kTmaStore = Store == kStoreTma || Store == kStorePreactTma || kStrips;
+  static constexpr bool kStripStaged = Store == kStorePreactStrips;
+  static constexpr bool kTmaStore = Store == kStoreTma || Store == kStorePreactTma || kStripStaged;
   static constexpr bool kStaged = kTmaStore || Store == kStoreRows;   // through a shared-memory tile
-  static constexpr bool kPreact = Store == kStorePreact || Store == kStorePreactTma || kStrips;
+  static constexpr bool kPreact = Store == kStorePreact || Store == kStorePreactTma || kStripStaged;
   // the staged pre-activation pair: two more buffers like out's, sharing its swizzle origin
   static_assert(Store != kStorePreactTma || (TileN / 2) % 16 == 0,
                 "staged pre-activations need an output tile of whole swizzled strips (a multiple of 16 columns)");
-  static_assert(!kStrips || (TileN / 2) % kPreactStripCols == 0, "strip-staged stores need whole strips");
+  static_assert(!kStripStaged || (TileN / 2) % kPreactStripCols == 0, "strip-staged stores need whole strips");
   // out, gate, up: one set per tile, or two sets of one strip each
-  static constexpr int kBuffers = Store == kStorePreactTma ? 3 : kStrips ? 6 : 1;
-  static constexpr int kTileStrips = kStrips ? (TileN / 2) / kPreactStripCols : 1;
+  static constexpr int kBuffers = Store == kStorePreactTma ? 3 : kStripStaged ? 6 : 1;
+  static constexpr int kTileStrips = kStripStaged ? (TileN / 2) / kPreactStripCols : 1;
   // A TMA box row is a multiple of 16 bytes, which output tiles of TileN / 2 columns off the
   // 8-grid (the interleave of 4's widths) are not: those stage rows (out_tile_rows.hpp).  The
   // register kind never stages, so its (unused) staging type is given a width that exists.
   static_assert(!kTmaStore || (TileN / 2) % 8 == 0, "TMA stores need an output tile of a multiple of 8 columns");
   using Staging = std::conditional_t<Store == kStoreRows, OutTileRows<ElementOut, TileM, TileN / 2>,
-                                     OutTileStaging<ElementOut, TileM, kStrips ? kPreactStripCols
+                                     OutTileStaging<ElementOut, TileM, kStripStaged ? kPreactStripCols
                                                                      : kTmaStore ? TileN / 2 : 64>>;
   /// What `out` must be for this kind: byte alignment of the base, and of the row pitch (each
   /// staging type's own; 4 for the register stores' 32-bit pairs, which make_arguments checks).
@@ -374,7 +374,7 @@ struct PairMulEpilogue : RegisterStoreEpilogueBase<StockCollective> {
     if constexpr (!kStaged) {
       pair_mul_store_accumulators<ElementOut, Activation, Interleave, Scaled, kPreact>(
           accumulators, thr_mma, tile_mn, int(m_coord), int(n_coord), int(M), int(N2), node);
-    } else if constexpr (kStrips) {
+    } else if constexpr (kStripStaged) {
       // Strip s goes through buffer set s % 2.  The first barrier of each strip: that set's last TMA
       // stores (strip s - 2, or the previous tile's) have read it (the storing thread waits for all
       // but its latest group before arriving); the second: the strip is in shared memory.

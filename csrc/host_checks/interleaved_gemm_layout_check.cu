@@ -353,6 +353,23 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
   std::vector<char> smem(size_t(Staging::kBytes) * Epi::kBuffers + 2048);
   char* sbuf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem.data()) + 1023) & ~uintptr_t(1023)) + smem_shift;
   const uint32_t smem_base = uint32_t(reinterpret_cast<uintptr_t>(sbuf));
+  // thread t's accumulators of the current tile, in the wgmma layout
+  auto thread_accumulators = [&](int t) {
+    Tensor tCc = tiled_mma.get_slice(t).partition_C(make_identity_tensor(tile));
+    Tensor acc = make_tensor<float>(shape(tCc));
+    for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+    return acc;
+  };
+  // the recorded TMA map of the pre-activation pair's gate (half 0) or up (half 1) columns, boxes of
+  // box_cols columns (the staging type's strip; not every staging type has one)
+  auto preact_map = [&](int half, int box_cols) -> Desc const& {
+    Desc const& d = g_descs[3 + half];
+    CHECK(d.addr == reinterpret_cast<char*>(pre + int64_t(half) * N) && d.dim[0] == uint64_t(N) &&
+              d.dim[1] == uint64_t(M) && d.stride[1] == uint64_t(ld_pre * int64_t(sizeof(Element))) &&
+              int(d.box[0]) == box_cols,
+          "preact map %d base/dims/pitch/box", half);
+    return d;
+  };
   for (int mt = 0; mt < m_tiles; ++mt)
     for (int nt = 0; nt < n_tiles; ++nt) {
       for (int m = 0; m < TM; ++m)
@@ -366,9 +383,7 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
       for (size_t i = 0; i < smem.size(); ++i) smem[i] = char(0xA5);   // garbage the TMA store must not need
       for (int t = 0; t < nthr; ++t) {
         auto thr_mma = tiled_mma.get_slice(t);
-        Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
-        Tensor acc = make_tensor<float>(shape(tCc));
-        for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+        auto acc = thread_accumulators(t);
         // the warp shuffle of the interleave of 4, emulated: the partner lane's accumulators
         Tensor pCc = tiled_mma.get_slice(t ^ 2).partition_C(make_identity_tensor(tile));
         std::vector<float> partner(size(pCc));
@@ -378,13 +393,13 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
         // buffer that the TMA stores of the tile read
         isw::epilogue::pair_mul_store_accumulators<Element, ISW_ACT_SILU, G, kScaled, kPreact>(
             acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, xchg);
-        if constexpr (!Epi::kStrips)
+        if constexpr (!Epi::kStripStaged)
           if (staged_ok)
             isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, kPreact>(
                 acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, sbuf, smem_base, xchg,
                 sbuf + Staging::kBytes, sbuf + 2 * Staging::kBytes);
       }
-      if constexpr (Epi::kStrips) {
+      if constexpr (Epi::kStripStaged) {
         // strip by strip, as the device epilogue: strip s staged by every thread into buffer set
         // s % 2 (out, gate, up), then its three TMA stores, at output column nt * TN / 2 + s * width
         if (tma_ok)
@@ -394,23 +409,16 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
             char* set = sbuf + set_off;
             for (size_t i = 0; i < smem.size(); ++i) smem[i] = char(0xA5);
             for (int t = 0; t < nthr; ++t) {
-              auto thr_mma = tiled_mma.get_slice(t);
-              Tensor tCc = thr_mma.partition_C(make_identity_tensor(tile));
-              Tensor acc = make_tensor<float>(shape(tCc));
-              for (int j = 0; j < size(acc); ++j) acc(j) = acc_tile[size_t(get<0>(tCc(j))) * TN + get<1>(tCc(j))];
+              auto acc = thread_accumulators(t);
               isw::epilogue::pair_mul_stage_accumulators<Staging, Element, ISW_ACT_SILU, G, kScaled, true, kS>(
-                  acc, thr_mma, tile, mt, nt, M, N2, args.epilogue.thread.op_1, set, smem_base + uint32_t(set_off),
+                  acc, tiled_mma.get_slice(t), tile, mt, nt, M, N2, args.epilogue.thread.op_1, set, smem_base + uint32_t(set_off),
                   isw::fusion::WarpPairExchange{}, set + Staging::kBytes, set + 2 * Staging::kBytes);
             }
             const int col = nt * (TN / 2) + kS * Staging::kStrip;
             tma_store_tile(dO, reinterpret_cast<char*>(out_tma), set, smem_base + uint32_t(set_off), 1,
                            Staging::kStripBytes, Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, col);
             for (int half = 0; half < 2; ++half) {
-              Desc const& d = g_descs[3 + half];
-              CHECK(d.addr == reinterpret_cast<char*>(pre + int64_t(half) * N) && d.dim[0] == uint64_t(N) &&
-                        d.dim[1] == uint64_t(M) && d.stride[1] == uint64_t(ld_pre * int64_t(sizeof(Element))) &&
-                        int(d.box[0]) == Staging::kStrip,
-                    "preact map %d base/dims/pitch/box", half);
+              Desc const& d = preact_map(half, Staging::kStrip);
               const int off = set_off + (half + 1) * Staging::kBytes;
               tma_store_tile(d, reinterpret_cast<char*>(pre_tma + int64_t(half) * N), sbuf + off,
                              smem_base + uint32_t(off), 1, Staging::kStripBytes, Staging::kRowBytes,
@@ -423,11 +431,8 @@ static void emulate(const char* name, int M, int N, int K, bool up_lower, int64_
                          Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));
         if (tma_ok && kPreactStaged) {   // the gate and up halves from the two buffers after out's
           for (int half = 0; half < 2; ++half) {
-            Desc const& d = g_descs[3 + half];
+            Desc const& d = preact_map(half, Staging::kStrip);
             char* dst = reinterpret_cast<char*>(pre_tma + int64_t(half) * N);
-            CHECK(d.addr == reinterpret_cast<char*>(pre + int64_t(half) * N) && d.dim[0] == uint64_t(N) &&
-                      d.dim[1] == uint64_t(M) && d.stride[1] == uint64_t(ld_pre * int64_t(sizeof(Element))),
-                  "preact map %d base/dims/pitch", half);
             const uint32_t base = smem_base + uint32_t((half + 1) * Staging::kBytes);
             tma_store_tile(d, dst, sbuf + (half + 1) * Staging::kBytes, base, Staging::kStrips, Staging::kStripBytes,
                            Staging::kRowBytes, Staging::kSwizzleBytes, TM, mt * TM, nt * (TN / 2));

@@ -76,7 +76,7 @@ class InterleavedConfig:
                beside out: the training forward, which saves them for its backward (ops/gated_mlp.py);
                the interleave of 8 only; "preact_tma": the same three outputs staged in shared memory
                and written with TMA bulk stores, as "tma" does out (three staging tiles: fewer
-               mainloop stages); "preact_strips": the same, 32 output columns at a time through two
+               mainloop stages); "preact_strips": the same, PREACT_STRIP_COLS output columns at a time through two
                sets of three strip buffers (48 KB whatever the tile's width, so wider tiles keep
                their mainloop stages; two barriers per strip)
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
@@ -112,6 +112,8 @@ class InterleavedConfig:
     DECOMPOSITIONS = ("heuristic", "streamk")
     SPLITS = ("m", "n")
     RASTERS = ("heuristic", "m", "n")
+    # the strip width of store="preact_strips": kPreactStripCols in csrc/epilogues/pair_mul_epilogue.hpp
+    PREACT_STRIP_COLS = 32
     # ISW_INTERLEAVED_CONFIG's parameters after the name, in order (the enumerations as indices of the above)
     MACRO_FIELDS = ("tile_m", "tile_n", "schedule", "cluster_m", "cluster_n", "epi_n", "swizzle", "store",
                     "decomposition", "interleave", "split", "raster")
@@ -134,9 +136,9 @@ class InterleavedConfig:
             raise ValueError(f"unknown store {self.store!r}")
         if self.store.startswith("preact") and self.interleave != 8:
             raise ValueError(f"store={self.store!r} pairs gate and up in one thread: the interleave of 8 only")
-        if self.store == "preact_strips" and (self.tile_n // 2) % 32:
-            raise ValueError("store='preact_strips' stages strips of 32 output columns: tile_n // 2 must be a "
-                             "multiple of 32")
+        if self.store == "preact_strips" and (self.tile_n // 2) % self.PREACT_STRIP_COLS:
+            raise ValueError(f"store='preact_strips' stages strips of {self.PREACT_STRIP_COLS} output columns: "
+                             f"tile_n // 2 must be a multiple of {self.PREACT_STRIP_COLS}")
         if self.store == "preact_tma" and (self.tile_n // 2) % 16:
             raise ValueError("store='preact_tma' stages three tiles of whole swizzled strips: tile_n // 2 must be a "
                              "multiple of 16")
