@@ -30,7 +30,8 @@ Sections (each point's failure is recorded in the results, never fatal):
            under torch.utils.checkpoint; the op (``inductor_swiglu.gated_mlp``, its default
            implementation) saving the pre-activations (also with the pre-activation GEMM off,
            INDUCTOR_SWIGLU_PREACT_GEMM=0, or on, with the row --preact-row names or the default one,
-           and with the dgated GEMM off, INDUCTOR_SWIGLU_DGATED_GEMM=0),
+           and with the dgated GEMM off, INDUCTOR_SWIGLU_DGATED_GEMM=0; ``ours_fused``: both fused
+           GEMMs wherever they can run, the forward's being --preact-row's),
            and in recompute mode; the two fused-GEMM
            kernels wired with torch.mm for the rest (``fused_mlp``).  Time (CUDA-graph replay,
            interleaved) and memory (saved activations: allocated after the forward minus before it,
@@ -456,7 +457,8 @@ def _op(act: str, recompute: bool, env: dict | None = None):
 def mlp_candidates(act: str) -> dict:
     """What one MLP forward+backward can run: stock (with and without checkpointing around the MLP,
     which is what users do today to save its activations), the op (saving the pre-activations, also
-    with the dgated GEMM turned off, or only x), and the fused-GEMM Triton kernels."""
+    with the dgated GEMM turned off, with both fused GEMMs wherever they can run, or only x), and the
+    fused-GEMM Triton kernels."""
     def checkpointed(x, wg, wu, wd):
         return checkpoint(_mlp_eager, x, wg, wu, wd, act, use_reentrant=False)
 
@@ -466,6 +468,7 @@ def mlp_candidates(act: str) -> dict:
             "ours_no_preact": _op(act, False, {forms.PREACT_ENV: "0"}),
             "ours_preact": _op(act, False, {forms.PREACT_ENV: PREACT_ROW}),
             "ours_no_dgated": _op(act, False, {forms.DGATED_ENV: "0"}),
+            "ours_fused": _op(act, False, {forms.PREACT_ENV: PREACT_ROW, forms.DGATED_ENV: "1"}),
             "ours_recompute": _op(act, True),
             "ours_triton": lambda x, wg, wu, wd: fused_mlp(x, wg, wu, wd, act)}
 
@@ -504,7 +507,7 @@ def mlp_point(model, M, act, clock) -> dict:
     for name, mlp in candidates.items():
         bench.add(name, _step(mlp))
     _timed(bench, M, row, "")
-    if "ours_preact" in candidates:
+    if "ours_preact" in candidates or "ours_fused" in candidates:
         row["preact_row"] = forms.PREACT_CONFIG if PREACT_ROW == "1" else PREACT_ROW
     return row   # the driver empties the cache after each point
 
@@ -513,8 +516,8 @@ def describe_mlp(r) -> str:
     us = r["us"]
     base = us.get("stock_compile")
     parts = [f"MLP {r['model']} M={r['M']}: stock {base} us"]
-    for name in ("stock_checkpoint", "ours", "ours_no_preact", "ours_preact", "ours_no_dgated", "ours_recompute",
-                 "ours_triton"):
+    for name in ("stock_checkpoint", "ours", "ours_no_preact", "ours_preact", "ours_no_dgated", "ours_fused",
+                 "ours_recompute", "ours_triton"):
         if name in us:
             parts.append(f"{name} {us[name]} us ({base / us[name]:.2f}x)" if base else f"{name} {us[name]} us")
     saved = {n.removesuffix("_memory"): m["saved_mb"] for n, m in r.items() if n.endswith("_memory")}
@@ -754,7 +757,7 @@ def markdown(result: dict) -> str:
         lines.append("")
     if result.get("mlp"):
         names = ("stock_compile", "stock_checkpoint", "ours", "ours_no_preact", "ours_preact", "ours_no_dgated",
-                 "ours_recompute", "ours_triton")
+                 "ours_fused", "ours_recompute", "ours_triton")
         lines += ["## MLP forward+backward (us, and the speedup over stock_compile; saved MB)", "",
                   "| model | M | " + " | ".join(names) + " | " + " | ".join(f"saved MB {n}" for n in names) + " |",
                   "|---|---|" + "---|" * (2 * len(names))]

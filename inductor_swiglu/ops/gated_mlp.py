@@ -10,9 +10,13 @@ Two operators, tied by ``torch.library.register_autograd``:
   ``[:N]`` and up in ``[N:]`` (two halves, not interleaved), in x's dtype, biases included.  In
   recompute mode it is an empty tensor and the backward recomputes it from x.
 * ``inductor_swiglu::gated_mlp_backward(dy, x, saved, w_gate, w_up, w_down, b_gate?, b_up?,
-  has_b_down, activation, recompute, output_mask) -> (dx, dw_gate, dw_up, dw_down, db_gate, db_up,
-  db_down)``; a gradient that ``output_mask`` does not ask for (or a bias that is absent) is an
-  empty tensor.
+  activation, recompute) -> (dgu, h)``: the backward's fused part, the pre-activations' gradient
+  ``dgu = [d_gate | d_up]`` ``[M, 2N]`` in ``saved``'s layout and h ``[M, N]`` for ``dW_down``.  The
+  gradients' GEMMs (``dx = d_gate @ w_gate + d_up @ w_up``, ``dW_gate = d_gate.T @ x``, ...) are
+  ordinary aten ops after it (``gradients``), as in stock's backward, so that Inductor plans them
+  with the rest of the graph: it fuses the sum of dx's two products into the kernel that consumes
+  dx (the residual stream's gradient and the norm's backward) and leaves out what autograd does
+  not ask for, where a GEMM accumulating into dx inside the op would add a pass.
 
 What autograd keeps for the backward (``setup_context``): x and ``saved``, and the weights and
 biases, which are inputs of the graph anyway.  So AOTAutograd's partitioner, which cannot look
@@ -54,10 +58,7 @@ BACKWARD_QUALNAME = f"{OP_NAMESPACE}::gated_mlp_backward"
 FORWARD_SCHEMA = ("(Tensor x, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor? b_gate=None, Tensor? b_up=None, "
                   "Tensor? b_down=None, str activation=\"silu\", bool recompute=False) -> (Tensor, Tensor)")
 BACKWARD_SCHEMA = ("(Tensor dy, Tensor x, Tensor saved, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor? b_gate, "
-                   "Tensor? b_up, bool has_b_down, str activation, bool recompute, bool[] output_mask) "
-                   "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
-# output_mask and the backward's results, in this order
-GRAD_NAMES = ("dx", "dw_gate", "dw_up", "dw_down", "db_gate", "db_up", "db_down")
+                   "Tensor? b_up, str activation, bool recompute) -> (Tensor, Tensor)")
 WHO = "inductor_swiglu.gated_mlp"
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -268,41 +269,38 @@ def _forward_fake(x, w_gate, w_up, w_down, b_gate=None, b_up=None, b_down=None, 
     return y, (x.new_empty(0) if recompute else x.new_empty((_rows(x), 2 * w_gate.shape[0])))
 
 
-def _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask):
-    """Each gradient's shape, or None where it is not asked for (its result is then empty)."""
-    shapes = (x.shape, w_gate.shape, w_up.shape, w_down.shape, None if b_gate is None else b_gate.shape,
-              None if b_up is None else b_up.shape, (w_down.shape[0],) if has_b_down else None)
-    return [s if (s is not None and want) else None for s, want in zip(shapes, output_mask)]
-
-
-def _backward(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, has_b_down, activation, recompute, output_mask):
-    M, K, N, D = _rows(x), x.shape[-1], w_gate.shape[0], w_down.shape[0]
-    want = _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask)
+def _backward(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, activation, recompute):
+    M, K, D = _rows(x), x.shape[-1], w_down.shape[0]
     x2, dy2 = x.reshape(M, K), dy.reshape(M, D).contiguous()
     gu = recompute_kernel(x2, w_gate, w_up, b_gate, b_up, activation) if recompute else saved
-    dgu, h = backward_kernel(dy2, w_down, gu, activation, b_gate is not None or b_up is not None)
+    return backward_kernel(dy2, w_down, gu, activation, b_gate is not None or b_up is not None)
+
+
+def _backward_fake(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, activation, recompute):
+    M, N = _rows(x), w_gate.shape[0]
+    return x.new_empty((M, 2 * N)), x.new_empty((M, N))
+
+
+def gradients(dy, x, dgu, h, w_gate, w_up, has_b_gate: bool, has_b_up: bool, has_b_down: bool, need):
+    """(dx, dw_gate, dw_up, dw_down, db_gate, db_up, db_down) from the fused backward's dgu and h,
+    None where ``need`` (autograd's needs_input_grad, in that order) does not ask or a bias is absent.
+    d_gate and d_up are read in place from dgu's halves."""
+    M, K, N, D = _rows(x), x.shape[-1], w_gate.shape[0], dy.shape[-1]
+    x2, dy2 = x.reshape(M, K), dy.reshape(M, D)
     dg, du = dgu[:, :N], dgu[:, N:]
-    empty = x.new_empty(0)
-    dx = empty
-    if want[0] is not None:
-        dx = torch.mm(dg, w_gate)
-        dx.addmm_(du, w_up)   # dx = dg @ w_gate + du @ w_up, accumulated in place
-        dx = dx.reshape(x.shape)
-    grads = [
-        dx,
-        torch.mm(dg.t(), x2) if want[1] is not None else empty,
-        torch.mm(du.t(), x2) if want[2] is not None else empty,
-        torch.mm(dy2.t(), h) if want[3] is not None else empty,
-        dg.sum(0, dtype=torch.float32).to(dg.dtype) if want[4] is not None else empty,
-        du.sum(0, dtype=torch.float32).to(du.dtype) if want[5] is not None else empty,
-        dy2.sum(0, dtype=torch.float32).to(dy2.dtype) if want[6] is not None else empty,
-    ]
-    return tuple(grads)
 
+    def bias_grad(g):   # summed in fp32, rounded once
+        return g.sum(0, dtype=torch.float32).to(g.dtype)
 
-def _backward_fake(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, has_b_down, activation, recompute, output_mask):
-    want = _empty_like_grads(x, w_gate, w_up, w_down, b_gate, b_up, has_b_down, output_mask)
-    return tuple(x.new_empty(s) if s is not None else x.new_empty(0) for s in want)
+    return (
+        (torch.mm(dg, w_gate) + torch.mm(du, w_up)).reshape(x.shape) if need[0] else None,
+        torch.mm(dg.t(), x2) if need[1] else None,
+        torch.mm(du.t(), x2) if need[2] else None,
+        torch.mm(dy2.t(), h) if need[3] else None,
+        bias_grad(dg) if need[4] and has_b_gate else None,
+        bias_grad(du) if need[5] and has_b_up else None,
+        bias_grad(dy2) if need[6] and has_b_down else None,
+    )
 
 
 torch.library.define(FORWARD_QUALNAME, FORWARD_SCHEMA)
@@ -332,11 +330,12 @@ def _autograd_backward(ctx, dy, _dsaved):
     if dy is None:   # no gradient reached y (grads are not materialized): none flows back
         return (None,) * 9
     # the dispatcher drops trailing arguments equal to their defaults, and their flags with them
-    need = (*ctx.needs_input_grad, *([False] * 7))
-    mask = [bool(need[i]) for i in range(7)]
-    grads = gated_mlp_backward_op(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, ctx.has_b_down, ctx.activation,
-                                  ctx.recompute, mask)
-    return (*(g if want else None for g, want in zip(grads, mask)), None, None)
+    need = [bool(n) for n in (*ctx.needs_input_grad, *([False] * 7))[:7]]
+    if not any(need):
+        return (None,) * 9
+    dgu, h = gated_mlp_backward_op(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, ctx.activation, ctx.recompute)
+    return (*gradients(dy, x, dgu, h, w_gate, w_up, b_gate is not None, b_up is not None, ctx.has_b_down, need),
+            None, None)
 
 
 torch.library.register_autograd(FORWARD_QUALNAME, _autograd_backward, setup_context=_setup_context)

@@ -302,6 +302,8 @@ def test_bench_step_holds_a_candidates_environment_over_forward_and_backward(ben
     assert seen == [("forward", "candidate"), ("backward", "candidate")]
     assert os.environ["INDUCTOR_SWIGLU_TEST_SETTING"] == "outside"
     assert bench.mlp_candidates("silu")["ours_no_dgated"].env == {"INDUCTOR_SWIGLU_DGATED_GEMM": "0"}
+    assert bench.mlp_candidates("silu")["ours_fused"].env == {"INDUCTOR_SWIGLU_PREACT_GEMM": bench.PREACT_ROW,
+                                                              "INDUCTOR_SWIGLU_DGATED_GEMM": "1"}
 
 
 def test_bench_profile_sums_gpu_kernels_by_name(bench):
