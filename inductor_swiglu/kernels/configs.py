@@ -76,9 +76,9 @@ class InterleavedConfig:
                beside out: the training forward, which saves them for its backward (ops/gated_mlp.py);
                the interleave of 8 only; "preact_tma": the same three outputs staged in shared memory
                and written with TMA bulk stores, as "tma" does out (three staging tiles: fewer
-               mainloop stages); "preact_strips": the same, PREACT_STRIP_COLS output columns at a time through two
-               sets of three strip buffers (48 KB whatever the tile's width, so wider tiles keep
-               their mainloop stages; two barriers per strip)
+               mainloop stages); "preact_strips": the same, PREACT_STRIP_COLS output columns at a
+               time through two sets of three strip buffers (48 KB whatever the tile's width, so
+               wider tiles keep their mainloop stages; two barriers per strip)
     interleave gate and up rows per block of the weight view (csrc/gate_up_view.hpp): 8, or 4 for
                tile widths off the 16-grid (the epilogue then trades half of each 8-column chunk
                with the partner lane through one warp shuffle per output pair; no "tma" store: a TMA

@@ -281,9 +281,10 @@ def _backward_fake(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, activation,
     return x.new_empty((M, 2 * N)), x.new_empty((M, N))
 
 
-def gradients(dy, x, dgu, h, w_gate, w_up, has_b_gate: bool, has_b_up: bool, has_b_down: bool, need):
+def gradients(dy, x, dgu, h, w_gate, w_up, need):
     """(dx, dw_gate, dw_up, dw_down, db_gate, db_up, db_down) from the fused backward's dgu and h,
-    None where ``need`` (autograd's needs_input_grad, in that order) does not ask or a bias is absent.
+    None where ``need`` (autograd's needs_input_grad, in that order: False for an absent bias) does
+    not ask.
     d_gate and d_up are read in place from dgu's halves."""
     M, K, N, D = _rows(x), x.shape[-1], w_gate.shape[0], dy.shape[-1]
     x2, dy2 = x.reshape(M, K), dy.reshape(M, D)
@@ -297,9 +298,9 @@ def gradients(dy, x, dgu, h, w_gate, w_up, has_b_gate: bool, has_b_up: bool, has
         torch.mm(dg.t(), x2) if need[1] else None,
         torch.mm(du.t(), x2) if need[2] else None,
         torch.mm(dy2.t(), h) if need[3] else None,
-        bias_grad(dg) if need[4] and has_b_gate else None,
-        bias_grad(du) if need[5] and has_b_up else None,
-        bias_grad(dy2) if need[6] and has_b_down else None,
+        bias_grad(dg) if need[4] else None,
+        bias_grad(du) if need[5] else None,
+        bias_grad(dy2) if need[6] else None,
     )
 
 
@@ -321,7 +322,7 @@ def _setup_context(ctx, inputs, output):
     # Otherwise autograd fills a zero gradient for ``saved`` ([M, 2N]) before every eager backward,
     # which the backward never reads.
     ctx.set_materialize_grads(False)
-    ctx.activation, ctx.recompute, ctx.has_b_down = activation, recompute, b_down is not None
+    ctx.activation, ctx.recompute = activation, recompute
     ctx.save_for_backward(x, saved, w_gate, w_up, w_down, b_gate, b_up)
 
 
@@ -334,8 +335,7 @@ def _autograd_backward(ctx, dy, _dsaved):
     if not any(need):
         return (None,) * 9
     dgu, h = gated_mlp_backward_op(dy, x, saved, w_gate, w_up, w_down, b_gate, b_up, ctx.activation, ctx.recompute)
-    return (*gradients(dy, x, dgu, h, w_gate, w_up, b_gate is not None, b_up is not None, ctx.has_b_down, need),
-            None, None)
+    return (*gradients(dy, x, dgu, h, w_gate, w_up, need), None, None)
 
 
 torch.library.register_autograd(FORWARD_QUALNAME, _autograd_backward, setup_context=_setup_context)
