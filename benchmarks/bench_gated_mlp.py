@@ -40,6 +40,10 @@ Sections (each point's failure is recorded in the results, never fatal):
            gated GEMM forward and dgated GEMM backward, saving the pre-activations and in its
            recompute mode; untuned configurations; one [2N, K] weight, gate rows then up rows),
            where QuACK is installed: time and the gradients' errors against fp32
+  host     host (CPU) microseconds of one compiled MLP forward+backward and of its forward alone,
+           where the GPU keeps up (use a few tokens): stock torch.compile of the eager MLP against
+           torch.compile of the op (what the backend's rewrite puts in the graph) with its default
+           implementation and with both fused GEMMs forced; and a cProfile of the latter's steps
   profile  where the MLP's forward+backward spends its GPU time: per candidate of ``mlp``, each
            GPU kernel's time per step (torch.profiler over a few eager steps, kernels summed by
            name), the ten longest and the total
@@ -64,7 +68,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import GpuSensors, Interleaved, sets_needed  # noqa: E402
+from timing import GpuSensors, Interleaved, host_us_per_call, sets_needed  # noqa: E402
 
 import inductor_swiglu  # noqa: E402
 from inductor_swiglu.dispatch import forms  # noqa: E402
@@ -633,6 +637,51 @@ def describe_profile(r) -> str:
     return f"profile {r['model']} M={r['M']} (GPU us per step):\n" + "\n".join(parts)
 
 
+# ---------------------------------------------------------------- host time
+
+def host_point(model, M, act, clock) -> dict:
+    import cProfile
+    import io
+    import pstats
+
+    K, N = MLP_SHAPES[model]
+    x, wg, wu, wd, dy = _mlp_sets(M, N, K, seed=M + K)[0]
+    fused_env = {forms.PREACT_ENV: PREACT_ROW, forms.DGATED_ENV: "1"}
+    candidates = {"stock_compile": (_compiled(lambda *a: _mlp_eager(*a, act=act)), {}),
+                  "ours_compiled": (_compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act)), {}),
+                  "ours_compiled_fused": (_compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act)),
+                                          fused_env)}
+    row = {"model": model, "M": M, "N": N, "K": K, "act": act, "step_us": {}, "forward_us": {}}
+    inductor_swiglu.reset_op_stats()
+    for name, (mlp, env) in candidates.items():
+        # the environment is set around the whole measurement: patching it per call would be timed too
+        with mock.patch.dict(os.environ, env):
+            row["step_us"][name] = round(host_us_per_call(
+                lambda: torch.autograd.grad(mlp(x, wg, wu, wd), (x, wg, wu, wd), dy), calls=500), 1)
+            with torch.no_grad():
+                row["forward_us"][name] = round(host_us_per_call(lambda: mlp(x, wg, wu, wd), calls=500), 1)
+            if name == "ours_compiled_fused":
+                prof = cProfile.Profile()
+                prof.enable()
+                for _ in range(200):
+                    torch.autograd.grad(mlp(x, wg, wu, wd), (x, wg, wu, wd), dy)
+                prof.disable()
+                text = io.StringIO()
+                pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+                row["profile_200_steps"] = text.getvalue()[-6000:]
+    torch.cuda.synchronize()
+    row["op_calls"] = inductor_swiglu.op_stats()["calls"]
+    return row
+
+
+def describe_host(r) -> str:
+    base = r["step_us"]["stock_compile"]
+    return (f"host {r['model']} M={r['M']}: us per forward+backward " +
+            ", ".join(f"{n} {v} ({v - base:+.1f})" for n, v in r["step_us"].items()) +
+            " | forward alone " + ", ".join(f"{n} {v}" for n, v in r["forward_us"].items()) +
+            f" | op calls {r['op_calls']}")
+
+
 # ---------------------------------------------------------------- the dispatch table's training rows
 
 TRAIN_OP = "ours"               # the mlp candidate the rewrite runs (the op's default implementation)
@@ -769,6 +818,17 @@ def markdown(result: dict) -> str:
             cells = [f"{us[n]} ({base / us[n]:.3f}x)" if n in us and base else str(us.get(n, "-")) for n in names]
             saved = [str(r.get(f"{n}_memory", {}).get("saved_mb", "-")) for n in names]
             lines.append(f"| {r['model']} | {r['M']} | " + " | ".join(cells + saved) + " |")
+    if result.get("host"):
+        names = ("stock_compile", "ours_compiled", "ours_compiled_fused")
+        lines += ["", "## Host time (us of CPU per call, the GPU keeping up)", "",
+                  "| model | M | " + " | ".join(f"{n} fwd+bwd" for n in names) + " | "
+                  + " | ".join(f"{n} fwd" for n in names) + " |", "|---|---|" + "---|" * (2 * len(names))]
+        for r in result["host"]:
+            if "error" in r:
+                lines.append(f"| {r['model']} | {r['M']} | error: {r['error'][:120]} |")
+                continue
+            lines.append(f"| {r['model']} | {r['M']} | " + " | ".join(
+                str(r[k].get(n, "-")) for k in ("step_us", "forward_us") for n in names) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -827,7 +887,8 @@ def main(argv=None) -> int:
         result["check"] = section_check(models, report)
         save()
     timed = {"kernels": (kernels_point, describe_kernels), "pointwise": (pointwise_point, describe_pointwise),
-             "mlp": (mlp_point, describe_mlp), "profile": (profile_point, describe_profile),
+             "mlp": (mlp_point, describe_mlp), "host": (host_point, describe_host),
+             "profile": (profile_point, describe_profile),
              "peer": (peer_point, describe_peer)}
     plan = [(kind, m, M) for kind in timed if kind in sections for m in models for M in tokens]
     for kind, model, M in plan:

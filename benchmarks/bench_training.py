@@ -5,6 +5,7 @@ where the GPU's dispatch table measured it faster, saving the pre-activations) a
 
     python benchmarks/bench_training.py --out DIR [--model q1.5B] [--layers 8] [--seq 2048]
         [--batches 2,4] [--variants stock,stock_checkpoint,ours,recompute] [--reps 10]
+        [--mode reduce-overhead]
 
 One model per variant, identical weights; each variant is compiled and warmed up, then its steps are
 timed interleaved with the others' (each rep runs every variant, the first one rotating), CUDA-
@@ -63,7 +64,7 @@ def checkpoint_mlps(model) -> None:
         layer.mlp.forward = lambda x, forward=forward: checkpoint(forward, x, use_reentrant=False)
 
 
-def variant(name: str, base):
+def variant(name: str, base, mode: str | None = None):
     model = copy.deepcopy(base)
     if name == "stock_checkpoint":
         checkpoint_mlps(model)
@@ -73,10 +74,12 @@ def variant(name: str, base):
         backend = "inductor_swiglu"
     else:
         backend = "inductor"
-    compiled = torch.compile(model, backend=backend)
+    compiled = torch.compile(model, backend=backend, mode=mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
 
     def step(ids):
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are dead: replay over them
         try:
             loss = compiled(input_ids=ids, labels=ids).loss
             loss.backward()
@@ -166,6 +169,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", default="2,4")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--mode", default=None, help="torch.compile's mode for every variant (e.g. reduce-overhead: "
+                    "CUDA graphs, no host time per kernel); default: torch.compile's default")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
@@ -181,11 +186,11 @@ def main(argv=None) -> int:
     base = build(args.model, args.layers)
     # parameters and AdamW's two states, as allocated between steps (the gradients are in the step's peak)
     state_mb = round(3 * sum(p.numel() * p.element_size() for p in base.parameters()) / 2**20)
-    steps = {n: variant(n, base) for n in names}
+    steps = {n: variant(n, base, args.mode) for n in names}
     del base
     clock = GpuSensors(torch.cuda.current_device())
     result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "model": args.model,
-                       "layers": args.layers, "seq": args.seq, "variants": names, "model_state_mb": state_mb,
+                       "layers": args.layers, "seq": args.seq, "variants": names, "mode": args.mode or "default", "model_state_mb": state_mb,
                        "device_mb": round(torch.cuda.mem_get_info()[1] / 2**20)}, "rows": []}
     for batch in (int(b) for b in args.batches.split(",")):
         try:
