@@ -42,8 +42,9 @@ Sections (each point's failure is recorded in the results, never fatal):
            where QuACK is installed: time and the gradients' errors against fp32
   host     host (CPU) microseconds of one compiled MLP forward+backward and of its forward alone,
            where the GPU keeps up (use a few tokens): stock torch.compile of the eager MLP against
-           torch.compile of the op (what the backend's rewrite puts in the graph) with its default
-           implementation and with both fused GEMMs forced; and a cProfile of the latter's steps
+           the op compiled by the backend (what its rewrite puts in the graph) with its default
+           implementation and with both fused GEMMs forced, the latter also with the ops kept as they
+           are (PassConfig(lower_gated_mlp=False)); and a cProfile of the forced candidate's steps
   profile  where the MLP's forward+backward spends its GPU time: per candidate of ``mlp``, each
            GPU kernel's time per step (torch.profiler over a few eager steps, kernels summed by
            name), the ten longest and the total
@@ -134,8 +135,8 @@ def _mlp_eager(x, wg, wu, wd, act: str = activations.SILU):
     return F.linear(activations.apply(act, F.linear(x, wg)) * F.linear(x, wu), wd)
 
 
-def _compiled(fn):
-    return torch.compile(fn, backend="inductor", dynamic=False)
+def _compiled(fn, backend="inductor"):
+    return torch.compile(fn, backend=backend, dynamic=False)
 
 
 class FusedMLP(torch.autograd.Function):
@@ -647,10 +648,14 @@ def host_point(model, M, act, clock) -> dict:
     K, N = MLP_SHAPES[model]
     x, wg, wu, wd, dy = _mlp_sets(M, N, K, seed=M + K)[0]
     fused_env = {forms.PREACT_ENV: PREACT_ROW, forms.DGATED_ENV: "1"}
+    def ours(pass_config=None):
+        backend = inductor_swiglu.backend(pass_config=pass_config) if pass_config else "inductor_swiglu"
+        return _compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act), backend)
+
     candidates = {"stock_compile": (_compiled(lambda *a: _mlp_eager(*a, act=act)), {}),
-                  "ours_compiled": (_compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act)), {}),
-                  "ours_compiled_fused": (_compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act)),
-                                          fused_env)}
+                  "ours_compiled": (ours(), {}),
+                  "ours_compiled_fused": (ours(), fused_env),
+                  "ours_compiled_fused_unlowered": (ours(inductor_swiglu.PassConfig(lower_gated_mlp=False)), fused_env)}
     row = {"model": model, "M": M, "N": N, "K": K, "act": act, "step_us": {}, "forward_us": {}}
     inductor_swiglu.reset_op_stats()
     for name, (mlp, env) in candidates.items():
@@ -819,7 +824,7 @@ def markdown(result: dict) -> str:
             saved = [str(r.get(f"{n}_memory", {}).get("saved_mb", "-")) for n in names]
             lines.append(f"| {r['model']} | {r['M']} | " + " | ".join(cells + saved) + " |")
     if result.get("host"):
-        names = ("stock_compile", "ours_compiled", "ours_compiled_fused")
+        names = ("stock_compile", "ours_compiled", "ours_compiled_fused", "ours_compiled_fused_unlowered")
         lines += ["", "## Host time (us of CPU per call, the GPU keeping up)", "",
                   "| model | M | " + " | ".join(f"{n} fwd+bwd" for n in names) + " | "
                   + " | ".join(f"{n} fwd" for n in names) + " |", "|---|---|" + "---|" * (2 * len(names))]

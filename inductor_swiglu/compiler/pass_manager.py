@@ -59,6 +59,7 @@ from .passes.fusion.swiglu_fp8 import SwigluFp8Fusion
 from .passes.fusion.swiglu_fp8_weight import SwigluFp8WeightFusion
 from .passes.fusion.swiglu_grouped import SwigluGroupedFusion
 from .passes.utility.fold_product_reshapes import FoldProductReshapes
+from .passes.utility.lower_gated_mlp import LowerGatedMlp
 from .passes.utility.merge_equal_copies import MergeEqualCopies
 from .passes.utility.report_near_misses import ReportNearMisses
 from .passes.utility.restore_scaled_mm_v2 import RestoreScaledMmV2
@@ -140,6 +141,8 @@ class PostGradPassManager(CustomGraphPass):
             *([SwigluGroupedFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),
+            # the training form's ops (rewritten before AOTAutograd) as the fused GEMMs they run
+            *([LowerGatedMlp()] if self.config.gated_mlp and self.config.lower_gated_mlp else []),
             # last: what is left alone is only known when every rewrite is done
             ReportNearMisses(),
             # and what no rewrite took goes to Inductor as the model wrote it

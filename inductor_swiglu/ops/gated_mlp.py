@@ -59,6 +59,10 @@ FORWARD_SCHEMA = ("(Tensor x, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor?
                   "Tensor? b_down=None, str activation=\"silu\", bool recompute=False) -> (Tensor, Tensor)")
 BACKWARD_SCHEMA = ("(Tensor dy, Tensor x, Tensor saved, Tensor w_gate, Tensor w_up, Tensor w_down, Tensor? b_gate, "
                    "Tensor? b_up, str activation, bool recompute) -> (Tensor, Tensor)")
+PREACT_GEMM_QUALNAME = f"{OP_NAMESPACE}::gated_mlp_preact_gemm"
+DGATED_GEMM_QUALNAME = f"{OP_NAMESPACE}::gated_mlp_dgated_gemm"
+PREACT_GEMM_SCHEMA = "(Tensor x, Tensor w_gate, Tensor w_up, str activation, str config) -> (Tensor, Tensor)"
+DGATED_GEMM_SCHEMA = "(Tensor dy, Tensor w_down, Tensor saved, str activation, str config) -> (Tensor, Tensor)"
 WHO = "inductor_swiglu.gated_mlp"
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -186,13 +190,13 @@ def _record(impl: str, reason: str, x: torch.Tensor) -> None:
 def _cutlass_first(chosen: tuple[str | None, str], launch, stat: str, what: str, reason: str):
     """(result, '') where dispatch `chose` a CUTLASS GEMM's configuration and `launch(config)` ran it
     (counted as `stat`); else (None, why the cuBLAS path runs instead)."""
-    config, why = chosen
+    config, chosen_why = chosen
     if config is None:
-        return None, why
+        return None, chosen_why
     done, why = launch(config)
     if done is None:
         return None, f"{what} declined: {why}; {reason}"
-    impl_stats.record(stat, why, config=config)
+    impl_stats.record(stat, chosen_why, config=config)
     return done, ""
 
 
@@ -213,6 +217,10 @@ def forward_kernel(x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact
             PREACT, "the pre-activation GEMM", reason)
         if done is not None:
             return done
+    return _forward_without_cutlass(impl, reason, x2, w_gate, w_up, b_gate, b_up, activation, store_preact)
+
+
+def _forward_without_cutlass(impl, reason, x2, w_gate, w_up, b_gate, b_up, activation: str, store_preact: bool):
     _record(impl, reason, x2)
     if impl == FUSED_TRITON:
         h, gu = gpu_kernels().gated_mlp_forward_gpu(x2, w_gate, w_up, activation, store_preact)
@@ -241,6 +249,10 @@ def backward_kernel(dy2, w_down, gu, activation: str, has_bias: bool):
             DGATED, "the dgated GEMM", reason)
         if done is not None:
             return done
+    return _backward_without_cutlass(impl, reason, dy2, w_down, gu, activation)
+
+
+def _backward_without_cutlass(impl, reason, dy2, w_down, gu, activation: str):
     _record(impl, reason, dy2)
     if impl == FUSED_TRITON:
         return gpu_kernels().gated_mlp_dgated_gpu(dy2, w_down, gu, activation)
@@ -303,6 +315,61 @@ def gradients(dy, x, dgu, h, w_gate, w_up, need):
         bias_grad(dy2) if need[6] else None,
     )
 
+
+# --------------------------------------------------------------------------- #
+# The fused GEMMs as ops of their own, for post-grad graphs                     #
+# --------------------------------------------------------------------------- #
+# A compiled graph has no use for the autograd wrapper, the input checks or the per-call choice of
+# gated_mlp_forward / gated_mlp_backward: with the sizes known when compiling, the compiler's
+# lower_gated_mlp pass calls the fused GEMM these two ops launch, with the configuration chosen
+# there, and leaves the rest (the down projection, the reshapes) to Inductor.  Each op still runs
+# correctly where its GEMM declines a call at run time (an operand's alignment, a library without
+# the configuration): the unfused path then runs, counted with the reason.
+
+COMPILED_CHOICE = "chosen when the graph was compiled, for its sizes (compiler pass lower_gated_mlp)"
+
+
+def preact_gemm(x2, w_gate, w_up, activation: str, config: str):
+    """(h, saved) from x2 ``[M, K]``: the pre-activation GEMM's configuration `config`, or the
+    path gated_mlp_forward runs without it where that declines."""
+    done, reason = _cutlass_first((config, COMPILED_CHOICE), lambda c: cutlass_preact.run(x2, w_gate, w_up, activation, c),
+                                  PREACT, "the pre-activation GEMM", "the unfused forward runs")
+    if done is not None:
+        return done
+    impl, _ = gated_mlp_impl(x2, False, activation)
+    return _forward_without_cutlass(impl, reason, x2, w_gate, w_up, None, None, activation, True)
+
+
+def dgated_gemm(dy2, w_down, saved, activation: str, config: str):
+    """(dgu, h) from dy2 ``[M, D]``: the dgated GEMM's configuration `config`, or the path
+    gated_mlp_backward runs without it where that declines."""
+    dy2 = dy2.contiguous()
+    done, reason = _cutlass_first((config, COMPILED_CHOICE), lambda c: cutlass_dgated.run(dy2, w_down, saved, activation, c),
+                                  DGATED, "the dgated GEMM", "the unfused backward runs")
+    if done is not None:
+        return done
+    impl, _ = gated_mlp_impl(dy2, False, activation)
+    return _backward_without_cutlass(impl, reason, dy2, w_down, saved, activation)
+
+
+def _preact_gemm_fake(x2, w_gate, w_up, activation: str, config: str):
+    M, N = x2.shape[0], w_gate.shape[0]
+    return x2.new_empty((M, N)), x2.new_empty((M, 2 * N))
+
+
+def _dgated_gemm_fake(dy2, w_down, saved, activation: str, config: str):
+    return torch.empty_like(saved, memory_format=torch.contiguous_format), saved.new_empty((saved.shape[0],
+                                                                                           saved.shape[1] // 2))
+
+
+torch.library.define(PREACT_GEMM_QUALNAME, PREACT_GEMM_SCHEMA)
+torch.library.define(DGATED_GEMM_QUALNAME, DGATED_GEMM_SCHEMA)
+torch.library.register_fake(PREACT_GEMM_QUALNAME)(_preact_gemm_fake)
+torch.library.register_fake(DGATED_GEMM_QUALNAME)(_dgated_gemm_fake)
+torch.library.impl(PREACT_GEMM_QUALNAME, ("cpu", "cuda"))(preact_gemm)
+torch.library.impl(DGATED_GEMM_QUALNAME, ("cpu", "cuda"))(dgated_gemm)
+preact_gemm_op = torch.ops.inductor_swiglu.gated_mlp_preact_gemm.default
+dgated_gemm_op = torch.ops.inductor_swiglu.gated_mlp_dgated_gemm.default
 
 torch.library.define(FORWARD_QUALNAME, FORWARD_SCHEMA)
 torch.library.define(BACKWARD_QUALNAME, BACKWARD_SCHEMA)

@@ -36,6 +36,7 @@ DEFAULT_ORDER = [
     "merge_fp8_mlp",
     "swiglu_grouped_fusion",
     "use_native_op",
+    "lower_gated_mlp",
     "report_near_misses",
     "restore_scaled_mm_v2",
 ]

@@ -118,6 +118,29 @@ def test_without_recompute_the_gpu_graph_follows_the_tables_training_rows(K, N, 
     assert_as_close_as_stock(ours, stock, ref)
 
 
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_compiled_graphs_run_the_fused_gemms_chosen_when_compiling(monkeypatch, mode):
+    # lower_gated_mlp: the forward and backward graphs call the two fused GEMMs directly, with the
+    # configurations chosen when compiling (both forced here), at a token count no tile divides
+    from inductor_swiglu import dispatch
+    from inductor_swiglu.ops import gated_mlp as op
+
+    K, N, M = 896, 4864, 264
+    if not dispatch.worth_it("gated_mlp", dispatch.device_kind(0), "silu", M, N, K, cudagraphs=mode is not None,
+                             dtype="bfloat16").worth_it:
+        pytest.skip("this GPU's dispatch table leaves the training form at this shape to stock")
+    monkeypatch.setenv(dispatch.forms.PREACT_ENV, "1")
+    monkeypatch.setenv(dispatch.forms.DGATED_ENV, "1")
+    torch._dynamo.reset()
+    impl_stats.reset_op_stats()
+    ours, stock, ref = train_step(K, N, M, "inductor_swiglu", mode=mode)
+    reasons = inductor_swiglu.op_stats()["reasons"]
+    for gemm in (impl_stats.GATED_MLP_PREACT, impl_stats.GATED_MLP_DGATED):
+        assert set(reasons.get(gemm, {})) == {op.COMPILED_CHOICE}, reasons
+    assert set(reasons) == {impl_stats.GATED_MLP_PREACT, impl_stats.GATED_MLP_DGATED}, reasons
+    assert_as_close_as_stock(ours, stock, ref)
+
+
 def test_gelu_tanh_and_zero_tokens():
     w = [torch.randn(s, device="cuda", dtype=torch.bfloat16, requires_grad=True) for s in ((96, 64), (96, 64), (64, 96))]
     x = torch.randn(0, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)

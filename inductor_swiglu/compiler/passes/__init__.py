@@ -14,7 +14,9 @@ normalizations (unfreeze_weights, unpad_projections, scaled_mm_v2_as_scaled_mm, 
 split_merged_projections, unshare_input_reshapes, vector_input_as_reshapes), then the rewrites
 (the weight-only FP8 MLP and its down projection before the bf16 swiglu; its FP8 twin swiglu_fp8 and
 its down projection's, linear_fp8, which reads h as fold_product_reshapes leaves it, and whose pairs
-gated_mlp_fp8 makes one op; swiglu_grouped), then what depends on their result (use_native_op), the
+gated_mlp_fp8 makes one op; swiglu_grouped), then what depends on their result (use_native_op; and
+lower_gated_mlp, which turns the training form's ops, rewritten before AOTAutograd, into the fused GEMMs
+they run), the
 read-only report of what was left alone (report_near_misses), and last restore_scaled_mm_v2, which
 gives back the spelling of the scaled GEMMs no rewrite took.
 """
