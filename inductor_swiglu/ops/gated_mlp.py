@@ -362,24 +362,19 @@ def _dgated_gemm_fake(dy2, w_down, saved, activation: str, config: str):
                                                                                            saved.shape[1] // 2))
 
 
-torch.library.define(PREACT_GEMM_QUALNAME, PREACT_GEMM_SCHEMA)
-torch.library.define(DGATED_GEMM_QUALNAME, DGATED_GEMM_SCHEMA)
-torch.library.register_fake(PREACT_GEMM_QUALNAME)(_preact_gemm_fake)
-torch.library.register_fake(DGATED_GEMM_QUALNAME)(_dgated_gemm_fake)
-torch.library.impl(PREACT_GEMM_QUALNAME, ("cpu", "cuda"))(preact_gemm)
-torch.library.impl(DGATED_GEMM_QUALNAME, ("cpu", "cuda"))(dgated_gemm)
-preact_gemm_op = torch.ops.inductor_swiglu.gated_mlp_preact_gemm.default
-dgated_gemm_op = torch.ops.inductor_swiglu.gated_mlp_dgated_gemm.default
+def _define(qualname: str, schema: str, kernel, fake):
+    """One operator of this module: its schema, its fake kernel and its CPU and CUDA kernel; returns
+    its OpOverload."""
+    torch.library.define(qualname, schema)
+    torch.library.register_fake(qualname)(fake)
+    torch.library.impl(qualname, ("cpu", "cuda"))(kernel)
+    return getattr(torch.ops.inductor_swiglu, qualname.split("::")[1]).default
 
-torch.library.define(FORWARD_QUALNAME, FORWARD_SCHEMA)
-torch.library.define(BACKWARD_QUALNAME, BACKWARD_SCHEMA)
-torch.library.register_fake(FORWARD_QUALNAME)(_forward_fake)
-torch.library.register_fake(BACKWARD_QUALNAME)(_backward_fake)
-torch.library.impl(FORWARD_QUALNAME, ("cpu", "cuda"))(_forward)
-torch.library.impl(BACKWARD_QUALNAME, ("cpu", "cuda"))(_backward)
 
-gated_mlp_forward_op = torch.ops.inductor_swiglu.gated_mlp_forward.default
-gated_mlp_backward_op = torch.ops.inductor_swiglu.gated_mlp_backward.default
+preact_gemm_op = _define(PREACT_GEMM_QUALNAME, PREACT_GEMM_SCHEMA, preact_gemm, _preact_gemm_fake)
+dgated_gemm_op = _define(DGATED_GEMM_QUALNAME, DGATED_GEMM_SCHEMA, dgated_gemm, _dgated_gemm_fake)
+gated_mlp_forward_op = _define(FORWARD_QUALNAME, FORWARD_SCHEMA, _forward, _forward_fake)
+gated_mlp_backward_op = _define(BACKWARD_QUALNAME, BACKWARD_SCHEMA, _backward, _backward_fake)
 
 
 def _setup_context(ctx, inputs, output):
