@@ -412,6 +412,20 @@ def operand_sources(n, hops: int = 4):
         yield n
 
 
+def schema_arguments(node: torch.fx.Node) -> dict:
+    """An OpOverload call's arguments by their schema names, defaults filled in."""
+    return {a.name: node.args[i] if i < len(node.args) else node.kwargs.get(a.name, a.default_value)
+            for i, a in enumerate(node.target._schema.arguments)}
+
+
+def call_with_val(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
+    """A call of `target` at the graph's insertion point, its fake value computed from its
+    arguments' (what later passes and Inductor read)."""
+    node = graph.call_function(target, args)
+    node.meta["val"] = target(*(meta_val(a) if isinstance(a, torch.fx.Node) else a for a in args))
+    return node
+
+
 def replace_node(graph: torch.fx.Graph, node: torch.fx.Node, target, args, kwargs=None,
                  meta: dict | None = None) -> torch.fx.Node:
     """A call of `target` in `node`'s place: inserted before it, with `meta` (a copy of `node`'s by

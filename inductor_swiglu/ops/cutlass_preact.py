@@ -21,6 +21,7 @@ from .cuda_impl import ISW_DTYPES, cutlass_available, launch, layout_reason, pro
 
 IMPL = "interleaved_gemm"
 PREACT_SUFFIX = "_preact"
+DTYPES = (torch.bfloat16, torch.float16)   # what the _preact rows are built for
 
 
 @functools.cache
@@ -40,7 +41,7 @@ def declines(x2: torch.Tensor, w_gate, w_up, b_gate, b_up) -> str:
     ok, why = cutlass_available(x2.device)
     if not ok:
         return why
-    if x2.dtype not in (torch.bfloat16, torch.float16) or x2.dtype not in ISW_DTYPES:
+    if x2.dtype not in DTYPES or x2.dtype not in ISW_DTYPES:
         return f"it is built for bf16 and fp16, not {x2.dtype}"
     if w_gate.dtype != x2.dtype or w_up.dtype != x2.dtype:
         return f"x and the weights must share a dtype ({x2.dtype}, {w_gate.dtype}, {w_up.dtype})"

@@ -27,28 +27,11 @@ from ....dispatch import forms
 from ....dispatch.forced import forced_kernel
 from ....ops import cutlass_dgated, cutlass_preact
 from ....ops import gated_mlp as op
-from ...fx_utils import meta_val, static_rows
+from ...fx_utils import call_with_val, meta_val, schema_arguments, static_rows
 from ...inductor_pass import GraphPass
 from .use_native_op import on_hopper
 
 aten = torch.ops.aten
-PREACT_DTYPES = (torch.bfloat16, torch.float16)
-
-
-def arguments(node: torch.fx.Node) -> dict:
-    """The call's arguments by their schema names, defaults filled in."""
-    schema = node.target._schema
-    return {a.name: node.args[i] if i < len(node.args) else node.kwargs.get(a.name, a.default_value)
-            for i, a in enumerate(schema.arguments)}
-
-
-def _call(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
-    """A call of `target` with its fake value computed from its arguments' (inserted where the
-    graph's insertion point is)."""
-    node = graph.call_function(target, args)
-    vals = [meta_val(a) if isinstance(a, torch.fx.Node) else a for a in args]
-    node.meta["val"] = target(*vals)
-    return node
 
 
 def _take_over_outputs(graph: torch.fx.Graph, node: torch.fx.Node, outputs: tuple) -> None:
@@ -68,7 +51,7 @@ def preact_config(a: dict) -> str | None:
     if x is None or w_gate is None or a["recompute"] or a["b_gate"] is not None or a["b_up"] is not None:
         return None
     M, (N, K) = static_rows(x.shape), w_gate.shape
-    if M is None or not isinstance(N, int) or not isinstance(K, int) or x.dtype not in PREACT_DTYPES:
+    if M is None or not isinstance(N, int) or not isinstance(K, int) or x.dtype not in cutlass_preact.DTYPES:
         return None
     if not on_hopper(x.device) or a["activation"] not in op.FUSED_ACTIVATIONS:
         return None
@@ -90,28 +73,26 @@ def dgated_config(a: dict) -> str | None:
     return config if config in cutlass_dgated.config_names() else None
 
 
-def lower_forward(graph: torch.fx.Graph, node: torch.fx.Node, config: str) -> None:
-    a = arguments(node)
+def lower_forward(graph: torch.fx.Graph, node: torch.fx.Node, a: dict, config: str) -> None:
     x = meta_val(a["x"])
     K, D = x.shape[-1], meta_val(a["w_down"]).shape[0]
     with graph.inserting_before(node):
-        x2 = _call(graph, aten.reshape.default, a["x"], [static_rows(x.shape), K])
-        gemm = _call(graph, op.preact_gemm_op, x2, a["w_gate"], a["w_up"], a["activation"], config)
-        h, saved = (_call(graph, operator.getitem, gemm, i) for i in (0, 1))
-        w_down_t = _call(graph, aten.permute.default, a["w_down"], [1, 0])
-        y2 = (_call(graph, aten.mm.default, h, w_down_t) if a["b_down"] is None
-              else _call(graph, aten.addmm.default, a["b_down"], h, w_down_t))
-        y = _call(graph, aten.reshape.default, y2, [*x.shape[:-1], D])
+        x2 = call_with_val(graph, aten.reshape.default, a["x"], [static_rows(x.shape), K])
+        gemm = call_with_val(graph, op.preact_gemm_op, x2, a["w_gate"], a["w_up"], a["activation"], config)
+        h, saved = (call_with_val(graph, operator.getitem, gemm, i) for i in (0, 1))
+        w_down_t = call_with_val(graph, aten.permute.default, a["w_down"], [1, 0])
+        y2 = (call_with_val(graph, aten.mm.default, h, w_down_t) if a["b_down"] is None
+              else call_with_val(graph, aten.addmm.default, a["b_down"], h, w_down_t))
+        y = call_with_val(graph, aten.reshape.default, y2, [*x.shape[:-1], D])
     _take_over_outputs(graph, node, (y, saved))
 
 
-def lower_backward(graph: torch.fx.Graph, node: torch.fx.Node, config: str) -> None:
-    a = arguments(node)
+def lower_backward(graph: torch.fx.Graph, node: torch.fx.Node, a: dict, config: str) -> None:
     dy = meta_val(a["dy"])
     with graph.inserting_before(node):
-        dy2 = _call(graph, aten.reshape.default, a["dy"], [static_rows(dy.shape), dy.shape[-1]])
-        gemm = _call(graph, op.dgated_gemm_op, dy2, a["w_down"], a["saved"], a["activation"], config)
-        outputs = tuple(_call(graph, operator.getitem, gemm, i) for i in (0, 1))
+        dy2 = call_with_val(graph, aten.reshape.default, a["dy"], [static_rows(dy.shape), dy.shape[-1]])
+        gemm = call_with_val(graph, op.dgated_gemm_op, dy2, a["w_down"], a["saved"], a["activation"], config)
+        outputs = tuple(call_with_val(graph, operator.getitem, gemm, i) for i in (0, 1))
     _take_over_outputs(graph, node, outputs)
 
 
@@ -121,9 +102,10 @@ def lower_gated_mlp(graph: torch.fx.Graph) -> int:
     for target, choose, lower in ((op.gated_mlp_forward_op, preact_config, lower_forward),
                                   (op.gated_mlp_backward_op, dgated_config, lower_backward)):
         for node in list(graph.find_nodes(op="call_function", target=target)):
-            config = choose(arguments(node))
+            a = schema_arguments(node)
+            config = choose(a)
             if config is not None:
-                lower(graph, node, config)
+                lower(graph, node, a, config)
                 lowered += 1
     return lowered
 
