@@ -53,14 +53,13 @@ class PassConfig:
     it (the MLP's saved activations shrink from [M, K + 2N] to [M, K], for one more GEMM pair in
     the backward): what activation checkpointing around each MLP saves, for less work."""
 
-    lower_gated_mlp: bool = False
+    lower_gated_mlp: bool = True
     """With ``gated_mlp``: in the compiled forward and backward graphs, call the fused GEMM that each
     of the two ops runs at the graph's sizes directly, with the configuration chosen when compiling,
     and leave the down projection and the reshapes to Inductor as aten ops: no autograd wrapper,
     input checks or kernel choice in Python on every call (compiler/passes/utility/lower_gated_mlp.py;
-    the same numbers).  Opt-in until its GPU tests and host-time measurement have run on a GPU
-    (benchmarks/bench_gated_mlp.py --sections host, bench_training.py --variants stock,ours,ours_lowered);
-    off, the two ops run as they are and choose per call."""
+    the same numbers).  Off, the two ops run as they are and choose per call, which costs host time
+    a small step cannot hide (benchmarks/bench_gated_mlp.py --sections host)."""
 
     fuse_on_cpu: bool = True
     """Rewrite graphs on CPU too (the op runs its fp32 reference there).  On by

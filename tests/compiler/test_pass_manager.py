@@ -36,6 +36,7 @@ DEFAULT_ORDER = [
     "merge_fp8_mlp",
     "swiglu_grouped_fusion",
     "use_native_op",
+    "lower_gated_mlp",
     "report_near_misses",
     "restore_scaled_mm_v2",
 ]
@@ -77,12 +78,10 @@ def test_default_pass_list_and_order():
     assert all(len(p.uuid()) == 64 for p in manager.passes)
 
 
-def test_lowering_the_training_form_is_opt_in_after_the_native_op():
-    names = [p.name for p in PostGradPassManager(PassConfig(lower_gated_mlp=True)).passes]
-    assert names == [*DEFAULT_ORDER[:DEFAULT_ORDER.index("use_native_op") + 1], "lower_gated_mlp",
-                     *DEFAULT_ORDER[DEFAULT_ORDER.index("use_native_op") + 1:]]
-    assert "lower_gated_mlp" not in [p.name for p in PostGradPassManager(PassConfig(lower_gated_mlp=True,
-                                                                                    gated_mlp=False)).passes]
+def test_lowering_the_training_form_needs_the_training_rewrite_and_can_be_switched_off():
+    without = [n for n in DEFAULT_ORDER if n != "lower_gated_mlp"]
+    assert [p.name for p in PostGradPassManager(PassConfig(lower_gated_mlp=False)).passes] == without
+    assert "lower_gated_mlp" not in [p.name for p in PostGradPassManager(PassConfig(gated_mlp=False)).passes]
 
 
 def test_pickling_rebuilds_the_passes():

@@ -36,9 +36,11 @@ class Mlp(torch.nn.Module):
 
 
 def grads(model, x, dy, run):
+    # cloned: under reduce-overhead the gradients are CUDA-graph outputs, which the next
+    # compiled model's replay may overwrite
     x = x.detach().clone().requires_grad_()
     run(x).backward(dy)
-    return [x.grad, *(p.grad for p in model.parameters())]
+    return [g.clone() for g in (x.grad, *(p.grad for p in model.parameters()))]
 
 
 def train_step(K, N, M, backend, act=F.silu, mode=None):

@@ -562,7 +562,7 @@ def test_bench_host_section_times_each_candidate_with_its_environment(bench, mon
     monkeypatch.setattr(bench.inductor_swiglu, "gated_mlp", gated_mlp)
     monkeypatch.setattr(bench, "host_us_per_call", lambda fn, calls: (fn(), 12.5)[1])
     row = bench.host_point("tiny", 3, "silu", clock=None)
-    names = {"stock_compile", "ours_compiled", "ours_compiled_fused", "ours_compiled_fused_lowered"}
+    names = {"stock_compile", "ours_compiled", "ours_compiled_fused", "ours_compiled_fused_unlowered"}
     assert set(row["step_us"]) == names and set(row["forward_us"]) == names
     assert seen == {None, "1"} and "INDUCTOR_SWIGLU_DGATED_GEMM" not in os.environ
     assert "gated_mlp" in row["profile_200_steps"]

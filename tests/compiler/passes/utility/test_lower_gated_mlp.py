@@ -1,6 +1,6 @@
-"""lower_gated_mlp (opt-in, PassConfig(lower_gated_mlp=True)): in the forward and backward graphs, the
-training form's ops become the fused GEMM each would run (chosen when compiling) and aten ops around it.  On the CPU the pass is made to see a
-Hopper GPU whose dispatch runs both GEMMs, and the GEMMs themselves decline at run time (there is no
+"""lower_gated_mlp (on by default; PassConfig(lower_gated_mlp=False) switches it off): in the forward
+and backward graphs, the training form's ops become the fused GEMM each would run (chosen when
+compiling) and aten ops around it.  On the CPU the pass is made to see a Hopper GPU whose dispatch runs both GEMMs, and the GEMMs themselves decline at run time (there is no
 GPU), so the lowered ops' own fallback computes: the gradients must equal stock's, and the counts
 say which op ran and why."""
 
@@ -49,7 +49,8 @@ class Block(nn.Module):
         return x + self.mlp(x)
 
 
-LOWERED = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(lower_gated_mlp=True))
+LOWERED = "inductor_swiglu"   # the default
+UNLOWERED = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(lower_gated_mlp=False))
 
 
 def train_both(model, x, backend=LOWERED, **compile_kw):
@@ -96,8 +97,7 @@ def test_what_would_not_run_a_fused_gemm_keeps_the_op(hopper_that_declines, monk
     dtype = torch.float32 if case == "fp32" else torch.bfloat16
     backend = LOWERED
     if case == "recompute":
-        backend = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(gated_mlp_recompute=True,
-                                                                                 lower_gated_mlp=True))
+        backend = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(gated_mlp_recompute=True))
     if case == "not Hopper":
         monkeypatch.setattr(lowering, "on_hopper", lambda device: False)
     mlp = GatedMLP(32, 48, bias=case == "gate and up biases")
@@ -109,10 +109,10 @@ def test_what_would_not_run_a_fused_gemm_keeps_the_op(hopper_that_declines, monk
         assert calls[impl_stats.GATED_MLP_REFERENCE].get(DGATED_DECLINED, 0) == (case == "gate and up biases"), calls
 
 
-def test_off_by_default_the_compiled_graphs_keep_the_ops(hopper_that_declines):
+def test_switched_off_the_compiled_graphs_keep_the_ops(hopper_that_declines):
     torch.manual_seed(0)
     ours, stock = train_both(Block(GatedMLP(32, 48)).to(torch.bfloat16), torch.randn(2, 5, 32, dtype=torch.bfloat16),
-                             backend="inductor_swiglu")
+                             backend=UNLOWERED)
     assert_close(ours, stock, torch.bfloat16)
     assert inductor_swiglu.counters()["op"]["reasons"] == {impl_stats.GATED_MLP_REFERENCE: {CPU_REFERENCE: 2}}
 
