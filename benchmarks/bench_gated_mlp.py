@@ -649,7 +649,10 @@ def host_point(model, M, act, clock) -> dict:
     x, wg, wu, wd, dy = _mlp_sets(M, N, K, seed=M + K)[0]
     fused_env = {forms.PREACT_ENV: PREACT_ROW, forms.DGATED_ENV: "1"}
     def ours(pass_config=None):
-        backend = inductor_swiglu.backend(pass_config=pass_config) if pass_config else "inductor_swiglu"
+        # a backend object of its own: the candidates share one function's code, and Dynamo would
+        # serve a later candidate the graph an earlier one compiled under another environment (with
+        # the lowered GEMMs chosen when compiling, that is another graph)
+        backend = inductor_swiglu.backend(pass_config=pass_config)
         return _compiled(lambda *a: inductor_swiglu.gated_mlp(*a, activation=act), backend)
 
     candidates = {"stock_compile": (_compiled(lambda *a: _mlp_eager(*a, act=act)), {}),

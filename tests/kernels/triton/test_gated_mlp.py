@@ -549,7 +549,8 @@ def test_bench_host_section_times_each_candidate_with_its_environment(bench, mon
     # the host section without a GPU: eager stand-ins for the compiled candidates; the fused
     # candidate's settings hold over its whole measurement (not patched per call) and end with it
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(bench, "_compiled", lambda fn, backend="inductor": fn)
+    backends = []
+    monkeypatch.setattr(bench, "_compiled", lambda fn, backend="inductor": (backends.append(backend), fn)[1])
     monkeypatch.setattr(bench, "MLP_SHAPES", {"tiny": (24, 40)})
     monkeypatch.delenv("INDUCTOR_SWIGLU_DGATED_GEMM", raising=False)
     seen = set()
@@ -565,6 +566,9 @@ def test_bench_host_section_times_each_candidate_with_its_environment(bench, mon
     names = {"stock_compile", "ours_compiled", "ours_compiled_fused", "ours_compiled_fused_unlowered"}
     assert set(row["step_us"]) == names and set(row["forward_us"]) == names
     assert seen == {None, "1"} and "INDUCTOR_SWIGLU_DGATED_GEMM" not in os.environ
+    # a backend object per candidate: with one shared, Dynamo would serve the fused candidate the
+    # graph the default one compiled, whose lowered GEMMs were chosen without the fused settings
+    assert len(backends) == 4 and len({id(b) for b in backends}) == 4
     assert "gated_mlp" in row["profile_200_steps"]
     assert "host tiny M=3" in bench.describe_host(row)
     md = bench.markdown({"meta": {"device": "cpu", "torch": "x", "triton": "y"}, "host": [row]})
