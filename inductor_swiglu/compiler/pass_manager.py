@@ -141,7 +141,7 @@ class PostGradPassManager(CustomGraphPass):
             *([SwigluGroupedFusion(self.config)] if self.config.moe else []),
             # needs the rewrites' nodes, and their devices
             UseNativeOp(),
-            # the training form's ops (rewritten before AOTAutograd) as the fused GEMMs they run (opt-in)
+            # the training form's ops (rewritten before AOTAutograd) as the fused GEMMs they run
             *([LowerGatedMlp()] if self.config.gated_mlp and self.config.lower_gated_mlp else []),
             # last: what is left alone is only known when every rewrite is done
             ReportNearMisses(),

@@ -135,8 +135,7 @@ def test_compiled_graphs_run_the_fused_gemms_chosen_when_compiling(monkeypatch, 
     monkeypatch.setenv(dispatch.forms.DGATED_ENV, "1")
     torch._dynamo.reset()
     impl_stats.reset_op_stats()
-    lowered = inductor_swiglu.backend(pass_config=inductor_swiglu.PassConfig(lower_gated_mlp=True))
-    ours, stock, ref = train_step(K, N, M, lowered, mode=mode)
+    ours, stock, ref = train_step(K, N, M, "inductor_swiglu", mode=mode)   # lowering is the default
     reasons = inductor_swiglu.op_stats()["reasons"]
     for gemm in (impl_stats.GATED_MLP_PREACT, impl_stats.GATED_MLP_DGATED):
         assert set(reasons.get(gemm, {})) == {op.COMPILED_CHOICE}, reasons

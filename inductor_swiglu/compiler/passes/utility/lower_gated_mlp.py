@@ -9,7 +9,7 @@ compiled for.  With those sizes known here, each op becomes the fused GEMM it wo
 what surrounds it becomes aten ops Inductor plans like stock's: the down projection's GEMM and
 the reshapes.  Where the op would not run a fused GEMM (other GPUs, sizes where the unfused path
 measured faster, biases on gate and up, recompute mode, sizes known only at run time) it stays as
-it is.  Opt-in (``PassConfig.lower_gated_mlp``).
+it is.  ``PassConfig(lower_gated_mlp=False)`` switches the pass off.
 
 The choice depends on the switches ``dispatch.forms`` reads (``INDUCTOR_SWIGLU_PREACT_GEMM``,
 ``INDUCTOR_SWIGLU_DGATED_GEMM``, a forced kernel), so they are part of ``uuid()``: a graph

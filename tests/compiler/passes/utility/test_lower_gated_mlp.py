@@ -1,8 +1,9 @@
 """lower_gated_mlp (on by default; PassConfig(lower_gated_mlp=False) switches it off): in the forward
 and backward graphs, the training form's ops become the fused GEMM each would run (chosen when
-compiling) and aten ops around it.  On the CPU the pass is made to see a Hopper GPU whose dispatch runs both GEMMs, and the GEMMs themselves decline at run time (there is no
-GPU), so the lowered ops' own fallback computes: the gradients must equal stock's, and the counts
-say which op ran and why."""
+compiling) and aten ops around it.  On the CPU the pass is made to see a Hopper GPU whose dispatch
+runs both GEMMs, and the GEMMs themselves decline at run time (there is no GPU), so the lowered
+ops' own fallback computes: the gradients must equal stock's, and the counts say which op ran and
+why."""
 
 from __future__ import annotations
 
