@@ -9,23 +9,28 @@ training form's ops left as they are in the compiled graphs, not lowered to the 
         [--batches 2,4] [--variants stock,stock_checkpoint,ours,recompute,ours_unlowered] [--reps 10]
         [--mode reduce-overhead]
 
-One model per variant, identical weights; each variant is compiled and warmed up, then its steps are
-timed interleaved with the others' (each rep runs every variant, the first one rotating), CUDA-
-synchronized wall time, median over `--reps`; the SM clock is logged beside each rep.  A variant
-that runs out of memory at a batch is reported so and the others are timed (with the model's full
-depth, e.g. `--layers 28`, that finds the batch where stock fits only with checkpointing).  Memory:
-the peak allocated during one step above what was allocated before it (parameters and optimizer
-state are allocated by then; the gradients are the step's), per variant; ``alone_mb`` adds one
-model's parameters and AdamW state to it: what the variant needs on a device by itself, as the other
-variants' models share this one (``meta.device_mb`` says what the device has).  Each batch is
-compiled for its own shape, as a user training at one batch would (no dynamic-shape recompile).  The loss of the first step of each variant
-is reported against stock's (the same inputs and weights).  Writes bench_training.json and .md.
+The variants share one model's parameters and one AdamW, so the device holds one model's state
+whatever the number of variants, and a variant near the memory limit fits or runs out of memory as it
+would alone; each has a module tree of its own over those parameters (checkpointing patches its
+MLPs).  The learning rate is 0: every step does the same work on the same weights, so the variants'
+losses compare and no variant trains the weights another is timed on.  Each variant is compiled and
+warmed up, then its steps are timed interleaved with the others' (each rep runs every variant, the
+first one rotating), CUDA-synchronized wall time, median over `--reps`; the SM clock is logged
+beside each rep.  A variant that runs out of memory at a batch is reported so and the others are
+timed (with the model's full depth, e.g. `--layers 28`, that finds the batch where stock fits only
+with checkpointing).  Memory: the peak allocated during one step above what was allocated before it
+(parameters and optimizer state are allocated by then; the gradients are the step's), per variant;
+``alone_mb`` adds the parameters and AdamW state to it: what the variant needs on a device
+(``meta.device_mb`` says what the device has).  Each batch is compiled for its own shape, as a user
+training at one batch would (no dynamic-shape recompile).  The loss of the first step of each
+variant is reported against stock's (the same inputs and weights).  Writes bench_training.json and .md.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import os
 import statistics
@@ -66,8 +71,14 @@ def checkpoint_mlps(model) -> None:
         layer.mlp.forward = lambda x, forward=forward: checkpoint(forward, x, use_reentrant=False)
 
 
-def variant(name: str, base, mode: str | None = None):
-    model = copy.deepcopy(base)
+def shared_optimizer(base) -> torch.optim.Optimizer:
+    """The AdamW every variant steps: learning rate 0, the same kernels as any other rate."""
+    return torch.optim.AdamW(base.parameters(), lr=0.0, foreach=True)
+
+
+def variant(name: str, base, opt: torch.optim.Optimizer, mode: str | None = None):
+    # its own modules over base's parameters and buffers: checkpoint_mlps patches this copy only
+    model = copy.deepcopy(base, {id(t): t for t in itertools.chain(base.parameters(), base.buffers())})
     if name == "stock_checkpoint":
         checkpoint_mlps(model)
     if name == "recompute":
@@ -79,7 +90,6 @@ def variant(name: str, base, mode: str | None = None):
     else:
         backend = "inductor"
     compiled = torch.compile(model, backend=backend, mode=mode)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
 
     def step(ids):
         if mode == "reduce-overhead":
@@ -190,11 +200,12 @@ def main(argv=None) -> int:
     base = build(args.model, args.layers)
     # parameters and AdamW's two states, as allocated between steps (the gradients are in the step's peak)
     state_mb = round(3 * sum(p.numel() * p.element_size() for p in base.parameters()) / 2**20)
-    steps = {n: variant(n, base, args.mode) for n in names}
-    del base
+    opt = shared_optimizer(base)
+    steps = {n: variant(n, base, opt, args.mode) for n in names}
     clock = GpuSensors(torch.cuda.current_device())
     result = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "model": args.model,
                        "layers": args.layers, "seq": args.seq, "variants": names, "mode": args.mode or "default", "model_state_mb": state_mb,
+                       "optimizer": "AdamW (foreach), learning rate 0, one model and state shared by the variants",
                        "device_mb": round(torch.cuda.mem_get_info()[1] / 2**20)}, "rows": []}
     for batch in (int(b) for b in args.batches.split(",")):
         try:
